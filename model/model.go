@@ -1,0 +1,304 @@
+package model
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Kind is the type of a module, named as in torch.nn where one exists.
+type Kind string
+
+// Module kinds.
+const (
+	KindLinear           Kind = "Linear"
+	KindReLU             Kind = "ReLU"
+	KindGELU             Kind = "GELU"
+	KindLayerNorm        Kind = "LayerNorm"
+	KindRMSNorm          Kind = "RMSNorm"
+	KindEmbedding        Kind = "Embedding"
+	KindAttention        Kind = "Attention"
+	KindMLP              Kind = "MLP"
+	KindTransformerBlock Kind = "TransformerBlock"
+	KindSequential       Kind = "Sequential"
+	KindCrossEntropy     Kind = "CrossEntropyLoss" // mean over tokens of -log softmax(logits)[target]
+	KindMSE              Kind = "MSELoss"          // mean over all elements of (y - target)^2
+)
+
+// Module is one node of the tree. Only the fields of its Kind are set.
+type Module struct {
+	Name string // local name: "0", "qkv", "layers"
+	Kind Kind
+
+	// Linear: y = x W^T + b with W [Out, In].
+	In, Out int
+	Bias    bool
+
+	// Embedding: weight [Num, Dim]. LayerNorm/RMSNorm: Dim features (LayerNorm has a bias when Bias).
+	Num, Dim int
+
+	// Attention: Dim = model width, Heads query heads, KVHeads key/value heads, HeadDim per head.
+	Heads, KVHeads, HeadDim int
+
+	// MLP: Dim -> FFN -> Dim; Gated selects SwiGLU (gate, up, down) over GELU (fc1, fc2).
+	FFN   int
+	Gated bool
+
+	Children []*Module
+}
+
+// Child returns the direct child called name, or nil.
+func (m *Module) Child(name string) *Module {
+	for _, c := range m.Children {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// OwnParams is the number of parameters held by m itself, not its children.
+func (m *Module) OwnParams() int64 {
+	switch m.Kind {
+	case KindLinear:
+		n := int64(m.In) * int64(m.Out)
+		if m.Bias {
+			n += int64(m.Out)
+		}
+		return n
+	case KindEmbedding:
+		return int64(m.Num) * int64(m.Dim)
+	case KindLayerNorm:
+		if m.Bias {
+			return 2 * int64(m.Dim)
+		}
+		return int64(m.Dim)
+	case KindRMSNorm:
+		return int64(m.Dim)
+	}
+	return 0
+}
+
+// Params is the number of parameters in m and all its descendants.
+func (m *Module) Params() int64 {
+	n := m.OwnParams()
+	for _, c := range m.Children {
+		n += c.Params()
+	}
+	return n
+}
+
+// Named is a module with its fully-qualified name ("" for the root).
+type Named struct {
+	FQN    string
+	Module *Module
+}
+
+// Walk lists m and its descendants in pre-order with fully-qualified names, as
+// torch.nn.Module.named_modules does.
+func (m *Module) Walk() []Named {
+	var out []Named
+	var rec func(prefix string, x *Module)
+	rec = func(prefix string, x *Module) {
+		out = append(out, Named{prefix, x})
+		for _, c := range x.Children {
+			name := c.Name
+			if prefix != "" {
+				name = prefix + "." + c.Name
+			}
+			rec(name, c)
+		}
+	}
+	rec("", m)
+	return out
+}
+
+// Model is a module tree with the shape of the data it trains on.
+type Model struct {
+	Name   string
+	Family string // "mlp", "gpt", "llama", ...
+	Root   *Module
+	// Loss is the loss applied to the root's output: KindCrossEntropy over token logits, or KindMSE
+	// against a target of the output's shape. It is not a module of the tree, so plans cannot name it.
+	Loss Kind
+
+	// Batch is the default global batch in samples (sequences for transformers).
+	Batch int
+	// Seq is the sequence length in tokens; 0 for models that take one vector per sample.
+	Seq int
+	// InDim is the width of one input sample of an MLP (0 for transformers, which take token ids).
+	InDim int
+
+	// Transformer is the configuration a transformer was built from; nil for other models.
+	Transformer *Transformer
+
+	// Published is the parameter count the model's authors publish, 0 when none is; a test keeps
+	// Root.Params() equal to it.
+	Published int64
+	// Source says where the configuration comes from.
+	Source string
+}
+
+// Params is the number of parameters of the model.
+func (m *Model) Params() int64 { return m.Root.Params() }
+
+// Find returns the module with fully-qualified name fqn, or nil.
+func (m *Model) Find(fqn string) *Module {
+	if fqn == "" {
+		return m.Root
+	}
+	cur := m.Root
+	for _, part := range strings.Split(fqn, ".") {
+		cur = cur.Child(part)
+		if cur == nil {
+			return nil
+		}
+	}
+	return cur
+}
+
+// Transformer is a decoder-only transformer's configuration, in the terms of Hugging Face configs.
+type Transformer struct {
+	Hidden  int  `json:"hidden"`
+	Layers  int  `json:"layers"`
+	Heads   int  `json:"heads"`
+	KVHeads int  `json:"kv_heads"`
+	HeadDim int  `json:"head_dim"`
+	FFN     int  `json:"ffn"`
+	Vocab   int  `json:"vocab"`
+	Seq     int  `json:"seq"`
+	Gated   bool `json:"gated"`    // SwiGLU MLP (Llama) instead of GELU (GPT)
+	RMSNorm bool `json:"rms_norm"` // RMSNorm (Llama) instead of LayerNorm with bias (GPT)
+	Bias    bool `json:"bias"`     // biases on Linear layers (GPT yes, Llama no)
+	QKVBias bool `json:"qkv_bias"` // bias on qkv only (Qwen2)
+	Learned bool `json:"learned"`  // learned position embeddings (GPT); rotary otherwise
+	Tied    bool `json:"tied"`     // output head shares the embedding weight
+	Batch   int  `json:"batch"`    // default global batch in sequences
+}
+
+// Validate checks that the configuration describes a buildable transformer.
+func (t Transformer) Validate() error {
+	pos := map[string]int{"hidden": t.Hidden, "layers": t.Layers, "heads": t.Heads, "kv_heads": t.KVHeads,
+		"head_dim": t.HeadDim, "ffn": t.FFN, "vocab": t.Vocab, "seq": t.Seq}
+	for _, k := range []string{"hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "seq"} {
+		if pos[k] <= 0 {
+			return fmt.Errorf("model: %s = %d; it must be a positive integer", k, pos[k])
+		}
+	}
+	if t.Heads%t.KVHeads != 0 {
+		return fmt.Errorf("model: %d attention heads are not a multiple of %d key/value heads; set kv_heads to a divisor of heads", t.Heads, t.KVHeads)
+	}
+	return nil
+}
+
+// Build returns the module tree of t. It returns an error when t is invalid.
+func (t Transformer) Build(name, family string) (*Model, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	h := t.Hidden
+	norm := func(n string) *Module {
+		if t.RMSNorm {
+			return &Module{Name: n, Kind: KindRMSNorm, Dim: h}
+		}
+		return &Module{Name: n, Kind: KindLayerNorm, Dim: h, Bias: true}
+	}
+	lin := func(n string, in, out int, bias bool) *Module {
+		return &Module{Name: n, Kind: KindLinear, In: in, Out: out, Bias: bias}
+	}
+	root := &Module{Kind: KindSequential}
+	root.Children = append(root.Children, &Module{Name: "embed", Kind: KindEmbedding, Num: t.Vocab, Dim: h})
+	if t.Learned {
+		root.Children = append(root.Children, &Module{Name: "pos", Kind: KindEmbedding, Num: t.Seq, Dim: h})
+	}
+	layers := &Module{Name: "layers", Kind: KindSequential}
+	qkvOut := (t.Heads + 2*t.KVHeads) * t.HeadDim
+	for i := 0; i < t.Layers; i++ {
+		attn := &Module{Name: "attn", Kind: KindAttention, Dim: h, Heads: t.Heads, KVHeads: t.KVHeads, HeadDim: t.HeadDim,
+			Children: []*Module{lin("qkv", h, qkvOut, t.Bias || t.QKVBias), lin("proj", t.Heads*t.HeadDim, h, t.Bias)}}
+		mlp := &Module{Name: "mlp", Kind: KindMLP, Dim: h, FFN: t.FFN, Gated: t.Gated}
+		if t.Gated {
+			mlp.Children = []*Module{lin("gate", h, t.FFN, t.Bias), lin("up", h, t.FFN, t.Bias), lin("down", t.FFN, h, t.Bias)}
+		} else {
+			mlp.Children = []*Module{lin("fc1", h, t.FFN, t.Bias), {Name: "act", Kind: KindGELU}, lin("fc2", t.FFN, h, t.Bias)}
+		}
+		block := &Module{Name: strconv.Itoa(i), Kind: KindTransformerBlock, Dim: h,
+			Children: []*Module{norm("norm1"), attn, norm("norm2"), mlp}}
+		layers.Children = append(layers.Children, block)
+	}
+	root.Children = append(root.Children, layers, norm("norm"))
+	if !t.Tied {
+		root.Children = append(root.Children, lin("head", h, t.Vocab, false))
+	}
+	batch := t.Batch
+	if batch <= 0 {
+		batch = 1
+	}
+	return &Model{Name: name, Family: family, Root: root, Loss: KindCrossEntropy, Batch: batch, Seq: t.Seq, Transformer: &t}, nil
+}
+
+// Validate checks every module's sizes.
+func (m *Model) Validate() error {
+	if m.Root == nil {
+		return fmt.Errorf("model: %q has no modules", m.Name)
+	}
+	if m.Batch <= 0 {
+		return fmt.Errorf("model: %q batch = %d; it must be positive", m.Name, m.Batch)
+	}
+	for _, n := range m.Root.Walk() {
+		x := n.Module
+		bad := func(field string, v int) error {
+			return fmt.Errorf("model: module %q (%s) has %s = %d; it must be positive", n.FQN, x.Kind, field, v)
+		}
+		switch x.Kind {
+		case KindLinear:
+			if x.In <= 0 {
+				return bad("in_features", x.In)
+			}
+			if x.Out <= 0 {
+				return bad("out_features", x.Out)
+			}
+		case KindEmbedding:
+			if x.Num <= 0 {
+				return bad("num_embeddings", x.Num)
+			}
+			if x.Dim <= 0 {
+				return bad("embedding_dim", x.Dim)
+			}
+		case KindLayerNorm, KindRMSNorm:
+			if x.Dim <= 0 {
+				return bad("normalized_shape", x.Dim)
+			}
+		case KindAttention:
+			if x.Heads <= 0 || x.KVHeads <= 0 || x.HeadDim <= 0 || x.Heads%x.KVHeads != 0 {
+				return fmt.Errorf("model: module %q has heads=%d kv_heads=%d head_dim=%d; all must be positive and kv_heads must divide heads", n.FQN, x.Heads, x.KVHeads, x.HeadDim)
+			}
+		}
+	}
+	return nil
+}
+
+// MLP builds a Sequential of Linear layers (with bias) and activations: dims[0] -> dims[1] -> ...,
+// with act between consecutive Linear layers, trained with MSE loss at the given batch.
+// seed-mlp is MLP("seed-mlp", KindReLU, 10, 100, 1000, 10).
+func MLP(name string, act Kind, batch int, dims ...int) (*Model, error) {
+	if len(dims) < 2 {
+		return nil, fmt.Errorf("model: an MLP needs at least an input and an output width, got %v", dims)
+	}
+	for i, d := range dims {
+		if d <= 0 {
+			return nil, fmt.Errorf("model: MLP width %d is %d; widths must be positive", i, d)
+		}
+	}
+	if batch <= 0 {
+		return nil, fmt.Errorf("model: batch = %d; it must be positive", batch)
+	}
+	root := &Module{Kind: KindSequential}
+	for i := 0; i+1 < len(dims); i++ {
+		if i > 0 {
+			root.Children = append(root.Children, &Module{Name: strconv.Itoa(len(root.Children)), Kind: act})
+		}
+		root.Children = append(root.Children, &Module{Name: strconv.Itoa(len(root.Children)), Kind: KindLinear, In: dims[i], Out: dims[i+1], Bias: true})
+	}
+	return &Model{Name: name, Family: "mlp", Root: root, Loss: KindMSE, Batch: batch, InDim: dims[0]}, nil
+}
