@@ -1,0 +1,415 @@
+package strategies
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	"tpsim/model"
+	"tpsim/units"
+)
+
+func (b *builder) build() error {
+	p, st := b.p, b.st
+	b.needsGrad = map[vkey]bool{}
+	b.memo = map[memoKey]ValueID{}
+	nv := st.Mesh.PP * st.VPP
+	for i := 0; i < nv; i++ {
+		p.Stages = append(p.Stages, &Stage{Index: i, Rank: i % st.Mesh.PP})
+	}
+	b.stage = p.Stages[0]
+	mb := st.MBS
+	var y ValueID
+	var err error
+	if m := p.Model; m.Transformer == nil {
+		x := b.val("input", []int{mb, m.InDim}, Placement{Kind: Replicate})
+		b.v(x).Data = true
+		b.v(x).Elem = p.ActBytes
+		y, err = b.sequential("", m.Root, x)
+	} else {
+		y, err = b.transformer()
+	}
+	if err != nil {
+		return err
+	}
+	b.loss(y)
+	b.differentiate()
+	for _, s := range p.Stages {
+		b.stage = s
+		b.optimizer()
+	}
+	return nil
+}
+
+type memoKey struct {
+	stage int
+	v     ValueID
+	to    Placement
+}
+
+// prepare applies PrepareModuleInput styles to x before module fqn runs.
+func (b *builder) prepareInput(fqn string, x ValueID) ValueID {
+	switch b.styles[fqn] {
+	case InputReplicate, NoParallel:
+		return b.redistribute(x, Placement{Kind: Replicate}, fqn)
+	case InputShard:
+		return b.redistribute(x, Placement{Kind: Shard, Dim: -1}, fqn)
+	}
+	return x
+}
+
+func (b *builder) prepareOutput(fqn string, y ValueID) ValueID {
+	switch b.styles[fqn] {
+	case OutputReplicate:
+		return b.redistribute(y, Placement{Kind: Replicate}, fqn)
+	case OutputShard:
+		return b.redistribute(y, Placement{Kind: Shard, Dim: -1}, fqn)
+	}
+	return y
+}
+
+// sequential lowers the children of a Sequential in order.
+func (b *builder) sequential(prefix string, mod *model.Module, x ValueID) (ValueID, error) {
+	var err error
+	for _, c := range mod.Children {
+		fqn := join(prefix, c.Name)
+		x = b.prepareInput(fqn, x)
+		switch c.Kind {
+		case model.KindLinear:
+			x, err = b.linear(fqn, c, x)
+		case model.KindReLU:
+			x = b.elementwise(fqn, "relu", x)
+		case model.KindGELU:
+			x = b.elementwise(fqn, "gelu", x)
+		case model.KindLayerNorm, model.KindRMSNorm:
+			x, err = b.norm(fqn, c, x)
+		case model.KindSequential:
+			x, err = b.sequential(fqn, c, x)
+		default:
+			return 0, fmt.Errorf("strategies: module %q of kind %s cannot appear in a Sequential MLP", fqn, c.Kind)
+		}
+		if err != nil {
+			return 0, err
+		}
+		x = b.prepareOutput(fqn, x)
+	}
+	return x, nil
+}
+
+func join(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
+}
+
+func (b *builder) transformer() (ValueID, error) {
+	p, st := b.p, b.st
+	t := p.Model.Transformer
+	root := p.Model.Root
+	seq := st.Seq / st.Mesh.CP
+	mb := st.MBS
+	ids := b.val("ids", []int{mb, seq}, Placement{Kind: Replicate})
+	b.v(ids).Elem, b.v(ids).Data = 4, true
+	x, err := b.embedding("embed", root.Child("embed"), ids)
+	if err != nil {
+		return 0, err
+	}
+	if pos := root.Child("pos"); pos != nil {
+		px, err := b.embedding("pos", pos, -1)
+		if err != nil {
+			return 0, err
+		}
+		x = b.add("pos", x, px)
+	}
+	layers := root.Child("layers")
+	nv := len(p.Stages)
+	per := t.Layers / nv
+	for li, blk := range layers.Children {
+		// Narayanan et al. 2021 §2.2.2: with v model chunks, device i holds chunks i, i+p, ...
+		vs := li / per
+		if vs != b.stage.Index {
+			x = b.sendRecv(x, p.Stages[vs])
+			b.stage.LayerLo = li
+		}
+		b.stage.LayerHi = li + 1
+		lo := len(b.stage.Forward)
+		if x, err = b.block("layers."+blk.Name, blk, x); err != nil {
+			return 0, err
+		}
+		b.layerOps = append(b.layerOps, layerRange{b.stage.Index, lo, len(b.stage.Forward)})
+	}
+	if b.stage.Index != nv-1 {
+		x = b.sendRecv(x, p.Stages[nv-1])
+	}
+	if x, err = b.norm("norm", root.Child("norm"), x); err != nil {
+		return 0, err
+	}
+	if head := root.Child("head"); head != nil {
+		return b.linear("head", head, x)
+	}
+	// Tied output head: logits = x E^T with the embedding's weight; a vocabulary-parallel
+	// embedding makes it column-parallel over the vocabulary.
+	emb := root.Child("embed")
+	tied := &model.Module{Kind: model.KindLinear, In: emb.Dim, Out: emb.Num}
+	if b.styles["embed"] == Rowwise {
+		b.styles["head"] = Colwise
+		defer delete(b.styles, "head")
+	}
+	b.tiedHead = true
+	return b.linear("head", tied, x)
+}
+
+type layerRange struct{ stage, lo, hi int }
+
+func (b *builder) sendRecv(x ValueID, to *Stage) ValueID {
+	from := b.stage
+	xv := *b.v(x)
+	bytes := xv.Bytes()
+	b.emit(Op{Kind: OpSend, Module: "pp", In: []ValueID{x}, Dim: DimPP, Group: 2, Peer: to.Index, SentBytes: bytes, FullBytes: bytes, MemBytes: bytes})
+	b.stage = to
+	y := b.val(xv.Name+".recv", xv.Shape, xv.Place)
+	if b.needsGrad[vkey{from.Index, x}] {
+		b.needsGrad[vkey{to.Index, y}] = true
+	}
+	b.emit(Op{Kind: OpRecv, Module: "pp", Out: []ValueID{y}, Dim: DimPP, Group: 2, Peer: from.Index, FullBytes: bytes, MemBytes: bytes})
+	b.sends = append(b.sends, sendPair{vkey{from.Index, x}, vkey{to.Index, y}})
+	return y
+}
+
+type sendPair struct{ from, to vkey }
+
+// embedding lowers a token embedding (ids >= 0) or a learned position embedding (ids = -1).
+func (b *builder) embedding(fqn string, mod *model.Module, ids ValueID) (ValueID, error) {
+	st := b.styles[fqn]
+	mb, seq := b.st.MBS, b.st.Seq/b.st.Mesh.CP
+	outShape := []int{mb, seq, mod.Dim}
+	op := Op{Kind: OpEmbedding, Module: fqn, VocabLo: 0, VocabHi: mod.Num}
+	shard := -1
+	var pl Placement
+	switch st {
+	case Rowwise:
+		if err := b.checkShardable(fqn, mod.Num, "num_embeddings"); err != nil {
+			return 0, err
+		}
+		shard, pl = 0, Placement{Kind: Partial}
+		op.VocabHi = mod.Num / b.tp
+	case Colwise:
+		if err := b.checkShardable(fqn, mod.Dim, "embedding_dim"); err != nil {
+			return 0, err
+		}
+		shard, pl = 1, Placement{Kind: Shard, Dim: -1}
+		outShape[2] /= b.tp
+	default:
+		pl = Placement{Kind: Replicate}
+	}
+	op.Param = b.param(fqn, "weight", []int{mod.Num, mod.Dim}, shard)
+	if ids >= 0 {
+		op.In = []ValueID{ids}
+	}
+	y := b.val(fqn+".out", outShape, pl)
+	op.Out = []ValueID{y}
+	op.MemBytes = b.v(y).Bytes()
+	b.emit(op)
+	if st == Rowwise {
+		y = b.redistribute(y, b.rowwiseOutput(outShape), fqn)
+	}
+	return y, nil
+}
+
+func (b *builder) block(prefix string, blk *model.Module, x ValueID) (ValueID, error) {
+	h, err := b.norm(prefix+".norm1", blk.Child("norm1"), x)
+	if err != nil {
+		return 0, err
+	}
+	a, err := b.attention(prefix+".attn", blk.Child("attn"), h)
+	if err != nil {
+		return 0, err
+	}
+	x = b.add(prefix+".attn", x, a)
+	h, err = b.norm(prefix+".norm2", blk.Child("norm2"), x)
+	if err != nil {
+		return 0, err
+	}
+	f, err := b.mlp(prefix+".mlp", blk.Child("mlp"), h)
+	if err != nil {
+		return 0, err
+	}
+	return b.add(prefix+".mlp", x, f), nil
+}
+
+func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, error) {
+	qkv, err := b.linear(fqn+".qkv", mod.Child("qkv"), x)
+	if err != nil {
+		return 0, err
+	}
+	qv := b.v(qkv)
+	heads, kv := mod.Heads, mod.KVHeads
+	if qv.Place.Kind == Shard {
+		heads /= b.tp
+		kv /= b.tp
+	} else if qv.Place.Kind == Partial {
+		qkv = b.redistribute(qkv, Placement{Kind: Replicate}, fqn)
+		qv = b.v(qkv)
+	}
+	mb, s := qv.Shape[0], qv.Shape[1]
+	in := []ValueID{qkv}
+	sFull := s
+	if cp := b.st.Mesh.CP; cp > 1 {
+		// Context parallel (Llama 3 §3.3.2): keys and values are all-gathered over cp before attention.
+		sFull = s * cp
+		kvShape := []int{mb, sFull, 2 * kv * mod.HeadDim}
+		full := units.Bytes(elems(kvShape) * int64(b.p.ActBytes))
+		kvAll := b.val(fqn+".kv_cp", kvShape, qv.Place)
+		b.emit(Op{Kind: OpAllGather, Module: fqn, In: []ValueID{qkv}, Out: []ValueID{kvAll}, Dim: DimCP, Group: cp, Axis: 1,
+			SentBytes: full * units.Bytes(cp-1) / units.Bytes(cp), FullBytes: full, MemBytes: full})
+		in = append(in, kvAll)
+	}
+	o := b.val(fqn+".core", []int{mb, s, heads * mod.HeadDim}, qv.Place)
+	op := Op{Kind: OpAttention, Module: fqn, In: in, Out: []ValueID{o}, Heads: heads, KVHeads: kv, HeadDim: mod.HeadDim}
+	if b.st.Recompute == RecomputeNone {
+		probs := b.val(fqn+".probs", []int{mb, heads, s, sFull}, qv.Place)
+		op.Out = append(op.Out, probs)
+	}
+	// QK^T and (softmax)V: 2 x 2*b*s*s*h FLOPs over the local heads (Narayanan et al. 2021 §5.1
+	// counts the full s x s product, without causal savings; so does tpsim).
+	op.FLOPs = units.FLOPs(4 * int64(mb) * int64(s) * int64(sFull) * int64(heads*mod.HeadDim))
+	probBytes := int64(mb) * int64(heads) * int64(s) * int64(sFull) * int64(b.p.ActBytes)
+	op.MemBytes = qv.Bytes() + b.v(o).Bytes() + units.Bytes(2*probBytes)
+	b.emit(op)
+	return b.linear(fqn+".proj", mod.Child("proj"), o)
+}
+
+func (b *builder) mlp(fqn string, mod *model.Module, x ValueID) (ValueID, error) {
+	if !mod.Gated {
+		h, err := b.linear(fqn+".fc1", mod.Child("fc1"), x)
+		if err != nil {
+			return 0, err
+		}
+		h = b.elementwise(fqn+".act", "gelu", h)
+		return b.linear(fqn+".fc2", mod.Child("fc2"), h)
+	}
+	g, err := b.linear(fqn+".gate", mod.Child("gate"), x)
+	if err != nil {
+		return 0, err
+	}
+	u, err := b.linear(fqn+".up", mod.Child("up"), x)
+	if err != nil {
+		return 0, err
+	}
+	g = b.elementwise(fqn+".silu", "silu", g)
+	if b.v(g).Place != b.v(u).Place {
+		u = b.redistribute(u, b.v(g).Place, fqn)
+	}
+	n := elems(b.v(g).Shape)
+	y := b.val(fqn+".mul", b.v(g).Shape, b.v(g).Place)
+	b.emit(Op{Kind: OpMul, Module: fqn, In: []ValueID{g, u}, Out: []ValueID{y}, FLOPs: units.FLOPs(n), MemBytes: units.Bytes(3 * n * int64(b.p.ActBytes))})
+	return b.linear(fqn+".down", mod.Child("down"), y)
+}
+
+// loss gathers the output when a plan left it sharded and applies the model's loss.
+func (b *builder) loss(y ValueID) {
+	y = b.redistribute(y, Placement{Kind: Replicate}, "loss")
+	yv := b.v(y)
+	var target ValueID
+	if b.p.Model.Loss == model.KindCrossEntropy {
+		target = b.val("targets", yv.Shape[:len(yv.Shape)-1], Placement{Kind: Replicate})
+		b.v(target).Elem = 4
+	} else {
+		target = b.val("targets", yv.Shape, Placement{Kind: Replicate})
+	}
+	b.v(target).Data = true
+	l := b.val("loss", []int{1}, Placement{Kind: Replicate})
+	b.v(l).Elem = 4
+	n := elems(yv.Shape)
+	st := b.st
+	b.emit(Op{Kind: OpLoss, Loss: b.p.Model.Loss, Module: "loss", In: []ValueID{y, target}, Out: []ValueID{l},
+		Scale: 1 / float64(b.p.Microbatches*st.Mesh.DP*st.Mesh.CP), FLOPs: units.FLOPs(5 * n), MemBytes: units.Bytes(2 * n * int64(yv.Elem))})
+}
+
+func (b *builder) paramNames(s *Stage) []string {
+	out := make([]string, len(s.Params))
+	for i, q := range s.Params {
+		out[i] = q.Name
+	}
+	return out
+}
+
+// optimizer emits the gradient reductions, the update and the ZeRO parameter gathers of a stage.
+func (b *builder) optimizer() {
+	s, p, st := b.stage, b.p, b.st
+	emit := func(op Op) {
+		op.Phase, op.Fwd = Optimizer, -1
+		s.Optimizer = append(s.Optimizer, op)
+	}
+	var partial []string
+	var partialElems int64
+	for _, q := range s.Params {
+		if q.PartialTP && b.tp > 1 {
+			partial = append(partial, q.Name)
+			partialElems += q.Elems()
+		}
+	}
+	if len(partial) > 0 {
+		// Korthikanti et al. 2022 §4.2.2: parameters applied to sequence-parallel activations have
+		// their gradients all-reduced over the tensor-parallel group.
+		n := units.Bytes(partialElems * int64(p.GradBytes))
+		emit(Op{Kind: OpAllReduce, Module: "grads", Params: partial, Dim: DimTP, Group: b.tp,
+			SentBytes: 2 * n * units.Bytes(b.tp-1) / units.Bytes(b.tp), FullBytes: n, MemBytes: n})
+	}
+	g := st.Mesh.DP * st.Mesh.CP
+	if g > 1 && st.ZeRO < 3 {
+		// Buckets in reverse registration order, as DDP fills them during backward.
+		idx := make([]int, len(s.Params))
+		for i := range idx {
+			idx[i] = len(s.Params) - 1 - i
+		}
+		var bucket []string
+		var be int64
+		flush := func() {
+			if len(bucket) == 0 {
+				return
+			}
+			n := units.Bytes(be * int64(p.GradBytes))
+			op := Op{Module: "grads", Params: bucket, Dim: DimDP, Group: g, FullBytes: n, MemBytes: n}
+			if st.ZeRO == 0 {
+				op.Kind, op.SentBytes = OpAllReduce, 2*n*units.Bytes(g-1)/units.Bytes(g)
+			} else {
+				op.Kind, op.SentBytes = OpReduceScatter, n*units.Bytes(g-1)/units.Bytes(g)
+			}
+			emit(op)
+			bucket, be = nil, 0
+		}
+		for _, i := range idx {
+			q := &s.Params[i]
+			bucket = append(bucket, q.Name)
+			be += q.Elems()
+			if be*int64(p.GradBytes) >= st.BucketBytes {
+				flush()
+			}
+		}
+		flush()
+	}
+	var total int64
+	for _, q := range s.Params {
+		total += q.Elems()
+	}
+	local := total
+	if st.ZeRO >= 1 {
+		local = ceilDiv(total, int64(g))
+	}
+	// Adam: about 10 FLOPs per parameter (two moment updates, bias corrections, sqrt, divide);
+	// memory traffic reads and writes parameters, gradients and optimizer state.
+	emit(Op{Kind: OpStep, Module: "optimizer", Params: b.paramNames(s), FLOPs: units.FLOPs(10 * local),
+		MemBytes: units.Bytes(local * int64(2*(p.ParamBytes+p.OptBytes)+p.GradBytes))})
+	if st.ZeRO == 1 || st.ZeRO == 2 {
+		n := units.Bytes(total * int64(p.ParamBytes))
+		emit(Op{Kind: OpAllGather, Module: "params", Params: b.paramNames(s), Dim: DimDP, Group: g,
+			SentBytes: n * units.Bytes(g-1) / units.Bytes(g), FullBytes: n, MemBytes: n})
+	}
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+var _ = sort.Strings
+var _ = strconv.Itoa

@@ -1,0 +1,21 @@
+package strategies
+
+import "tpsim/units"
+
+// CommBytes sums the bytes one rank of stage s sends per step on each mesh dimension: forward
+// and backward ops once per microbatch, optimizer ops once.
+func (p *Program) CommBytes(s *Stage) map[string]units.Bytes {
+	out := map[string]units.Bytes{DimDP: 0, DimTP: 0, DimPP: 0, DimCP: 0}
+	m := units.Bytes(p.Microbatches)
+	for _, op := range s.Forward {
+		out[op.Dim] += m * op.SentBytes
+	}
+	for _, op := range s.Backward {
+		out[op.Dim] += m * op.SentBytes
+	}
+	for _, op := range s.Optimizer {
+		out[op.Dim] += op.SentBytes
+	}
+	delete(out, "")
+	return out
+}

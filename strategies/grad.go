@@ -1,0 +1,494 @@
+package strategies
+
+import (
+	"fmt"
+
+	"tpsim/model"
+	"tpsim/units"
+)
+
+// contrib is one gradient contribution to a value.
+type contrib struct {
+	id ValueID
+	pl Placement
+}
+
+// differentiate walks the forward tape backwards and emits each stage's backward ops: the backward
+// of every compute op, the collectives that gradient placements need (DESIGN.md, "Backward ops
+// carry the collective that the gradient's placement needs"), pipeline sends of gradients,
+// recomputation under full recompute, and ZeRO-3 gathers.
+func (b *builder) differentiate() {
+	grads := map[vkey][]contrib{}
+	// Full recompute: the forward ops of each layer are replayed just before its backward.
+	layerEnd := map[tapeEntry]layerRange{}
+	for _, r := range b.layerOps {
+		layerEnd[tapeEntry{r.stage, r.hi - 1}] = r
+	}
+	remap := map[vkey]ValueID{}
+	saved := func(s int, id ValueID) ValueID {
+		if r, ok := remap[vkey{s, id}]; ok {
+			return r
+		}
+		return id
+	}
+	recvOf := map[vkey]vkey{}
+	for _, sp := range b.sends {
+		recvOf[sp.from] = sp.to
+	}
+	for ti := len(b.tape) - 1; ti >= 0; ti-- {
+		te := b.tape[ti]
+		b.stage = b.p.Stages[te.stage]
+		s := b.stage
+		fop := s.Forward[te.op]
+		if r, ok := layerEnd[te]; ok && b.st.Recompute == RecomputeFull {
+			for i := r.lo; i < r.hi; i++ {
+				op := s.Forward[i]
+				op.Recompute, op.Phase, op.Fwd = true, Backward, -1
+				op.In = mapIDs(op.In, func(id ValueID) ValueID { return saved(s.Index, id) })
+				outs := make([]ValueID, len(op.Out))
+				for j, o := range op.Out {
+					v := s.Values[o]
+					nv := ValueID(len(s.Values))
+					v.ID, v.Name = nv, v.Name+".re"
+					s.Values = append(s.Values, v)
+					remap[vkey{s.Index, o}] = nv
+					outs[j] = nv
+				}
+				op.Out = outs
+				s.Backward = append(s.Backward, op)
+			}
+		}
+		gradOf := func(id ValueID, want Placement, allowPartial bool) ValueID {
+			return b.collectGrad(grads, vkey{s.Index, id}, want, allowPartial, fop.Module)
+		}
+		addGrad := func(id ValueID, g ValueID, pl Placement) {
+			if g < 0 || !b.needsGrad[vkey{s.Index, id}] {
+				return
+			}
+			k := vkey{s.Index, id}
+			grads[k] = append(grads[k], contrib{g, pl})
+		}
+		newGrad := func(of ValueID, pl Placement) ValueID {
+			v := s.Values[of]
+			return b.val("grad."+v.Name, v.Shape, pl)
+		}
+		emitB := func(op Op) {
+			op.Phase = Backward
+			if op.Kind.IsCollective() || op.Kind == OpSlice || op.Kind == OpSend || op.Kind == OpRecv {
+				op.Fwd = -1
+			}
+			s.Backward = append(s.Backward, op)
+		}
+		gradPlace := func(pl Placement) Placement {
+			if pl.Kind == Partial {
+				return Placement{Kind: Replicate}
+			}
+			return pl
+		}
+		switch fop.Kind {
+		case OpLoss:
+			y := fop.In[0]
+			g := newGrad(y, Placement{Kind: Replicate})
+			emitB(Op{Kind: OpLoss, Loss: fop.Loss, Module: fop.Module, Fwd: te.op, Out: []ValueID{g}, Scale: fop.Scale,
+				Saved: []ValueID{saved(s.Index, fop.In[0]), fop.In[1]}, FLOPs: fop.FLOPs, MemBytes: fop.MemBytes, GradInput: true})
+			addGrad(y, g, Placement{Kind: Replicate})
+		case OpSend:
+			r := recvOf[vkey{s.Index, fop.In[0]}]
+			if !b.needsGrad[r] {
+				continue
+			}
+			v := s.Values[fop.In[0]]
+			g := newGrad(fop.In[0], gradPlace(v.Place))
+			emitB(Op{Kind: OpRecv, Module: "pp", Out: []ValueID{g}, Dim: DimPP, Group: 2, Peer: r.stage, FullBytes: v.Bytes(), MemBytes: v.Bytes()})
+			addGrad(fop.In[0], g, gradPlace(v.Place))
+		case OpRecv:
+			out := fop.Out[0]
+			if !b.needsGrad[vkey{s.Index, out}] {
+				continue
+			}
+			v := s.Values[out]
+			g := gradOf(out, gradPlace(v.Place), false)
+			if g < 0 {
+				continue
+			}
+			emitB(Op{Kind: OpSend, Module: "pp", In: []ValueID{g}, Dim: DimPP, Group: 2, Peer: fop.Peer, SentBytes: v.Bytes(), FullBytes: v.Bytes(), MemBytes: v.Bytes()})
+		case OpAllReduce:
+			// Partial -> Replicate: the gradient of each summand is the gradient of the sum.
+			out := fop.Out[0]
+			g := gradOf(out, Placement{Kind: Replicate}, false)
+			addGrad(fop.In[0], g, Placement{Kind: Replicate})
+		case OpReduceScatter:
+			if fop.Dim != DimTP {
+				continue
+			}
+			g := gradOf(fop.Out[0], s.Values[fop.Out[0]].Place, false)
+			if g < 0 {
+				continue
+			}
+			gg := b.collective(OpAllGather, g, Placement{Kind: Replicate}, fop.Axis, fop.Module)
+			emitB(s.lastBuilt(b))
+			addGrad(fop.In[0], gg, Placement{Kind: Replicate})
+		case OpAllGather:
+			if fop.Dim != DimTP {
+				if fop.Dim == DimCP {
+					// Reduce-scatter the key/value gradients back over the context-parallel group.
+					v := s.Values[fop.Out[0]]
+					n := v.Bytes()
+					emitB(Op{Kind: OpReduceScatter, Module: fop.Module, Dim: DimCP, Group: fop.Group, Axis: 1,
+						SentBytes: fop.SentBytes, FullBytes: n, MemBytes: n})
+				}
+				continue
+			}
+			in := fop.In[0]
+			if !b.needsGrad[vkey{s.Index, in}] {
+				continue
+			}
+			g, pl := b.sumGrad(grads, vkey{s.Index, fop.Out[0]}, fop.Module)
+			if g < 0 {
+				continue
+			}
+			inPl := s.Values[in].Place
+			var gi ValueID
+			if pl.Kind == Partial {
+				gi = b.collective(OpReduceScatter, g, inPl, inPl.Dim, fop.Module)
+			} else {
+				gi = b.collective(OpSlice, g, inPl, inPl.Dim, fop.Module)
+			}
+			emitB(s.lastBuilt(b))
+			addGrad(in, gi, inPl)
+		case OpSlice:
+			in := fop.In[0]
+			if !b.needsGrad[vkey{s.Index, in}] {
+				continue
+			}
+			g := gradOf(fop.Out[0], s.Values[fop.Out[0]].Place, false)
+			if g < 0 {
+				continue
+			}
+			gg := b.collective(OpAllGather, g, Placement{Kind: Replicate}, fop.Axis, fop.Module)
+			emitB(s.lastBuilt(b))
+			addGrad(in, gg, Placement{Kind: Replicate})
+		case OpAllToAll:
+			in := fop.In[0]
+			g := gradOf(fop.Out[0], s.Values[fop.Out[0]].Place, false)
+			if g < 0 || !b.needsGrad[vkey{s.Index, in}] {
+				continue
+			}
+			gi := b.collective(OpAllToAll, g, s.Values[in].Place, s.Values[in].Place.Dim, fop.Module)
+			emitB(s.lastBuilt(b))
+			addGrad(in, gi, s.Values[in].Place)
+		case OpAdd:
+			out := fop.Out[0]
+			g, pl := b.sumGrad(grads, vkey{s.Index, out}, fop.Module)
+			if g < 0 {
+				continue
+			}
+			addGrad(fop.In[0], g, pl)
+			addGrad(fop.In[1], g, pl)
+		default:
+			b.computeBackward(te.op, fop, grads, saved, gradOf, addGrad, newGrad, emitB)
+		}
+	}
+}
+
+// lastBuilt pops the op that collective() appended to Forward (it builds with emit) so that it can
+// be re-emitted as a backward op.
+func (s *Stage) lastBuilt(b *builder) Op {
+	op := s.Forward[len(s.Forward)-1]
+	s.Forward = s.Forward[:len(s.Forward)-1]
+	b.tape = b.tape[:len(b.tape)-1]
+	return op
+}
+
+func mapIDs(ids []ValueID, f func(ValueID) ValueID) []ValueID {
+	out := make([]ValueID, len(ids))
+	for i, id := range ids {
+		out[i] = f(id)
+	}
+	return out
+}
+
+// collective builds (with emit, popped by lastBuilt) a redistribution of gradient g.
+func (b *builder) collective(kind OpKind, g ValueID, to Placement, axis int, module string) ValueID {
+	src := b.v(g)
+	shape := append([]int(nil), src.Shape...)
+	full := append([]int(nil), shape...)
+	if src.Place.Kind == Shard {
+		full[axisOf(shape, src.Place.Dim)] *= b.tp
+	}
+	n := units.Bytes(elems(full) * int64(src.Elem))
+	out := append([]int(nil), full...)
+	if to.Kind == Shard {
+		out[axisOf(out, to.Dim)] /= b.tp
+	}
+	frac := units.Bytes(b.tp-1) / units.Bytes(b.tp)
+	op := Op{Kind: kind, Module: module, In: []ValueID{g}, Dim: DimTP, Group: b.tp, Axis: axis, FullBytes: n, MemBytes: n}
+	switch kind {
+	case OpAllReduce:
+		op.SentBytes = 2 * frac * n
+	case OpAllGather, OpReduceScatter, OpAllToAll:
+		op.SentBytes = frac * n
+	case OpSlice:
+		op.Dim, op.Group = "", 0
+	}
+	id := b.val(src.Name+"."+string(kind), out, to)
+	op.Out = []ValueID{id}
+	b.emit(op)
+	return id
+}
+
+// sumGrad adds the contributions to value k, making them Replicate first when placements differ.
+func (b *builder) sumGrad(grads map[vkey][]contrib, k vkey, module string) (ValueID, Placement) {
+	cs := grads[k]
+	if len(cs) == 0 {
+		return -1, Placement{}
+	}
+	mixed := false
+	for _, c := range cs[1:] {
+		if c.pl != cs[0].pl {
+			mixed = true
+		}
+	}
+	if mixed {
+		for i, c := range cs {
+			if c.pl.Kind == Partial {
+				cs[i] = contrib{b.bwdCollective(OpAllReduce, c.id, Placement{Kind: Replicate}, 0, module), Placement{Kind: Replicate}}
+			}
+		}
+	}
+	g, pl := cs[0].id, cs[0].pl
+	for _, c := range cs[1:] {
+		if c.pl != pl {
+			panic(fmt.Sprintf("strategies: cannot add gradients placed %v and %v", pl, c.pl))
+		}
+		v := b.v(g)
+		out := b.val(v.Name+".sum", v.Shape, pl)
+		n := elems(v.Shape)
+		b.stage.Backward = append(b.stage.Backward, Op{Kind: OpAdd, Phase: Backward, Fwd: -1, Module: module, In: []ValueID{g, c.id}, Out: []ValueID{out},
+			FLOPs: units.FLOPs(n), MemBytes: units.Bytes(3 * n * int64(v.Elem))})
+		g = out
+	}
+	delete(grads, k)
+	return g, pl
+}
+
+func (b *builder) bwdCollective(kind OpKind, g ValueID, to Placement, axis int, module string) ValueID {
+	id := b.collective(kind, g, to, axis, module)
+	op := b.stage.lastBuilt(b)
+	op.Phase, op.Fwd = Backward, -1
+	b.stage.Backward = append(b.stage.Backward, op)
+	return id
+}
+
+// collectGrad sums the gradient of k and brings it to placement want (a Partial gradient of a
+// Replicate value is all-reduced here, where the op that produced the value needs it whole).
+func (b *builder) collectGrad(grads map[vkey][]contrib, k vkey, want Placement, allowPartial bool, module string) ValueID {
+	g, pl := b.sumGrad(grads, k, module)
+	if g < 0 {
+		return -1
+	}
+	if pl == want || (allowPartial && pl.Kind == Partial) {
+		return g
+	}
+	switch {
+	case pl.Kind == Partial && want.Kind == Replicate:
+		return b.bwdCollective(OpAllReduce, g, want, 0, module)
+	case pl.Kind == Partial && want.Kind == Shard:
+		return b.bwdCollective(OpReduceScatter, g, want, want.Dim, module)
+	case pl.Kind == Replicate && want.Kind == Shard:
+		return b.bwdCollective(OpSlice, g, want, want.Dim, module)
+	case pl.Kind == Shard && want.Kind == Replicate:
+		return b.bwdCollective(OpAllGather, g, want, pl.Dim, module)
+	}
+	panic(fmt.Sprintf("strategies: gradient placed %v where %v is needed in %s", pl, want, module))
+}
+
+// computeBackward emits the backward op of a compute op and the gradients of its inputs.
+func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, saved func(int, ValueID) ValueID,
+	gradOf func(ValueID, Placement, bool) ValueID, addGrad func(ValueID, ValueID, Placement),
+	newGrad func(ValueID, Placement) ValueID, emitB func(Op)) {
+	s := b.stage
+	out := fop.Out[0]
+	outPl := s.Values[out].Place
+	want := outPl
+	if want.Kind == Partial {
+		want = Placement{Kind: Replicate}
+	}
+	g := gradOf(out, want, false)
+	if g < 0 {
+		return
+	}
+	sv := func(ids ...ValueID) []ValueID {
+		return mapIDs(ids, func(id ValueID) ValueID { return saved(s.Index, id) })
+	}
+	op := Op{Kind: fop.Kind, Module: fop.Module, Fwd: fi, In: []ValueID{g}, Param: fop.Param, Bias: fop.Bias, Act: fop.Act, Norm: fop.Norm,
+		VocabLo: fop.VocabLo, VocabHi: fop.VocabHi, Heads: fop.Heads, KVHeads: fop.KVHeads, HeadDim: fop.HeadDim}
+	needIn := func(i int) bool { return i < len(fop.In) && b.needsGrad[vkey{s.Index, fop.In[i]}] }
+	if b.st.ZeRO == 3 && fop.Param != "" {
+		b.zeroGather(fop, emitB)
+	}
+	switch fop.Kind {
+	case OpLinear:
+		x := fop.In[0]
+		op.Saved = sv(x)
+		op.GradInput = needIn(0)
+		// dW = dy^T x always; dx = dy W when needed: each the FLOPs of the forward GEMM.
+		op.FLOPs = fop.FLOPs
+		op.MemBytes = fop.MemBytes
+		if op.GradInput {
+			op.FLOPs *= 2
+			op.MemBytes *= 2
+			xp := s.Values[x].Place
+			pl := xp
+			if p := b.paramByName(fop.Param); p != nil && p.ShardDim == 0 {
+				pl = Placement{Kind: Partial}
+			}
+			gx := newGrad(x, pl)
+			op.Out = []ValueID{gx}
+			emitB(op)
+			addGrad(x, gx, pl)
+		} else {
+			emitB(op)
+		}
+	case OpBias:
+		op.FLOPs, op.MemBytes = fop.FLOPs, fop.MemBytes
+		emitB(op)
+		addGrad(fop.In[0], g, outPl)
+	case OpEmbedding:
+		if len(fop.In) > 0 {
+			op.Saved = sv(fop.In[0])
+		}
+		op.FLOPs, op.MemBytes = units.FLOPs(elems(s.Values[out].Shape)), fop.MemBytes
+		emitB(op)
+	case OpNorm, OpAct, OpMul, OpAttention:
+		op.GradInput = needIn(0) || needIn(1)
+		switch fop.Kind {
+		case OpNorm:
+			op.Saved = sv(fop.In[0], fop.Out[1])
+		case OpAct:
+			op.Saved = sv(fop.In[0])
+		case OpMul:
+			op.Saved = sv(fop.In[0], fop.In[1])
+		case OpAttention:
+			op.Saved = sv(fop.In...)
+			if len(fop.Out) > 1 {
+				op.Saved = append(op.Saved, sv(fop.Out[1])...)
+			}
+		}
+		// Backward of elementwise ops and of attention costs twice the forward (two products per
+		// forward product for attention; Narayanan et al. 2021 §5.1 takes backward = 2 x forward).
+		op.FLOPs, op.MemBytes = 2*fop.FLOPs, 2*fop.MemBytes
+		if fop.Kind == OpAttention && len(fop.Out) == 1 && b.st.Recompute == RecomputeSelective {
+			op.FLOPs += fop.FLOPs // Korthikanti et al. 2022 §4.2: recompute QK^T, softmax and its product with V
+			op.Recompute = true
+		}
+		var outs []ValueID
+		for i, in := range fop.In {
+			if fop.Kind == OpAttention && i > 0 {
+				break // kv gathered over cp: its gradient is folded into dqkv, then reduce-scattered
+			}
+			if !b.needsGrad[vkey{s.Index, in}] {
+				continue
+			}
+			pl := s.Values[in].Place
+			gi := newGrad(in, pl)
+			outs = append(outs, gi)
+			defer addGrad(in, gi, pl)
+		}
+		op.Out = outs
+		emitB(op)
+	default:
+		panic("strategies: no backward for " + string(fop.Kind))
+	}
+	if b.st.ZeRO == 3 && fop.Param != "" {
+		b.zeroReduce(fop, emitB)
+	}
+}
+
+func (b *builder) paramByName(name string) *Param {
+	for i := range b.stage.Params {
+		if b.stage.Params[i].Name == name {
+			return &b.stage.Params[i]
+		}
+	}
+	return nil
+}
+
+func (b *builder) opParamBytes(fop Op, per int) units.Bytes {
+	var n int64
+	for _, name := range []string{fop.Param, fop.Bias} {
+		if q := b.paramByName(name); q != nil && name != "" {
+			n += q.Elems()
+		}
+	}
+	return units.Bytes(n * int64(per))
+}
+
+// zeroGather is ZeRO-3's all-gather of a module's parameters over dp before its backward
+// (Rajbhandari et al. 2020 §5.3: parameters are gathered for forward and again for backward).
+func (b *builder) zeroGather(fop Op, emit func(Op)) {
+	g := b.st.Mesh.DP * b.st.Mesh.CP
+	n := b.opParamBytes(fop, b.p.ParamBytes)
+	emit(Op{Kind: OpAllGather, Module: fop.Module, Params: []string{fop.Param}, Dim: DimDP, Group: g,
+		SentBytes: n * units.Bytes(g-1) / units.Bytes(g), FullBytes: n, MemBytes: n})
+}
+
+// zeroReduce is ZeRO-3's reduce-scatter of a module's gradients over dp after its backward.
+func (b *builder) zeroReduce(fop Op, emit func(Op)) {
+	g := b.st.Mesh.DP * b.st.Mesh.CP
+	n := b.opParamBytes(fop, b.p.GradBytes)
+	emit(Op{Kind: OpReduceScatter, Module: fop.Module, Params: []string{fop.Param}, Dim: DimDP, Group: g,
+		SentBytes: n * units.Bytes(g-1) / units.Bytes(g), FullBytes: n, MemBytes: n})
+}
+
+// computeFree fills each op's Free list with the values whose last use it is, over one
+// microbatch's forward then backward, and marks the values backward ops read as Saved.
+func (s *Stage) computeFree() {
+	last := make([]int, len(s.Values))
+	for i := range last {
+		last[i] = -1
+	}
+	ops := make([]*Op, 0, len(s.Forward)+len(s.Backward))
+	for i := range s.Forward {
+		ops = append(ops, &s.Forward[i])
+	}
+	nf := len(ops)
+	for i := range s.Backward {
+		ops = append(ops, &s.Backward[i])
+	}
+	for i, op := range ops {
+		for _, list := range [][]ValueID{op.In, op.Out, op.Saved} {
+			for _, id := range list {
+				last[id] = i
+			}
+		}
+	}
+	for id, i := range last {
+		if i >= 0 {
+			ops[i].Free = append(ops[i].Free, ValueID(id))
+		}
+	}
+	for _, op := range ops[nf:] {
+		for _, list := range [][]ValueID{op.In, op.Saved} {
+			for _, id := range list {
+				if created(s, ValueID(id), nf, ops) {
+					s.Values[id].Saved = true
+				}
+			}
+		}
+	}
+}
+
+// created reports whether value id is produced by a forward op (or is forward data).
+func created(s *Stage, id ValueID, nf int, ops []*Op) bool {
+	for _, op := range ops[:nf] {
+		for _, o := range op.Out {
+			if o == id {
+				return true
+			}
+		}
+	}
+	return s.Values[id].Data
+}
+
+var _ = model.KindLinear

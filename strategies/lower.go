@@ -1,0 +1,416 @@
+package strategies
+
+import (
+	"fmt"
+	"strings"
+
+	"tpsim/model"
+	"tpsim/units"
+)
+
+// Lower turns model m and strategy st into the per-rank Program. st is resolved against m and
+// validated first; a plan that does not fit the model is an error.
+func Lower(m *model.Model, st Strategy) (*Program, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	st = st.Resolve(m)
+	if err := st.Validate(m); err != nil {
+		return nil, err
+	}
+	plan := st.Plan
+	if plan == nil && st.Mesh.TP > 1 {
+		plan = &Plan{Name: "megatron"}
+	}
+	styles, err := plan.Resolve(m, st.SP)
+	if err != nil {
+		return nil, err
+	}
+	if st.Mesh.TP == 1 {
+		styles = map[string]Style{} // a plan on one rank shards nothing
+	}
+	p := &Program{Model: m, Strategy: st, Styles: styles, MicroBatch: st.MBS, Microbatches: st.Microbatches()}
+	switch st.Precision {
+	case PrecisionFP32:
+		p.ParamBytes, p.GradBytes, p.ActBytes = 4, 4, 4
+		if st.Optimizer == OptimizerAdam {
+			p.OptBytes = 8 // exp_avg and exp_avg_sq in fp32
+		}
+	default:
+		// Rajbhandari et al. 2020 §3.1: fp16 parameters and gradients (2 + 2 bytes), fp32 master
+		// weights, momentum and variance (12 bytes) for Adam; SGD keeps the fp32 master copy only.
+		p.ParamBytes, p.GradBytes, p.ActBytes = 2, 2, 2
+		p.OptBytes = 4
+		if st.Optimizer == OptimizerAdam {
+			p.OptBytes = 12
+		}
+	}
+	seq := max(st.Seq, 1)
+	p.Tokens = int64(st.GBS) * int64(seq)
+	b := &builder{p: p, st: st, tp: st.Mesh.TP, styles: styles}
+	if err := b.build(); err != nil {
+		return nil, err
+	}
+	for _, s := range p.Stages {
+		s.computeFree()
+	}
+	return p, nil
+}
+
+type builder struct {
+	p      *Program
+	st     Strategy
+	tp     int
+	styles map[string]Style
+	stage  *Stage
+	// tape records forward ops in order across stages, for differentiation.
+	tape      []tapeEntry
+	needsGrad map[vkey]bool
+	memo      map[memoKey]ValueID
+	layerOps  []layerRange
+	sends     []sendPair
+	tiedHead  bool
+}
+
+func (b *builder) hasParam(name string) bool {
+	for _, q := range b.stage.Params {
+		if q.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+type vkey struct {
+	stage int
+	id    ValueID
+}
+
+type tapeEntry struct {
+	stage int
+	op    int
+}
+
+func (b *builder) val(name string, shape []int, pl Placement) ValueID {
+	s := b.stage
+	id := ValueID(len(s.Values))
+	s.Values = append(s.Values, Value{ID: id, Name: name, Shape: append([]int(nil), shape...), Elem: b.p.ActBytes, Place: pl})
+	return id
+}
+
+func (b *builder) v(id ValueID) *Value { return &b.stage.Values[id] }
+
+func (b *builder) emit(op Op) int {
+	s := b.stage
+	if b.st.ZeRO == 3 && op.Param != "" {
+		// ZeRO-3 (Rajbhandari et al. 2020 §5.3): gather the module's parameters over dp just before
+		// its forward; not on the tape, as it has no gradient.
+		b.zeroGather(op, func(g Op) { g.Phase, g.Fwd = Forward, -1; s.Forward = append(s.Forward, g) })
+	}
+	op.Phase = Forward
+	op.Fwd = -1
+	s.Forward = append(s.Forward, op)
+	i := len(s.Forward) - 1
+	b.tape = append(b.tape, tapeEntry{s.Index, i})
+	ng := op.Param != ""
+	for _, in := range op.In {
+		if b.needsGrad[vkey{s.Index, in}] {
+			ng = true
+		}
+	}
+	if ng {
+		for _, out := range op.Out {
+			b.needsGrad[vkey{s.Index, out}] = true
+		}
+	}
+	return i
+}
+
+func (b *builder) param(module, name string, full []int, shardDim int) string {
+	fqn := name
+	if module != "" {
+		fqn = module + "." + name
+	}
+	local := append([]int(nil), full...)
+	if shardDim >= 0 {
+		local[shardDim] /= b.tp
+	}
+	b.stage.Params = append(b.stage.Params, Param{Name: fqn, Module: module, Full: full, Local: local, ShardDim: shardDim})
+	return fqn
+}
+
+func (b *builder) markPartialTP(name string) {
+	for i := range b.stage.Params {
+		if b.stage.Params[i].Name == name {
+			b.stage.Params[i].PartialTP = true
+		}
+	}
+}
+
+func elems(shape []int) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= int64(d)
+	}
+	return n
+}
+
+func axisOf(shape []int, d int) int {
+	if d < 0 {
+		return len(shape) + d
+	}
+	return d
+}
+
+// redistribute emits the collective that moves v to placement to (DESIGN.md table).
+func (b *builder) redistribute(v ValueID, to Placement, module string) ValueID {
+	from := b.v(v).Place
+	if from == to || b.tp == 1 {
+		return v
+	}
+	key := memoKey{b.stage.Index, v, to}
+	if id, ok := b.memo[key]; ok {
+		return id
+	}
+	src := b.v(v)
+	shape := append([]int(nil), src.Shape...)
+	full := append([]int(nil), shape...)
+	if from.Kind == Shard {
+		full[axisOf(shape, from.Dim)] *= b.tp
+	}
+	n := units.Bytes(elems(full) * int64(src.Elem))
+	frac := units.Bytes(float64(b.tp-1) / float64(b.tp))
+	out := full
+	op := Op{Module: module, In: []ValueID{v}, Dim: DimTP, Group: b.tp, FullBytes: n}
+	switch {
+	case from.Kind == Partial && to.Kind == Replicate:
+		op.Kind, op.SentBytes = OpAllReduce, 2*frac*n
+	case from.Kind == Partial && to.Kind == Shard:
+		op.Kind, op.SentBytes, op.Axis = OpReduceScatter, frac*n, to.Dim
+		out = append([]int(nil), full...)
+		out[axisOf(out, to.Dim)] /= b.tp
+	case from.Kind == Shard && to.Kind == Replicate:
+		op.Kind, op.SentBytes, op.Axis = OpAllGather, frac*n, from.Dim
+	case from.Kind == Replicate && to.Kind == Shard:
+		op.Kind, op.Axis = OpSlice, to.Dim
+		out = append([]int(nil), full...)
+		out[axisOf(out, to.Dim)] /= b.tp
+	case from.Kind == Shard && to.Kind == Shard:
+		op.Kind, op.SentBytes, op.Axis = OpAllToAll, frac*n, to.Dim
+		out = append([]int(nil), full...)
+		out[axisOf(out, to.Dim)] /= b.tp
+	default:
+		panic(fmt.Sprintf("strategies: no redistribution from %v to %v", from, to))
+	}
+	if op.Kind == OpSlice {
+		op.Dim, op.Group = "", 0
+	}
+	op.MemBytes = n
+	id := b.val(src.Name+"."+string(op.Kind), out, to)
+	op.Out = []ValueID{id}
+	b.emit(op)
+	b.memo[key] = id
+	return id
+}
+
+func (b *builder) checkShardable(fqn string, size int, what string) error {
+	if size%b.tp != 0 {
+		return fmt.Errorf("strategies: tp=%d does not divide %s %d of module %q; choose tp among %s or leave the module out of the plan",
+			b.tp, what, size, fqn, intsString(divisors(size)))
+	}
+	return nil
+}
+
+// linear lowers module fqn (a Linear) applied to x.
+func (b *builder) linear(fqn string, mod *model.Module, x ValueID) (ValueID, error) {
+	style := b.styles[fqn]
+	if style == "" {
+		style = b.inherited(fqn)
+	}
+	op := Op{Kind: OpLinear, Module: fqn}
+	var outPl Placement
+	wShard, bShard := -1, -1
+	rowBias := false
+	switch style {
+	case Colwise:
+		if err := b.checkShardable(fqn, mod.Out, "out_features"); err != nil {
+			return 0, err
+		}
+		x = b.redistribute(x, Placement{Kind: Replicate}, fqn)
+		wShard, bShard = 0, 0
+		outPl = Placement{Kind: Shard, Dim: -1}
+	case Rowwise:
+		if err := b.checkShardable(fqn, mod.In, "in_features"); err != nil {
+			return 0, err
+		}
+		x = b.redistribute(x, Placement{Kind: Shard, Dim: -1}, fqn)
+		wShard = 1
+		outPl = Placement{Kind: Partial}
+		rowBias = mod.Bias
+	default:
+		// NoParallel, or no plan: the whole weight on every rank, input made Replicate first.
+		x = b.redistribute(x, b.replicatedInput(x), fqn)
+		outPl = b.v(x).Place
+	}
+	xs := b.v(x).Shape
+	rows := elems(xs[:len(xs)-1])
+	outShape := append(append([]int(nil), xs[:len(xs)-1]...), mod.Out)
+	if wShard == 0 {
+		outShape[len(outShape)-1] /= b.tp
+	}
+	in := mod.In
+	if wShard == 1 {
+		in /= b.tp
+	}
+	if fqn == "head" && b.tiedHead {
+		// The tied head reads the embedding's weight [vocab, hidden]; a stage holding both keeps
+		// one copy (Megatron-LM keeps a second copy on the last pipeline stage).
+		op.Param = "embed.weight"
+		if !b.hasParam(op.Param) {
+			b.param("embed", "weight", []int{mod.Out, mod.In}, wShard)
+		}
+	} else {
+		op.Param = b.param(fqn, "weight", []int{mod.Out, mod.In}, wShard)
+	}
+	if mod.Bias && !rowBias {
+		op.Bias = b.param(fqn, "bias", []int{mod.Out}, bShard)
+	}
+	out := outShape[len(outShape)-1]
+	op.In = []ValueID{x}
+	op.FLOPs = units.FLOPs(2 * rows * int64(in) * int64(out))
+	op.MemBytes = units.Bytes((rows*int64(in) + int64(in)*int64(out) + rows*int64(out)) * int64(b.p.ActBytes))
+	if pl := b.v(x).Place; pl.Kind == Shard && axisOf(xs, pl.Dim) != len(xs)-1 && wShard < 0 {
+		b.markPartialTP(op.Param)
+		if op.Bias != "" {
+			b.markPartialTP(op.Bias)
+		}
+	}
+	y := b.val(fqn+".out", outShape, outPl)
+	op.Out = []ValueID{y}
+	b.emit(op)
+	if style == Rowwise {
+		y = b.redistribute(y, b.rowwiseOutput(outShape), fqn)
+		if rowBias {
+			bias := b.param(fqn, "bias", []int{mod.Out}, -1)
+			y2 := b.val(fqn+".biased", b.v(y).Shape, b.v(y).Place)
+			if pl := b.v(y).Place; pl.Kind == Shard {
+				b.markPartialTP(bias)
+			}
+			n := elems(b.v(y).Shape)
+			b.emit(Op{Kind: OpBias, Module: fqn, Param: bias, In: []ValueID{y}, Out: []ValueID{y2},
+				FLOPs: units.FLOPs(n), MemBytes: units.Bytes(2 * n * int64(b.p.ActBytes))})
+			y = y2
+		}
+	}
+	return y, nil
+}
+
+// inherited returns the style a module takes from a planned ancestor (a style on the root applies
+// to the root's Linear children, as parallelize_module(model, mesh, style) does on a Linear root).
+func (b *builder) inherited(fqn string) Style {
+	if st, ok := b.styles[""]; ok && !strings.Contains(fqn, ".") {
+		return st
+	}
+	return ""
+}
+
+// replicatedInput is the placement a replicated module needs: Replicate, or the sequence shard it
+// already has under sequence parallel when the module is elementwise over tokens.
+func (b *builder) replicatedInput(x ValueID) Placement {
+	return Placement{Kind: Replicate}
+}
+
+// rowwiseOutput is the output placement of RowwiseParallel: Replicate (all-reduce), or Shard(1)
+// (reduce-scatter over the sequence) under sequence parallel.
+func (b *builder) rowwiseOutput(shape []int) Placement {
+	if b.st.SP && len(shape) == 3 {
+		return Placement{Kind: Shard, Dim: 1}
+	}
+	return Placement{Kind: Replicate}
+}
+
+func (b *builder) elementwise(fqn, act string, x ValueID) ValueID {
+	xv := b.v(x)
+	if xv.Place.Kind == Partial {
+		x = b.redistribute(x, Placement{Kind: Replicate}, fqn)
+		xv = b.v(x)
+	}
+	n := elems(xv.Shape)
+	y := b.val(fqn+".out", xv.Shape, xv.Place)
+	b.emit(Op{Kind: OpAct, Act: act, Module: fqn, In: []ValueID{x}, Out: []ValueID{y},
+		FLOPs: units.FLOPs(n), MemBytes: units.Bytes(2 * n * int64(b.p.ActBytes))})
+	return y
+}
+
+func (b *builder) norm(fqn string, mod *model.Module, x ValueID) (ValueID, error) {
+	style := b.styles[fqn]
+	var want Placement
+	switch style {
+	case SequenceStyle:
+		if len(b.v(x).Shape) != 3 {
+			return 0, fmt.Errorf("strategies: SequenceParallel on %q needs a [batch, seq, feature] input", fqn)
+		}
+		if err := b.checkShardable(fqn, b.v(x).Shape[1]*b.tpIfSharded(x, 1), "sequence length"); err != nil {
+			return 0, err
+		}
+		want = Placement{Kind: Shard, Dim: 1}
+	default:
+		want = Placement{Kind: Replicate}
+	}
+	x = b.redistribute(x, want, fqn)
+	xv := b.v(x)
+	op := Op{Kind: OpNorm, Norm: mod.Kind, Module: fqn, In: []ValueID{x}}
+	op.Param = b.param(fqn, "weight", []int{mod.Dim}, -1)
+	if mod.Kind == model.KindLayerNorm && mod.Bias {
+		op.Bias = b.param(fqn, "bias", []int{mod.Dim}, -1)
+	}
+	if want.Kind == Shard {
+		b.markPartialTP(op.Param)
+		if op.Bias != "" {
+			b.markPartialTP(op.Bias)
+		}
+	}
+	rows := elems(xv.Shape[:len(xv.Shape)-1])
+	n := elems(xv.Shape)
+	y := b.val(fqn+".out", xv.Shape, xv.Place)
+	nstat := 2
+	if mod.Kind == model.KindRMSNorm {
+		nstat = 1
+	}
+	stats := b.val(fqn+".stats", []int{int(rows), nstat}, xv.Place)
+	b.v(stats).Elem = 4 // mean and reciprocal standard deviation are kept in fp32
+	op.Out = []ValueID{y, stats}
+	op.FLOPs = units.FLOPs(5 * n)
+	op.MemBytes = units.Bytes(2 * n * int64(b.p.ActBytes))
+	b.emit(op)
+	return y, nil
+}
+
+func (b *builder) tpIfSharded(x ValueID, dim int) int {
+	if pl := b.v(x).Place; pl.Kind == Shard && axisOf(b.v(x).Shape, pl.Dim) == dim {
+		return b.tp
+	}
+	return 1
+}
+
+func (b *builder) add(fqn string, x, y ValueID) ValueID {
+	px, py := b.v(x).Place, b.v(y).Place
+	if px != py {
+		// Bring both to the cheaper common placement: a replicated operand is sliced for free.
+		switch {
+		case px.Kind == Replicate && py.Kind == Shard:
+			x = b.redistribute(x, py, fqn)
+		case py.Kind == Replicate && px.Kind == Shard:
+			y = b.redistribute(y, px, fqn)
+		default:
+			x = b.redistribute(x, Placement{Kind: Replicate}, fqn)
+			y = b.redistribute(y, Placement{Kind: Replicate}, fqn)
+		}
+	}
+	xv := b.v(x)
+	n := elems(xv.Shape)
+	out := b.val(fqn+".add", xv.Shape, xv.Place)
+	b.emit(Op{Kind: OpAdd, Module: fqn, In: []ValueID{x, y}, Out: []ValueID{out},
+		FLOPs: units.FLOPs(n), MemBytes: units.Bytes(3 * n * int64(b.p.ActBytes))})
+	return out
+}

@@ -1,0 +1,186 @@
+package strategies
+
+import (
+	"tpsim/model"
+	"tpsim/units"
+)
+
+// Phase says when an op runs in a step.
+type Phase int
+
+// Phases of one training step.
+const (
+	Forward Phase = iota
+	Backward
+	Optimizer
+)
+
+func (p Phase) String() string {
+	return [...]string{"forward", "backward", "optimizer"}[p]
+}
+
+// OpKind is what an op does. Compute kinds are listed first, then data movement.
+type OpKind string
+
+// Op kinds. Backward ops of compute kinds carry the same kind with Phase Backward and Fwd set.
+const (
+	OpEmbedding OpKind = "embedding" // In [ids]; Out [y]; Param; rows [VocabLo, VocabHi) of the full table are local
+	OpLinear    OpKind = "linear"    // In [x]; Out [y]; y = x W^T (+ b when Bias)
+	OpBias      OpKind = "bias"      // In [x]; Out [y]; y = x + b (a row-parallel bias, added once after the reduction)
+	OpNorm      OpKind = "norm"      // In [x]; Out [y, stats]; LayerNorm or RMSNorm (Norm) over the last dimension
+	OpAct       OpKind = "act"       // In [x]; Out [y]; Act is relu, gelu or silu
+	OpMul       OpKind = "mul"       // In [a, b]; Out [y]; elementwise
+	OpAdd       OpKind = "add"       // In [a, b]; Out [y]; elementwise (residual); also sums gradients in backward
+	OpAttention OpKind = "attention" // In [qkv (, kv gathered over cp)]; Out [o (, probs when saved)]; causal softmax(q k^T / sqrt(d)) v
+	OpLoss      OpKind = "loss"      // In [y, target]; Out [loss]; Loss is the model's loss kind, scaled by Scale
+
+	OpAllReduce     OpKind = "all_reduce"
+	OpAllGather     OpKind = "all_gather"
+	OpReduceScatter OpKind = "reduce_scatter"
+	OpAllToAll      OpKind = "all_to_all"
+	OpSlice         OpKind = "slice" // Replicate -> Shard(Axis): keep this rank's chunk, no communication
+	OpSend          OpKind = "send"  // to the next (forward) or previous (backward) pipeline stage
+	OpRecv          OpKind = "recv"
+	OpStep          OpKind = "optimizer_step" // update every local parameter from its gradient
+)
+
+// IsCollective reports whether ops of kind k communicate within a group.
+func (k OpKind) IsCollective() bool {
+	switch k {
+	case OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll:
+		return true
+	}
+	return false
+}
+
+// ValueID names a value of a Stage; -1 is "none".
+type ValueID int
+
+// Value is a tensor of one microbatch on one rank.
+type Value struct {
+	ID    ValueID
+	Name  string
+	Shape []int // local shape
+	Elem  int   // bytes per element
+	Place Placement
+	// Saved is true when a backward op reads the value, so it lives from its forward op to that
+	// backward op (activation memory).
+	Saved bool
+	// Data marks inputs and targets read from the batch.
+	Data bool
+}
+
+// Elems is the number of elements in v.
+func (v *Value) Elems() int64 {
+	n := int64(1)
+	for _, d := range v.Shape {
+		n *= int64(d)
+	}
+	return n
+}
+
+// Bytes is v's size in memory.
+func (v *Value) Bytes() units.Bytes { return units.Bytes(v.Elems() * int64(v.Elem)) }
+
+// Param is one parameter tensor held by a rank, named as in PyTorch ("layers.0.attn.qkv.weight").
+type Param struct {
+	Name   string
+	Module string
+	Full   []int // shape of the whole parameter
+	Local  []int // shape of this rank's shard on the tensor-parallel dimension
+	// ShardDim is the dimension of Full split over tp, -1 when replicated.
+	ShardDim int
+	// PartialTP is true when ranks of a tp group compute different summands of this parameter's
+	// gradient (a replicated parameter applied to sequence-sharded activations), so the gradients
+	// are all-reduced over tp before the update.
+	PartialTP bool
+}
+
+// Elems is the number of elements of p on one rank.
+func (p *Param) Elems() int64 {
+	n := int64(1)
+	for _, d := range p.Local {
+		n *= int64(d)
+	}
+	return n
+}
+
+// Op is one step of a rank's program.
+type Op struct {
+	Kind   OpKind
+	Phase  Phase
+	Module string // FQN of the module the op belongs to
+	In     []ValueID
+	Out    []ValueID
+	// Fwd is, for a backward op, the index in Stage.Forward of the op it differentiates; -1 otherwise.
+	Fwd int
+	// Recompute marks forward ops rerun during backward (activation recomputation).
+	Recompute bool
+
+	// Compute ops.
+	Param            string // weight name for linear, embedding, norm, bias ops
+	Bias             string // bias name for linear (and norm with bias)
+	Act              string // relu, gelu, silu
+	Norm             model.Kind
+	Loss             model.Kind
+	Scale            float64 // loss scale: 1 / (microbatches x dp x cp)
+	VocabLo, VocabHi int
+	Heads, KVHeads   int // local attention heads
+	HeadDim          int
+	// Saved lists, for a backward op, the forward values it reads: linear [x], norm [x, stats],
+	// act [x], mul [a, b], attention [qkv (, kv) (, probs)], loss [y, target], embedding [ids].
+	// Under full recompute they are the recomputed copies.
+	Saved []ValueID
+	// GradInput is false when the backward op need not compute the input gradient (the input is
+	// data, or nothing upstream needs it).
+	GradInput bool
+
+	// Collectives and point to point.
+	Dim    string   // mesh dimension of the group ("tp", "dp", "cp", "pp")
+	Group  int      // group size
+	Axis   int      // gathered / scattered / sliced dimension of the value (negative counts from the end)
+	Params []string // gradient or parameter buckets for data-parallel and ZeRO collectives
+	Peer   int      // pipeline stage sent to / received from
+
+	// Costs. FLOPs counts multiply-adds as 2; MemBytes is the bytes the op reads and writes;
+	// SentBytes is what this rank sends (DESIGN.md table); FullBytes is the collective's whole tensor.
+	FLOPs     units.FLOPs
+	MemBytes  units.Bytes
+	SentBytes units.Bytes
+	FullBytes units.Bytes
+
+	// Free lists the values whose last use is this op (within one microbatch's forward and backward).
+	Free []ValueID
+}
+
+// Stage is the program of one (virtual) pipeline stage: what every rank of that stage runs. Ranks
+// of a stage differ only in which shard (their tp coordinate) and which samples (dp, cp) they hold.
+type Stage struct {
+	Index int
+	Rank  int // pipeline rank (Index mod pp)
+	// Layers is the range [Lo, Hi) of transformer layers of this stage.
+	LayerLo, LayerHi int
+	Params           []Param
+	Values           []Value
+	Forward          []Op // one microbatch
+	Backward         []Op // one microbatch
+	Optimizer        []Op // once per step
+}
+
+// Program is a model lowered for a strategy: one Stage per virtual pipeline stage (pp x vpp).
+type Program struct {
+	Model    *model.Model
+	Strategy Strategy
+	Styles   map[string]Style
+	Stages   []*Stage
+	// ParamBytes, GradBytes and ActBytes are bytes per element of parameters, gradients and
+	// activations; OptBytes is optimizer state bytes per parameter (Rajbhandari et al. 2020 §3.1).
+	ParamBytes, GradBytes, ActBytes, OptBytes int
+	// Microbatches per pipeline per step, and samples per microbatch per rank.
+	Microbatches, MicroBatch int
+	// Tokens per step (all ranks).
+	Tokens int64
+}
+
+// Value returns the value with id in stage s.
+func (s *Stage) Value(id ValueID) *Value { return &s.Values[id] }

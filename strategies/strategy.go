@@ -1,0 +1,281 @@
+package strategies
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"tpsim/model"
+)
+
+// Recompute modes (Korthikanti et al. 2022 §4): none keeps every activation; selective recomputes the
+// attention core (softmax and its inputs) in backward; full keeps only each layer's input and reruns
+// the layer's forward in backward.
+const (
+	RecomputeNone      = "none"
+	RecomputeSelective = "selective"
+	RecomputeFull      = "full"
+)
+
+// Pipeline schedules (Narayanan et al. 2021 §2.2).
+const (
+	ScheduleGPipe       = "gpipe"
+	Schedule1F1B        = "1f1b"
+	ScheduleInterleaved = "interleaved"
+)
+
+// Precisions. Mixed is bf16 compute with fp32 master weights and Adam moments (Rajbhandari et al.
+// 2020 §3.1: 2 + 2 + 12 bytes per parameter); fp32 is what exec runs.
+const (
+	PrecisionMixed = "mixed"
+	PrecisionFP32  = "fp32"
+)
+
+// Optimizers.
+const (
+	OptimizerAdam = "adam"
+	OptimizerSGD  = "sgd"
+)
+
+// Strategy is how a model is split and trained. The zero value is not valid; use Default or Parse.
+type Strategy struct {
+	Mesh Mesh `json:"-"`
+	// MBS is the microbatch in samples per data-parallel rank; GBS the global batch in samples (0 =
+	// the model's batch). The step runs GBS/(DP*MBS) microbatches on each pipeline.
+	MBS int `json:"mbs"`
+	GBS int `json:"gbs"`
+	// Seq overrides the model's sequence length when positive.
+	Seq       int    `json:"seq"`
+	ZeRO      int    `json:"zero"`
+	Recompute string `json:"recompute"`
+	SP        bool   `json:"sp"`
+	Schedule  string `json:"schedule"`
+	VPP       int    `json:"vpp"`
+	Precision string `json:"precision"`
+	Optimizer string `json:"optimizer"`
+	// Overlap lets data-parallel gradient reduction run under backward (PyTorch DDP's default).
+	Overlap bool `json:"overlap"`
+	// BucketBytes is the data-parallel gradient bucket size (PyTorch DDP default 25 MiB).
+	BucketBytes int64 `json:"bucket_bytes"`
+	// Plan is the tensor-parallel plan; nil means the model family's Megatron plan when tp > 1.
+	Plan *Plan `json:"-"`
+}
+
+// DefaultBucketBytes is torch.nn.parallel.DistributedDataParallel's bucket_cap_mb = 25.
+const DefaultBucketBytes = 25 << 20
+
+// Default returns a strategy on mesh with every option at its default: one sample per microbatch,
+// the model's batch, no ZeRO, no recompute, no sequence parallel, 1F1B, mixed precision Adam, DP
+// overlap on, the Megatron plan.
+func Default(mesh Mesh) Strategy {
+	return Strategy{Mesh: mesh, MBS: 1, Recompute: RecomputeNone, Schedule: Schedule1F1B, VPP: 1,
+		Precision: PrecisionMixed, Optimizer: OptimizerAdam, Overlap: true, BucketBytes: DefaultBucketBytes}
+}
+
+// OptionKeys lists the keys Parse accepts besides the mesh dimensions.
+var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "overlap", "bucket_mb"}
+
+// Parse reads a strategy such as "dp=24,tp=8,pp=8,mbs=1,gbs=2304,recompute=full,sp=off,zero=0".
+// Mesh dimensions and options may come in any order; what is not given keeps its Default value.
+func Parse(s string) (Strategy, error) {
+	st := Default(Mesh{1, 1, 1, 1})
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return st, fmt.Errorf("strategies: empty strategy; write it as \"dp=8,tp=8,mbs=1\" (mesh dimensions %s; options %s)",
+			strings.Join(DimOrder, ", "), strings.Join(OptionKeys, ", "))
+	}
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		k, v, err := splitKV(part)
+		if err != nil {
+			return st, err
+		}
+		if isMeshDim(k) {
+			if err := setMeshDim(&st.Mesh, k, v, seen); err != nil {
+				return st, err
+			}
+			continue
+		}
+		if seen[k] {
+			return st, fmt.Errorf("strategies: option %q given twice", k)
+		}
+		seen[k] = true
+		if err := st.set(k, v); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+func oneOf(k, v string, valid ...string) (string, error) {
+	v = strings.ToLower(v)
+	for _, x := range valid {
+		if v == x {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("strategies: %s=%q is not valid; use one of %s", k, v, strings.Join(valid, ", "))
+}
+
+func onOff(k, v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "on", "true", "1", "yes":
+		return true, nil
+	case "off", "false", "0", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("strategies: %s=%q is not valid; use on or off", k, v)
+}
+
+func (st *Strategy) set(k, v string) error {
+	var err error
+	switch k {
+	case "mbs":
+		st.MBS, err = positive(k, v)
+	case "gbs":
+		st.GBS, err = positive(k, v)
+	case "seq":
+		st.Seq, err = positive(k, v)
+	case "vpp":
+		st.VPP, err = positive(k, v)
+	case "bucket_mb":
+		var n int
+		n, err = positive(k, v)
+		st.BucketBytes = int64(n) << 20
+	case "zero":
+		n, e := strconv.Atoi(v)
+		if e != nil || n < 0 || n > 3 {
+			return fmt.Errorf("strategies: zero=%q is not valid; use 0, 1, 2 or 3 (ZeRO stage)", v)
+		}
+		st.ZeRO = n
+	case "recompute":
+		st.Recompute, err = oneOf(k, v, RecomputeNone, RecomputeSelective, RecomputeFull)
+	case "schedule":
+		st.Schedule, err = oneOf(k, v, ScheduleGPipe, Schedule1F1B, ScheduleInterleaved)
+	case "precision":
+		st.Precision, err = oneOf(k, v, PrecisionMixed, PrecisionFP32)
+	case "optimizer":
+		st.Optimizer, err = oneOf(k, v, OptimizerAdam, OptimizerSGD)
+	case "sp":
+		st.SP, err = onOff(k, v)
+	case "overlap":
+		st.Overlap, err = onOff(k, v)
+	default:
+		keys := append(append([]string{}, DimOrder...), OptionKeys...)
+		sort.Strings(keys)
+		return fmt.Errorf("strategies: unknown option %q; valid keys: %s", k, strings.Join(keys, ", "))
+	}
+	return err
+}
+
+// String prints every option, resolved, in the form Parse reads.
+func (st Strategy) String() string {
+	onoff := map[bool]string{true: "on", false: "off"}
+	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,overlap=%s,bucket_mb=%d",
+		st.Mesh.PP, st.Mesh.DP, st.Mesh.CP, st.Mesh.TP, st.MBS, st.GBS, st.Seq, st.ZeRO, st.Recompute, onoff[st.SP],
+		st.Schedule, st.VPP, st.Precision, st.Optimizer, onoff[st.Overlap], st.BucketBytes>>20)
+}
+
+// Resolve fills the options that depend on the model (global batch, sequence length) and returns
+// the resolved strategy.
+func (st Strategy) Resolve(m *model.Model) Strategy {
+	if st.GBS == 0 {
+		st.GBS = m.Batch
+	}
+	if st.Seq == 0 {
+		st.Seq = m.Seq
+	}
+	return st
+}
+
+// Microbatches is the number of microbatches each pipeline runs per step.
+func (st Strategy) Microbatches() int { return st.GBS / (st.Mesh.DP * st.MBS) }
+
+// Validate checks st against m and returns an error that names the fix. st must be Resolved.
+func (st Strategy) Validate(m *model.Model) error {
+	ms := st.Mesh
+	if ms.PP < 1 || ms.DP < 1 || ms.CP < 1 || ms.TP < 1 {
+		return fmt.Errorf("strategies: mesh %+v has a dimension below 1", ms)
+	}
+	if st.MBS < 1 || st.GBS < 1 {
+		return fmt.Errorf("strategies: mbs=%d gbs=%d; both must be positive", st.MBS, st.GBS)
+	}
+	if st.GBS%(ms.DP*st.MBS) != 0 {
+		return fmt.Errorf("strategies: global batch %d is not divisible by dp x mbs = %d x %d; use a global batch that is a multiple of %d, or dp x mbs among the divisors %s of %d",
+			st.GBS, ms.DP, st.MBS, ms.DP*st.MBS, intsString(divisors(st.GBS)), st.GBS)
+	}
+	if st.ZeRO > 0 && ms.DP == 1 {
+		return fmt.Errorf("strategies: zero=%d shards over the data-parallel dimension, but dp=1; use dp>1 or zero=0", st.ZeRO)
+	}
+	if st.ZeRO > 0 && ms.PP > 1 && st.ZeRO >= 2 {
+		return fmt.Errorf("strategies: zero=%d with pipeline parallel is not supported (gradient sharding conflicts with gradient accumulation across microbatches, as DeepSpeed also forbids); use zero=0 or 1 with pp>1", st.ZeRO)
+	}
+	if st.Schedule == ScheduleInterleaved {
+		if ms.PP == 1 {
+			return fmt.Errorf("strategies: schedule=interleaved needs pp>1")
+		}
+	} else if st.VPP != 1 {
+		return fmt.Errorf("strategies: vpp=%d needs schedule=interleaved", st.VPP)
+	}
+	if st.SP && ms.TP == 1 {
+		return fmt.Errorf("strategies: sp=on (sequence parallel) needs tp>1")
+	}
+	t := m.Transformer
+	if t == nil {
+		if ms.PP > 1 || ms.CP > 1 {
+			return fmt.Errorf("strategies: pipeline and context parallel split transformer layers and sequences; model %q has neither, use pp=1,cp=1", m.Name)
+		}
+		if st.SP {
+			return fmt.Errorf("strategies: sp=on needs a sequence; model %q has none", m.Name)
+		}
+		if st.Recompute != RecomputeNone {
+			return fmt.Errorf("strategies: recompute=%s applies to transformer layers; model %q has none, use recompute=none", st.Recompute, m.Name)
+		}
+		return nil
+	}
+	valid := func(n int) []int {
+		var out []int
+		for _, d := range divisors(n) {
+			if d <= 64 {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	if t.Heads%ms.TP != 0 || t.KVHeads%ms.TP != 0 {
+		return fmt.Errorf("strategies: tp=%d does not divide %d attention heads and %d key/value heads; try tp in %s",
+			ms.TP, t.Heads, t.KVHeads, intsString(valid(gcd(t.Heads, t.KVHeads))))
+	}
+	if t.FFN%ms.TP != 0 {
+		return fmt.Errorf("strategies: tp=%d does not divide the MLP width %d; try tp in %s", ms.TP, t.FFN, intsString(valid(gcd(t.FFN, gcd(t.Heads, t.KVHeads)))))
+	}
+	if t.Vocab%ms.TP != 0 {
+		return fmt.Errorf("strategies: tp=%d does not divide the vocabulary %d; pad the vocabulary to a multiple of %d (Megatron pads to 128*tp) or try tp in %s",
+			ms.TP, t.Vocab, ms.TP, intsString(valid(gcd(t.Vocab, gcd(t.Heads, t.KVHeads)))))
+	}
+	if t.Layers%ms.PP != 0 {
+		return fmt.Errorf("strategies: pp=%d does not divide %d layers; try pp in %s", ms.PP, t.Layers, intsString(valid(t.Layers)))
+	}
+	if st.Schedule == ScheduleInterleaved && (t.Layers/ms.PP)%st.VPP != 0 {
+		return fmt.Errorf("strategies: vpp=%d does not divide the %d layers per pipeline stage; try vpp in %s", st.VPP, t.Layers/ms.PP, intsString(divisors(t.Layers/ms.PP)))
+	}
+	if st.Schedule == ScheduleInterleaved && st.Microbatches()%ms.PP != 0 {
+		return fmt.Errorf("strategies: the interleaved schedule needs the %d microbatches to be a multiple of pp=%d (Megatron-LM's rule); change gbs or mbs", st.Microbatches(), ms.PP)
+	}
+	if st.Seq%(ms.CP) != 0 || (st.SP && (st.Seq/ms.CP)%ms.TP != 0) {
+		return fmt.Errorf("strategies: sequence length %d is not divisible by cp=%d (x tp=%d with sequence parallel); use a sequence length that is a multiple of %d",
+			st.Seq, ms.CP, ms.TP, ms.CP*ms.TP)
+	}
+	if t.Learned && st.Seq > t.Seq {
+		return fmt.Errorf("strategies: seq=%d is longer than the %d learned positions of %q; use seq<=%d", st.Seq, t.Seq, m.Name, t.Seq)
+	}
+	return nil
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
