@@ -1,0 +1,255 @@
+package kernels
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// AttnDims are the dimensions of a causal self-attention core on one rank. Under tensor
+// parallelism they are the local ones: Heads/t query heads and KVHeads/t key/value heads.
+//
+// Tensors are token-major with heads contiguous in the columns: q and o are
+// [Batch*Seq, Heads*HeadDim], k and v are [Batch*Seq, KVHeads*HeadDim]; row b*Seq+s is token s of
+// sequence b, and columns h*HeadDim .. (h+1)*HeadDim-1 are head h. Query head h attends with
+// key/value head h/(Heads/KVHeads) (grouped-query attention, Ainslie et al. 2023; KVHeads = Heads
+// is multi-head attention, KVHeads = 1 multi-query attention).
+type AttnDims struct {
+	Batch, Seq, Heads, KVHeads, HeadDim int
+}
+
+// QLen is the length of q, o, dq and do: Batch*Seq*Heads*HeadDim.
+func (d AttnDims) QLen() int { return d.Batch * d.Seq * d.Heads * d.HeadDim }
+
+// KVLen is the length of each of k, v, dk and dv: Batch*Seq*KVHeads*HeadDim.
+func (d AttnDims) KVLen() int { return d.Batch * d.Seq * d.KVHeads * d.HeadDim }
+
+// QKVLen is the length of the fused qkv tensor: Batch*Seq*(Heads+2*KVHeads)*HeadDim.
+func (d AttnDims) QKVLen() int { return d.Batch * d.Seq * (d.Heads + 2*d.KVHeads) * d.HeadDim }
+
+// ProbsLen is the length of the saved probabilities [Batch, Heads, Seq, Seq].
+func (d AttnDims) ProbsLen() int { return d.Batch * d.Heads * d.Seq * d.Seq }
+
+// ScratchLen is the length of the scratch AttentionBackward needs: Seq*Seq.
+func (d AttnDims) ScratchLen() int { return d.Seq * d.Seq }
+
+func (d AttnDims) check(fn string) {
+	if d.Batch < 0 || d.Seq < 0 || d.Heads < 0 || d.KVHeads < 0 || d.HeadDim < 0 {
+		panicf("%s: negative dimension in %+v", fn, d)
+	}
+	if d.Heads > 0 && (d.KVHeads == 0 || d.Heads%d.KVHeads != 0) {
+		panicf("%s: KVHeads = %d does not divide Heads = %d", fn, d.KVHeads, d.Heads)
+	}
+}
+
+// empty reports whether there is nothing to compute.
+func (d AttnDims) empty() bool {
+	return d.Batch == 0 || d.Seq == 0 || d.Heads == 0
+}
+
+// headMat is the [Seq, HeadDim] matrix of one head of one sequence inside a token-major tensor
+// with `heads` heads per row.
+func headMat(t []float32, d AttnDims, b, h, heads int) blas32.General {
+	ld := heads * d.HeadDim
+	return blas32.General{Rows: d.Seq, Cols: d.HeadDim, Stride: ld, Data: t[b*d.Seq*ld+h*d.HeadDim:]}
+}
+
+// probsMat is the [Seq, Seq] block of probs (or of a scratch when b = h = 0) for sequence b, head h.
+func probsMat(p []float32, d AttnDims, b, h int) blas32.General {
+	off := (b*d.Heads + h) * d.Seq * d.Seq
+	return blas32.General{Rows: d.Seq, Cols: d.Seq, Stride: d.Seq, Data: p[off : off+d.Seq*d.Seq]}
+}
+
+// AttentionForward computes causal scaled dot-product attention (Vaswani et al. 2017, "Attention Is
+// All You Need", eq. 1) for every sequence b and query head h, with g = h/(Heads/KVHeads):
+//
+//	P = softmax(mask(Q_h K_gᵀ / sqrt(HeadDim)))   (row i attends to keys j <= i)
+//	O_h = P V_g
+//
+// q is [Batch*Seq, Heads*HeadDim], k and v are [Batch*Seq, KVHeads*HeadDim]; o (overwritten) is
+// [Batch*Seq, Heads*HeadDim]. probs [Batch, Heads, Seq, Seq] receives P, zero above the diagonal,
+// and is what AttentionBackward needs besides q, k and v. o must not alias q, k or v.
+//
+// It panics if a dimension is negative, KVHeads does not divide Heads, or a length does not match.
+func AttentionForward(o, probs, q, k, v []float32, d AttnDims) {
+	d.check("AttentionForward")
+	checkLen("AttentionForward", "q", q, d.QLen())
+	checkLen("AttentionForward", "k", k, d.KVLen())
+	checkLen("AttentionForward", "v", v, d.KVLen())
+	checkLen("AttentionForward", "o", o, d.QLen())
+	checkLen("AttentionForward", "probs", probs, d.ProbsLen())
+	if d.empty() {
+		return
+	}
+	if d.HeadDim == 0 {
+		clear(o)
+		causalUniform(probs, d)
+		return
+	}
+	group := d.Heads / d.KVHeads
+	scale := float32(1 / math.Sqrt(float64(d.HeadDim)))
+	S := d.Seq
+	for b := range d.Batch {
+		for h := range d.Heads {
+			g := h / group
+			p := probsMat(probs, d, b, h)
+			blas32.Gemm(blas.NoTrans, blas.Trans, scale, headMat(q, d, b, h, d.Heads), headMat(k, d, b, g, d.KVHeads), 0, p)
+			for i := range S {
+				row := p.Data[i*S : (i+1)*S]
+				softmaxRow(row[:i+1], row[:i+1])
+				clear(row[i+1:])
+			}
+			blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, p, headMat(v, d, b, g, d.KVHeads), 0, headMat(o, d, b, h, d.Heads))
+		}
+	}
+}
+
+// causalUniform fills probs with the causal softmax of all-zero scores (HeadDim = 0).
+func causalUniform(probs []float32, d AttnDims) {
+	S := d.Seq
+	for blk := range d.Batch * d.Heads {
+		p := probs[blk*S*S : (blk+1)*S*S]
+		for i := range S {
+			row := p[i*S : (i+1)*S]
+			for j := range row {
+				if j <= i {
+					row[j] = 1 / float32(i+1)
+				} else {
+					row[j] = 0
+				}
+			}
+		}
+	}
+}
+
+// AttentionBackward computes the gradients of AttentionForward from do [Batch*Seq, Heads*HeadDim],
+// the forward inputs q, k, v and the saved probs. With dS = P ⊙ (dP − rowsum(P ⊙ dP)) the softmax
+// backward of dP = dO_h V_gᵀ:
+//
+//	dQ_h = dS K_g / sqrt(HeadDim)
+//	dK_g = Σ_{h in group g} dSᵀ Q_h / sqrt(HeadDim)
+//	dV_g = Σ_{h in group g} Pᵀ dO_h
+//
+// dq, dk and dv are overwritten (each key/value head sums over the query heads of its group).
+// scratch must hold Seq*Seq floats (d.ScratchLen()); its contents are clobbered. No output may
+// alias an input.
+//
+// It panics if a dimension is negative, KVHeads does not divide Heads, or a length does not match.
+func AttentionBackward(dq, dk, dv, scratch, do, q, k, v, probs []float32, d AttnDims) {
+	d.check("AttentionBackward")
+	checkLen("AttentionBackward", "q", q, d.QLen())
+	checkLen("AttentionBackward", "k", k, d.KVLen())
+	checkLen("AttentionBackward", "v", v, d.KVLen())
+	checkLen("AttentionBackward", "do", do, d.QLen())
+	checkLen("AttentionBackward", "dq", dq, d.QLen())
+	checkLen("AttentionBackward", "dk", dk, d.KVLen())
+	checkLen("AttentionBackward", "dv", dv, d.KVLen())
+	checkLen("AttentionBackward", "probs", probs, d.ProbsLen())
+	if len(scratch) < d.ScratchLen() {
+		panicf("AttentionBackward: len(scratch) = %d, want at least Seq*Seq = %d", len(scratch), d.ScratchLen())
+	}
+	clear(dk)
+	clear(dv)
+	if d.empty() || d.HeadDim == 0 {
+		clear(dq)
+		return
+	}
+	group := d.Heads / d.KVHeads
+	scale := float32(1 / math.Sqrt(float64(d.HeadDim)))
+	S := d.Seq
+	ds := blas32.General{Rows: S, Cols: S, Stride: S, Data: scratch[:S*S]}
+	for b := range d.Batch {
+		for h := range d.Heads {
+			g := h / group
+			p := probsMat(probs, d, b, h)
+			dOh := headMat(do, d, b, h, d.Heads)
+			vg := headMat(v, d, b, g, d.KVHeads)
+			kg := headMat(k, d, b, g, d.KVHeads)
+			qh := headMat(q, d, b, h, d.Heads)
+			// dV_g += Pᵀ dO_h
+			blas32.Gemm(blas.Trans, blas.NoTrans, 1, p, dOh, 1, headMat(dv, d, b, g, d.KVHeads))
+			// dP = dO_h V_gᵀ, then dS = P ⊙ (dP − rowsum(P ⊙ dP)) in place.
+			blas32.Gemm(blas.NoTrans, blas.Trans, 1, dOh, vg, 0, ds)
+			for i := range S {
+				pr := p.Data[i*S : i*S+i+1]
+				dr := ds.Data[i*S : (i+1)*S]
+				var dot float64
+				for j, pv := range pr {
+					dot += float64(pv) * float64(dr[j])
+				}
+				for j, pv := range pr {
+					dr[j] = float32(float64(pv) * (float64(dr[j]) - dot))
+				}
+				clear(dr[i+1:])
+			}
+			// dQ_h = scale · dS K_g
+			blas32.Gemm(blas.NoTrans, blas.NoTrans, scale, ds, kg, 0, headMat(dq, d, b, h, d.Heads))
+			// dK_g += scale · dSᵀ Q_h
+			blas32.Gemm(blas.Trans, blas.NoTrans, scale, ds, qh, 1, headMat(dk, d, b, g, d.KVHeads))
+		}
+	}
+}
+
+// SplitQKV copies the fused qkv projection output [Batch*Seq, (Heads+2*KVHeads)*HeadDim] into
+// q [Batch*Seq, Heads*HeadDim], k and v [Batch*Seq, KVHeads*HeadDim]. The fused columns are laid
+// out per key/value group (package model): for each group g of the KVHeads groups, its
+// Heads/KVHeads query heads (query heads g*(Heads/KVHeads) + j), then key head g, then value
+// head g, each HeadDim columns.
+//
+// It panics if a dimension is negative, KVHeads does not divide Heads, or a length does not match.
+func SplitQKV(q, k, v, qkv []float32, d AttnDims) {
+	d.check("SplitQKV")
+	checkLen("SplitQKV", "qkv", qkv, d.QKVLen())
+	checkLen("SplitQKV", "q", q, d.QLen())
+	checkLen("SplitQKV", "k", k, d.KVLen())
+	checkLen("SplitQKV", "v", v, d.KVLen())
+	qkvPermute(q, k, v, qkv, d, false)
+}
+
+// MergeQKV is the inverse of SplitQKV, used for gradients: it writes dq, dk and dv into the fused
+// layout dqkv [Batch*Seq, (Heads+2*KVHeads)*HeadDim] (overwritten), ready for the backward of the
+// qkv Linear.
+//
+// It panics if a dimension is negative, KVHeads does not divide Heads, or a length does not match.
+func MergeQKV(dqkv, dq, dk, dv []float32, d AttnDims) {
+	d.check("MergeQKV")
+	checkLen("MergeQKV", "dqkv", dqkv, d.QKVLen())
+	checkLen("MergeQKV", "dq", dq, d.QLen())
+	checkLen("MergeQKV", "dk", dk, d.KVLen())
+	checkLen("MergeQKV", "dv", dv, d.KVLen())
+	qkvPermute(dq, dk, dv, dqkv, d, true)
+}
+
+// qkvPermute copies fused -> (q, k, v), or back if merge.
+func qkvPermute(q, k, v, fused []float32, d AttnDims, merge bool) {
+	if d.Heads == 0 || d.HeadDim == 0 {
+		return
+	}
+	D := d.HeadDim
+	group := d.Heads / d.KVHeads
+	wf, wq, wkv := (d.Heads+2*d.KVHeads)*D, d.Heads*D, d.KVHeads*D
+	mv := func(dst, src []float32) {
+		if merge {
+			copy(src, dst)
+		} else {
+			copy(dst, src)
+		}
+	}
+	for r := range d.Batch * d.Seq {
+		f := fused[r*wf : (r+1)*wf]
+		qr, kr, vr := q[r*wq:(r+1)*wq], k[r*wkv:(r+1)*wkv], v[r*wkv:(r+1)*wkv]
+		c := 0
+		for g := range d.KVHeads {
+			for j := range group {
+				h := g*group + j
+				mv(qr[h*D:(h+1)*D], f[c:c+D])
+				c += D
+			}
+			mv(kr[g*D:(g+1)*D], f[c:c+D])
+			c += D
+			mv(vr[g*D:(g+1)*D], f[c:c+D])
+			c += D
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// naiveAttention is the per-head reference of AttentionForward in float64: explicit loops over
+// sequence, query head, query position and key position.
+func naiveAttention(q, k, v []float32, d AttnDims) (o, probs []float64) {
+	S, D := d.Seq, d.HeadDim
+	wq, wkv := d.Heads*D, d.KVHeads*D
+	o = make([]float64, d.QLen())
+	probs = make([]float64, d.ProbsLen())
+	for b := range d.Batch {
+		for h := range d.Heads {
+			g := h / (d.Heads / d.KVHeads)
+			for i := range S {
+				qi := (b*S + i) * wq
+				scores := make([]float64, i+1)
+				mx := math.Inf(-1)
+				for j := 0; j <= i; j++ {
+					kj := (b*S + j) * wkv
+					var s float64
+					for c := range D {
+						s += float64(q[qi+h*D+c]) * float64(k[kj+g*D+c])
+					}
+					scores[j] = s / math.Sqrt(float64(D))
+					mx = math.Max(mx, scores[j])
+				}
+				var sum float64
+				for j := range scores {
+					scores[j] = math.Exp(scores[j] - mx)
+					sum += scores[j]
+				}
+				prow := probs[((b*d.Heads+h)*S+i)*S:]
+				for j := range scores {
+					p := scores[j] / sum
+					prow[j] = p
+					vj := (b*S + j) * wkv
+					for c := range D {
+						o[qi+h*D+c] += p * float64(v[vj+g*D+c])
+					}
+				}
+			}
+		}
+	}
+	return o, probs
+}
+
+var attnCases = []AttnDims{
+	{Batch: 1, Seq: 1, Heads: 1, KVHeads: 1, HeadDim: 1},
+	{Batch: 2, Seq: 5, Heads: 2, KVHeads: 2, HeadDim: 3}, // multi-head
+	{Batch: 2, Seq: 5, Heads: 4, KVHeads: 2, HeadDim: 3}, // grouped-query
+	{Batch: 1, Seq: 4, Heads: 3, KVHeads: 1, HeadDim: 2}, // multi-query
+	{Batch: 1, Seq: 6, Heads: 4, KVHeads: 4, HeadDim: 8},
+}
+
+func TestAttentionForwardAgainstNaive(t *testing.T) {
+	rng := NewRand(9)
+	for _, d := range attnCases {
+		t.Run(fmt.Sprintf("%+v", d), func(t *testing.T) {
+			q := randSlice(rng, d.QLen(), 1.5)
+			k := randSlice(rng, d.KVLen(), 1.5)
+			v := randSlice(rng, d.KVLen(), 1)
+			o := randSlice(rng, d.QLen(), 1) // garbage that must be overwritten
+			probs := randSlice(rng, d.ProbsLen(), 1)
+			AttentionForward(o, probs, q, k, v, d)
+			wantO, wantP := naiveAttention(q, k, v, d)
+			if diff := maxAbsDiff(o, wantO); diff > 1e-5 {
+				t.Errorf("o: max |diff| = %g", diff)
+			}
+			if diff := maxAbsDiff(probs, wantP); diff > 1e-6 {
+				t.Errorf("probs: max |diff| = %g", diff)
+			}
+		})
+	}
+}
+
+func TestAttentionFirstTokenCopiesValue(t *testing.T) {
+	// Causality by hand: token 0 can only attend to itself, so o[0] = v[0] whatever q and k are.
+	d := AttnDims{Batch: 1, Seq: 3, Heads: 2, KVHeads: 1, HeadDim: 2}
+	q := []float32{9, -9, 3, 3, 1, 2, 3, 4, 5, 6, 7, 8}
+	k := []float32{1, 1, 50, 50, -50, 50}
+	v := []float32{0.5, -0.25, 7, 7, 8, 8}
+	o := make([]float32, d.QLen())
+	AttentionForward(o, make([]float32, d.ProbsLen()), q, k, v, d)
+	for h := range 2 {
+		if o[h*2] != 0.5 || o[h*2+1] != -0.25 {
+			t.Fatalf("o[token 0] = %v, want v[0] = (0.5, -0.25) for both heads", o[:4])
+		}
+	}
+}
+
+func TestAttentionGradients(t *testing.T) {
+	rng := NewRand(10)
+	for _, d := range attnCases {
+		t.Run(fmt.Sprintf("%+v", d), func(t *testing.T) {
+			q := randSlice(rng, d.QLen(), 1)
+			k := randSlice(rng, d.KVLen(), 1)
+			v := randSlice(rng, d.KVLen(), 1)
+			r := randSlice(rng, d.QLen(), 1)
+			o := make([]float32, d.QLen())
+			probs := make([]float32, d.ProbsLen())
+			loss := func() float64 {
+				AttentionForward(o, probs, q, k, v, d)
+				return dot64(o, r)
+			}
+			loss()
+			dq := randSlice(rng, d.QLen(), 1) // garbage: outputs are overwritten
+			dk := randSlice(rng, d.KVLen(), 1)
+			dv := randSlice(rng, d.KVLen(), 1)
+			scratch := make([]float32, d.ScratchLen())
+			AttentionBackward(dq, dk, dv, scratch, r, q, k, v, probs, d)
+			gradCheck(t, "dq", q, dq, loss)
+			gradCheck(t, "dk", k, dk, loss)
+			gradCheck(t, "dv", v, dv, loss)
+		})
+	}
+}
+
+func TestSplitMergeQKV(t *testing.T) {
+	// Layout by hand for Heads = 4, KVHeads = 2, HeadDim = 2: the 16 fused columns of a row are
+	// q0 q1 k0 v0 | q2 q3 k1 v1, each 2 columns.
+	d := AttnDims{Batch: 1, Seq: 2, Heads: 4, KVHeads: 2, HeadDim: 2}
+	qkv := make([]float32, d.QKVLen())
+	for i := range qkv {
+		qkv[i] = float32(i) // row r, column c holds 16r + c
+	}
+	q := make([]float32, d.QLen())
+	k := make([]float32, d.KVLen())
+	v := make([]float32, d.KVLen())
+	SplitQKV(q, k, v, qkv, d)
+	wantQ := []float32{0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27}
+	wantK := []float32{4, 5, 12, 13, 20, 21, 28, 29}
+	wantV := []float32{6, 7, 14, 15, 22, 23, 30, 31}
+	for _, c := range []struct {
+		name      string
+		got, want []float32
+	}{{"q", q, wantQ}, {"k", k, wantK}, {"v", v, wantV}} {
+		for i := range c.want {
+			if c.got[i] != c.want[i] {
+				t.Fatalf("%s = %v, want %v", c.name, c.got, c.want)
+			}
+		}
+	}
+
+	// Round trip on random data for several groupings.
+	rng := NewRand(11)
+	for _, d := range attnCases {
+		fused := randSlice(rng, d.QKVLen(), 1)
+		q, k, v := make([]float32, d.QLen()), make([]float32, d.KVLen()), make([]float32, d.KVLen())
+		SplitQKV(q, k, v, fused, d)
+		back := make([]float32, d.QKVLen())
+		MergeQKV(back, q, k, v, d)
+		for i := range fused {
+			if back[i] != fused[i] {
+				t.Fatalf("%+v: round trip differs at %d", d, i)
+			}
+		}
+	}
+}
+
+func TestAttentionPanics(t *testing.T) {
+	d := AttnDims{Batch: 1, Seq: 2, Heads: 3, KVHeads: 2, HeadDim: 2}
+	mustPanic(t, "groups", "does not divide", func() { AttentionForward(nil, nil, nil, nil, nil, d) })
+	d.KVHeads = 1
+	q := make([]float32, d.QLen())
+	kv := make([]float32, d.KVLen())
+	mustPanic(t, "probs", "len(probs)", func() { AttentionForward(q, nil, q, kv, kv, d) })
+	mustPanic(t, "scratch", "len(scratch)", func() {
+		AttentionBackward(q, kv, kv, nil, q, q, kv, kv, make([]float32, d.ProbsLen()), d)
+	})
+	mustPanic(t, "split", "len(qkv)", func() { SplitQKV(q, kv, kv, q, d) })
+}

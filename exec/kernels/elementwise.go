@@ -1,0 +1,237 @@
+package kernels
+
+import "math"
+
+func checkSame(fn string, dst []float32, names string, xs ...[]float32) {
+	for _, x := range xs {
+		if len(x) != len(dst) {
+			panicf("%s: lengths differ: len(dst) = %d, len(%s) = %d", fn, len(dst), names, len(x))
+		}
+	}
+}
+
+// Add sets dst = a + b elementwise. dst may alias a or b.
+//
+// It panics if the lengths differ.
+func Add(dst, a, b []float32) {
+	checkSame("Add", dst, "a, b", a, b)
+	for i := range dst {
+		dst[i] = a[i] + b[i]
+	}
+}
+
+// AddInPlace sets dst += a elementwise (the join of two gradient branches, a residual add).
+//
+// It panics if the lengths differ.
+func AddInPlace(dst, a []float32) {
+	checkSame("AddInPlace", dst, "a", a)
+	for i := range dst {
+		dst[i] += a[i]
+	}
+}
+
+// Scale sets x *= alpha in place (BLAS scal).
+func Scale(alpha float32, x []float32) {
+	for i := range x {
+		x[i] *= alpha
+	}
+}
+
+// Axpy sets y += alpha*x (BLAS axpy).
+//
+// It panics if the lengths differ.
+func Axpy(alpha float32, x, y []float32) {
+	checkSame("Axpy", y, "x", x)
+	for i := range y {
+		y[i] += alpha * x[i]
+	}
+}
+
+// Mul sets dst = a * b elementwise (the gate of SwiGLU: silu(gate) * up). Its backward is
+// MulBackward. dst may alias a or b.
+//
+// It panics if the lengths differ.
+func Mul(dst, a, b []float32) {
+	checkSame("Mul", dst, "a, b", a, b)
+	for i := range dst {
+		dst[i] = a[i] * b[i]
+	}
+}
+
+// MulBackward computes the gradients of y = a*b: da = dy*b and db = dy*a (both overwritten);
+// either may be nil to skip it. db is written before da, so da may alias dy; db may alias dy only
+// when da is nil.
+//
+// It panics if the lengths differ.
+func MulBackward(da, db, dy, a, b []float32) {
+	checkSame("MulBackward", dy, "a, b", a, b)
+	if db != nil {
+		checkSame("MulBackward", dy, "db", db)
+		for i := range db {
+			db[i] = dy[i] * a[i]
+		}
+	}
+	if da != nil {
+		checkSame("MulBackward", dy, "da", da)
+		for i := range da {
+			da[i] = dy[i] * b[i]
+		}
+	}
+}
+
+// ReLU sets dst = max(x, 0). dst may alias x.
+//
+// It panics if the lengths differ.
+func ReLU(dst, x []float32) {
+	checkSame("ReLU", dst, "x", x)
+	for i, v := range x {
+		if v > 0 {
+			dst[i] = v
+		} else {
+			dst[i] = 0
+		}
+	}
+}
+
+// ReLUBackward sets dx = dy where x > 0 and 0 elsewhere (the gradient at x = 0 is taken as 0, as
+// PyTorch does). x is the forward input; dx may alias dy.
+//
+// It panics if the lengths differ.
+func ReLUBackward(dx, dy, x []float32) {
+	checkSame("ReLUBackward", dx, "dy, x", dy, x)
+	for i, v := range x {
+		if v > 0 {
+			dx[i] = dy[i]
+		} else {
+			dx[i] = 0
+		}
+	}
+}
+
+// geluC is sqrt(2/pi), the constant of the tanh approximation of GELU.
+const (
+	geluC = 0.7978845608028654 // math.Sqrt(2 / math.Pi)
+	geluA = 0.044715
+)
+
+// GELU sets dst = gelu(x) with the tanh approximation of Hendrycks and Gimpel (2016), "Gaussian
+// Error Linear Units", section 2:
+//
+//	gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³)))
+//
+// This is the form GPT-2 uses and PyTorch's nn.GELU(approximate='tanh'); it differs from the exact
+// erf form (PyTorch's default) by less than 1e-3. dst may alias x.
+//
+// It panics if the lengths differ.
+func GELU(dst, x []float32) {
+	checkSame("GELU", dst, "x", x)
+	for i, v := range x {
+		u := float64(v)
+		t := math.Tanh(geluC * (u + geluA*u*u*u))
+		dst[i] = float32(0.5 * u * (1 + t))
+	}
+}
+
+// GELUBackward sets dx = dy * gelu'(x) for the tanh approximation used by GELU:
+//
+//	gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t²) sqrt(2/pi) (1 + 3·0.044715 x²),  t = tanh(sqrt(2/pi) (x + 0.044715 x³))
+//
+// x is the forward input; dx may alias dy.
+//
+// It panics if the lengths differ.
+func GELUBackward(dx, dy, x []float32) {
+	checkSame("GELUBackward", dx, "dy, x", dy, x)
+	for i, v := range x {
+		u := float64(v)
+		t := math.Tanh(geluC * (u + geluA*u*u*u))
+		d := 0.5*(1+t) + 0.5*u*(1-t*t)*geluC*(1+3*geluA*u*u)
+		dx[i] = float32(float64(dy[i]) * d)
+	}
+}
+
+func sigmoid(u float64) float64 {
+	return 1 / (1 + math.Exp(-u))
+}
+
+// SiLU sets dst = x * sigmoid(x) (also called swish; the activation of SwiGLU, Shazeer 2020,
+// "GLU Variants Improve Transformer"). dst may alias x.
+//
+// It panics if the lengths differ.
+func SiLU(dst, x []float32) {
+	checkSame("SiLU", dst, "x", x)
+	for i, v := range x {
+		u := float64(v)
+		dst[i] = float32(u * sigmoid(u))
+	}
+}
+
+// SiLUBackward sets dx = dy * silu'(x), silu'(x) = s (1 + x (1 - s)) with s = sigmoid(x).
+// x is the forward input; dx may alias dy.
+//
+// It panics if the lengths differ.
+func SiLUBackward(dx, dy, x []float32) {
+	checkSame("SiLUBackward", dx, "dy, x", dy, x)
+	for i, v := range x {
+		u := float64(v)
+		s := sigmoid(u)
+		dx[i] = float32(float64(dy[i]) * s * (1 + u*(1-s)))
+	}
+}
+
+// Softmax sets each row of y [rows, cols] to the softmax of that row of x, subtracting the row
+// maximum first so that no exp overflows. y may alias x.
+//
+// It panics if a dimension is negative or a length does not match.
+func Softmax(y, x []float32, rows, cols int) {
+	checkDims("Softmax", rows, cols)
+	checkLen("Softmax", "x", x, rows*cols)
+	checkLen("Softmax", "y", y, rows*cols)
+	for r := range rows {
+		softmaxRow(y[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols])
+	}
+}
+
+// softmaxRow writes the softmax of x into y (same length, may alias).
+func softmaxRow(y, x []float32) {
+	if len(x) == 0 {
+		return
+	}
+	mx := x[0]
+	for _, v := range x[1:] {
+		if v > mx {
+			mx = v
+		}
+	}
+	var sum float64
+	for j, v := range x {
+		e := math.Exp(float64(v - mx))
+		y[j] = float32(e)
+		sum += e
+	}
+	inv := 1 / sum
+	for j := range y {
+		y[j] = float32(float64(y[j]) * inv)
+	}
+}
+
+// SoftmaxBackward sets dx = y ⊙ (dy − Σ_j dy_j y_j) row by row, the gradient of Softmax given its
+// output y [rows, cols]. dx may alias dy.
+//
+// It panics if a dimension is negative or a length does not match.
+func SoftmaxBackward(dx, dy, y []float32, rows, cols int) {
+	checkDims("SoftmaxBackward", rows, cols)
+	n := rows * cols
+	checkLen("SoftmaxBackward", "dx", dx, n)
+	checkLen("SoftmaxBackward", "dy", dy, n)
+	checkLen("SoftmaxBackward", "y", y, n)
+	for r := range rows {
+		yr, dyr, dxr := y[r*cols:(r+1)*cols], dy[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
+		var dot float64
+		for j, v := range yr {
+			dot += float64(v) * float64(dyr[j])
+		}
+		for j, v := range yr {
+			dxr[j] = float32(float64(v) * (float64(dyr[j]) - dot))
+		}
+	}
+}

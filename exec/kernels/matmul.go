@@ -1,0 +1,154 @@
+package kernels
+
+import (
+	"fmt"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// panicf panics with a message prefixed "kernels: ". Callers only reach it on a failed check, so
+// the boxing of its arguments costs nothing on the normal path.
+func panicf(format string, args ...any) {
+	panic(fmt.Sprintf("kernels: "+format, args...))
+}
+
+// checkLen panics unless len(s) == want.
+func checkLen(fn, name string, s []float32, want int) {
+	if len(s) != want {
+		panicf("%s: len(%s) = %d, want %d", fn, name, len(s), want)
+	}
+}
+
+// checkDims panics unless every dimension is non-negative.
+func checkDims(fn string, dims ...int) {
+	for _, d := range dims {
+		if d < 0 {
+			panicf("%s: negative dimension %d", fn, d)
+		}
+	}
+}
+
+// general wraps a dense row-major [r, c] matrix for blas32.
+func general(r, c int, data []float32) blas32.General {
+	return blas32.General{Rows: r, Cols: c, Stride: max(1, c), Data: data}
+}
+
+func trans(t bool) blas.Transpose {
+	if t {
+		return blas.Trans
+	}
+	return blas.NoTrans
+}
+
+// MatMul computes dst = alpha*op(a)*op(b) + beta*dst, where dst is [m, n], op(a) is [m, k] and
+// op(b) is [k, n]. a is stored [m, k], or [k, m] if transA (op(a) = aᵀ); b is stored [k, n], or
+// [n, k] if transB. With beta = 0, dst is overwritten and its old contents (even NaN) are ignored.
+// It calls blas32.Gemm, so blas32.Use selects the implementation. dst must not alias a or b.
+//
+// It panics if a dimension is negative or if len(dst) != m*n, len(a) != m*k or len(b) != k*n.
+func MatMul(dst, a, b []float32, m, k, n int, transA, transB bool, alpha, beta float32) {
+	checkDims("MatMul", m, k, n)
+	checkLen("MatMul", "dst", dst, m*n)
+	checkLen("MatMul", "a", a, m*k)
+	checkLen("MatMul", "b", b, k*n)
+	if k == 0 {
+		// Empty inner dimension: the product is zero. gonum's Sgemm rejects lda=1 with k=0, so
+		// apply beta here.
+		scaleBeta(dst, beta)
+		return
+	}
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	blas32.Gemm(trans(transA), trans(transB), alpha, general(ar, ac, a), general(br, bc, b), beta, general(m, n, dst))
+}
+
+// scaleBeta sets dst = beta*dst, treating beta = 0 as an overwrite with zeros (BLAS semantics).
+func scaleBeta(dst []float32, beta float32) {
+	switch beta {
+	case 1:
+	case 0:
+		clear(dst)
+	default:
+		for i := range dst {
+			dst[i] *= beta
+		}
+	}
+}
+
+// LinearForward computes y = x Wᵀ + b for a torch.nn.Linear layer: x is [m, in], w is [out, in],
+// b is [out] or nil (no bias), y is [m, out] and is overwritten.
+//
+// It panics if a dimension is negative or a length does not match.
+func LinearForward(y, x, w, b []float32, m, in, out int) {
+	MatMul(y, x, w, m, in, out, false, true, 1, 0)
+	if b != nil {
+		AddBias(y, b, m, out)
+	}
+}
+
+// LinearBackwardInput computes dx = dy W (overwritten), dy [m, out], w [out, in], dx [m, in].
+//
+// It panics if a dimension is negative or a length does not match.
+func LinearBackwardInput(dx, dy, w []float32, m, in, out int) {
+	MatMul(dx, dy, w, m, out, in, false, false, 1, 0)
+}
+
+// LinearBackwardWeight accumulates dW += dyᵀ x (dw [out, in]) and, if db is not nil,
+// db += the sum of the rows of dy (db [out]); dy is [m, out] and x is [m, in].
+//
+// It panics if a dimension is negative or a length does not match.
+func LinearBackwardWeight(dw, db, dy, x []float32, m, in, out int) {
+	MatMul(dw, dy, x, out, m, in, true, false, 1, 1)
+	if db != nil {
+		BiasGrad(db, dy, m, out)
+	}
+}
+
+// LinearBackward runs LinearBackwardInput (skipped if dx is nil, as for the input data) and
+// LinearBackwardWeight: dx = dy W is overwritten, dW += dyᵀ x and db += rows of dy are accumulated
+// (db nil for a Linear without bias).
+//
+// It panics if a dimension is negative or a length does not match.
+func LinearBackward(dx, dw, db, dy, x, w []float32, m, in, out int) {
+	if dx != nil {
+		LinearBackwardInput(dx, dy, w, m, in, out)
+	}
+	LinearBackwardWeight(dw, db, dy, x, m, in, out)
+}
+
+// AddBias adds b [cols] to every row of y [rows, cols] in place.
+//
+// It panics if a dimension is negative or a length does not match.
+func AddBias(y, b []float32, rows, cols int) {
+	checkDims("AddBias", rows, cols)
+	checkLen("AddBias", "y", y, rows*cols)
+	checkLen("AddBias", "b", b, cols)
+	for r := range rows {
+		row := y[r*cols : (r+1)*cols]
+		for j, bj := range b {
+			row[j] += bj
+		}
+	}
+}
+
+// BiasGrad accumulates db += the sum over rows of dy [rows, cols]; db is [cols].
+//
+// It panics if a dimension is negative or a length does not match.
+func BiasGrad(db, dy []float32, rows, cols int) {
+	checkDims("BiasGrad", rows, cols)
+	checkLen("BiasGrad", "dy", dy, rows*cols)
+	checkLen("BiasGrad", "db", db, cols)
+	for r := range rows {
+		row := dy[r*cols : (r+1)*cols]
+		for j, g := range row {
+			db[j] += g
+		}
+	}
+}
