@@ -1,0 +1,44 @@
+// Package hardware describes where a model is trained: the accelerator (peak FLOP/s per dtype,
+// memory, memory bandwidth), the levels of the network that joins many of them (8 GPUs per node
+// on NVLink, nodes on InfiniBand), and how close real kernels get to the peaks.
+//
+// # Units
+//
+// Every quantity is in SI base units through the units package: FLOP/s, bytes, bytes per second,
+// seconds, FLOPs; efficiencies are plain fractions in (0, 1]. JSON field names carry the unit
+// (memory_bytes, bandwidth_bytes_per_s, latency_s). Datasheet capacities in "GB" are read as 1e9
+// bytes, as datasheets define them; where the usable capacity differs the preset's notes say so.
+// Peak FLOP/s are dense: NVIDIA's headline tensor figures with 2:4 sparsity are twice as large.
+// A link's bandwidth is the line rate per device per direction.
+//
+// # Model
+//
+// A GEMM of f FLOPs runs at GEMMEfficiency(f) = GEMMMax * f/(f+GEMMHalfFLOPs) of the peak for its
+// dtype, i.e. it takes a fixed GEMMHalfFLOPs/(GEMMMax*peak) plus f/(GEMMMax*peak). An
+// elementwise op moving b bytes takes b/(MemMax*MemBandwidth). A collective among ranks that
+// LevelFor (or LevelOf) places at level l uses l's Latency per ring step and
+// Bandwidth*Efficiency per device; a ring all-reduce of n bytes over p ranks takes
+// 2(p-1)*Latency + 2(p-1)/p * n/(Bandwidth*Efficiency) (Thakur, Rabenseifner and Gropp 2005,
+// Sec. 4; the 2(p-1)/p bus factor as in nccl-tests doc/PERFORMANCE.md).
+//
+// # Invariants
+//
+// A Hardware returned by Parse, Load or Preset satisfies Validate:
+//   - Name and Device.Name are not empty; Device.Peak has at least one dtype, all from Dtypes,
+//     each positive; Memory and MemBandwidth are positive.
+//   - There is at least one level. Level names are unique and not empty. Sizes are at least 2,
+//     grow strictly outward and each is a multiple of the one inside it (units nest); the last
+//     level's Size is 0, meaning unbounded. Bandwidth and Latency are positive.
+//   - Every efficiency (each level's, GEMMMax, MemMax) is in (0, 1]; GEMMHalfFLOPs is positive.
+//
+// Numbers are finite. Validate reports every violation, one per line, prefixed "hardware:",
+// naming the JSON field and the fix.
+//
+// # Presets
+//
+// The presets a100-80g, h100-sxm and h200 are JSON files embedded from presets/; Save writes one
+// out so that a user can copy and edit it, and Load reads it back. Each preset cites the source
+// of every number in its "sources" map (keyed by JSON path, levels by name), drawing on
+// shared/validation/hardware.json and collectives.json; a test checks that the figures match
+// those files. The host profile (this machine, filled by calibration) is not a preset here.
+package hardware

@@ -1,0 +1,258 @@
+package hardware
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"tpsim/units"
+)
+
+// Device is one accelerator: what it computes, holds and reads per second.
+type Device struct {
+	// Name is the model, e.g. "NVIDIA H100-SXM5-80GB".
+	Name string `json:"name"`
+	// Peak is the dense (not 2:4-sparse) peak rate per dtype; keys are in Dtypes.
+	Peak map[string]units.FLOPsPerSecond `json:"peak_flops"`
+	// Memory is the device memory capacity. Datasheets print it in GB; presets read GB as 1e9 bytes.
+	Memory units.Bytes `json:"memory_bytes"`
+	// MemBandwidth is the datasheet device-memory bandwidth (read and write together).
+	MemBandwidth units.BytesPerSecond `json:"mem_bandwidth_bytes_per_s"`
+}
+
+// Level is one tier of the interconnect: the devices in one unit (a node, a rack) and the link
+// that joins them.
+type Level struct {
+	// Name says what the link is: "nvlink", "ib", "host".
+	Name string `json:"name"`
+	// Size is the number of devices in one unit at this level (8 per node on NVLink). Sizes grow
+	// outward and nest (each is a multiple of the one inside it); the last level's Size is 0,
+	// meaning unbounded: it joins every device there is.
+	Size int `json:"devices"`
+	// Bandwidth is the line rate per device per direction.
+	Bandwidth units.BytesPerSecond `json:"bandwidth_bytes_per_s"`
+	// Latency is alpha, the latency of one step of a ring collective at this level. A ring
+	// all-reduce of n bytes over p ranks takes 2(p-1)*Latency + 2(p-1)/p * n/(Bandwidth*Efficiency)
+	// (Thakur, Rabenseifner and Gropp 2005, Sec. 4; NCCL's tuning model, src/graph/tuning.cc,
+	// charges its per-step hwLat the same way).
+	Latency units.Seconds `json:"latency_s"`
+	// Efficiency is the achieved bus bandwidth for large messages over Bandwidth, in (0, 1]
+	// (nccl-tests busbw, doc/PERFORMANCE.md, over the line rate).
+	Efficiency float64 `json:"efficiency"`
+}
+
+// Efficiency says how much of the device's peaks real kernels reach.
+type Efficiency struct {
+	// GEMMMax is the achieved fraction of peak FLOP/s for large GEMMs, in (0, 1].
+	GEMMMax float64 `json:"gemm_max_fraction"`
+	// GEMMHalfFLOPs is the GEMM size at which half of GEMMMax is reached:
+	// eff(f) = GEMMMax * f/(f+GEMMHalfFLOPs). Equivalently a GEMM of f FLOPs takes a fixed
+	// GEMMHalfFLOPs/(GEMMMax*peak) plus f/(GEMMMax*peak).
+	GEMMHalfFLOPs units.FLOPs `json:"gemm_half_flops"`
+	// MemMax is the achieved fraction of MemBandwidth for elementwise (memory-bound) ops, in (0, 1].
+	MemMax float64 `json:"mem_max_fraction"`
+}
+
+// Hardware is a device, the levels of the network joining many of them, and the efficiencies
+// kernels reach on it.
+type Hardware struct {
+	// Name identifies the profile, e.g. "h100-sxm".
+	Name   string `json:"name"`
+	Device Device `json:"device"`
+	// Levels go from the innermost (fewest devices, fastest) outward.
+	Levels     []Level    `json:"levels"`
+	Efficiency Efficiency `json:"efficiency"`
+	// Source says where the figures come from as a whole.
+	Source string `json:"source,omitempty"`
+	// Notes holds caveats a user should read before trusting a prediction.
+	Notes string `json:"notes,omitempty"`
+	// Sources cites the origin of each number, keyed by its JSON path with levels named, e.g.
+	// "device.peak_flops.bf16" or "levels.nvlink.latency_s". Presets cite every number.
+	Sources map[string]string `json:"sources,omitempty"`
+}
+
+// Dtypes are the keys Device.Peak accepts.
+var Dtypes = []string{"bf16", "fp16", "fp32", "fp64", "fp8", "tf32"}
+
+// finitePositive reports whether v is a usable positive amount (not NaN, not infinite).
+func finitePositive(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
+
+// fraction reports whether v is in (0, 1].
+func fraction(v float64) bool { return v > 0 && v <= 1 }
+
+// Validate checks the invariants listed in the package documentation. It reports every problem
+// found, one per line, each prefixed "hardware:" and naming the JSON field and the fix.
+func (h *Hardware) Validate() error {
+	var errs []error
+	for _, p := range h.problems() {
+		errs = append(errs, errors.New("hardware: "+p))
+	}
+	return errors.Join(errs...)
+}
+
+// problems lists what is wrong with h, without the package prefix.
+func (h *Hardware) problems() []string {
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+
+	if strings.TrimSpace(h.Name) == "" {
+		add(`name is empty; set "name" to a short identifier such as "h100-sxm"`)
+	}
+
+	d := h.Device
+	if strings.TrimSpace(d.Name) == "" {
+		add(`device.name is empty; set it to the accelerator model, e.g. "NVIDIA H100-SXM5-80GB"`)
+	}
+	if len(d.Peak) == 0 {
+		add(`device.peak_flops is empty; give the dense peak FLOP/s of at least one dtype, e.g. {"bf16": 989.4e12}`)
+	}
+	for _, k := range sortedKeys(d.Peak) {
+		v := float64(d.Peak[k])
+		if !slices.Contains(Dtypes, k) {
+			add("device.peak_flops has unknown dtype %q; use one of %s", k, strings.Join(Dtypes, ", "))
+			continue
+		}
+		if !finitePositive(v) {
+			add("device.peak_flops.%s = %g must be a positive FLOP/s rate (dense, not the 2:4-sparse figure)", k, v)
+		}
+	}
+	if !finitePositive(float64(d.Memory)) {
+		add("device.memory_bytes = %g must be positive; set the device memory in bytes, e.g. 80e9", float64(d.Memory))
+	}
+	if !finitePositive(float64(d.MemBandwidth)) {
+		add("device.mem_bandwidth_bytes_per_s = %g must be positive; set the datasheet memory bandwidth, e.g. 3350e9", float64(d.MemBandwidth))
+	}
+
+	if len(h.Levels) == 0 {
+		add(`levels is empty; give at least one level, innermost first, the last with "devices": 0 (unbounded), e.g. [{"name": "nvlink", "devices": 8, ...}, {"name": "ib", "devices": 0, ...}]`)
+	}
+	seen := map[string]int{}
+	for i, l := range h.Levels {
+		at := fmt.Sprintf("levels[%d]", i)
+		if l.Name != "" {
+			at += " (" + l.Name + ")"
+		}
+		last := i == len(h.Levels)-1
+		switch {
+		case strings.TrimSpace(l.Name) == "":
+			add(`%s.name is empty; name the link, e.g. "nvlink", "ib" or "host"`, at)
+		default:
+			if j, dup := seen[l.Name]; dup {
+				add("%s.name repeats levels[%d].name %q; give each level its own name", at, j, l.Name)
+			} else {
+				seen[l.Name] = i
+			}
+		}
+		switch {
+		case l.Size < 0:
+			add("%s.devices = %d must be at least 2, or 0 for the last (unbounded) level", at, l.Size)
+		case l.Size == 0 && !last:
+			add("%s.devices = 0 means unbounded, which only the last level may be; set the devices per unit (e.g. 8 GPUs per node)", at)
+		case l.Size == 1:
+			add("%s.devices = 1 joins no devices; set at least 2, or 0 for the last (unbounded) level", at)
+		case l.Size > 0 && last:
+			add("%s.devices = %d must be 0: the last level joins every device (add an outer level, or set it to 0)", at, l.Size)
+		case l.Size > 0 && i > 0 && h.Levels[i-1].Size > 0:
+			prev := h.Levels[i-1].Size
+			if l.Size <= prev {
+				add("%s.devices = %d must be larger than levels[%d].devices = %d; list levels from the innermost (fewest devices) outward", at, l.Size, i-1, prev)
+			} else if l.Size%prev != 0 {
+				add("%s.devices = %d must be a multiple of levels[%d].devices = %d, since units nest", at, l.Size, i-1, prev)
+			}
+		}
+		if !finitePositive(float64(l.Bandwidth)) {
+			add("%s.bandwidth_bytes_per_s = %g must be positive; set the line rate per device per direction, e.g. 450e9 for NVLink4", at, float64(l.Bandwidth))
+		}
+		if !finitePositive(float64(l.Latency)) {
+			add("%s.latency_s = %g must be positive; set the per-step latency in seconds, e.g. 0.6e-6", at, float64(l.Latency))
+		}
+		if !fraction(l.Efficiency) {
+			add("%s.efficiency = %g must be in (0, 1]: the achieved bus bandwidth (nccl-tests busbw) over bandwidth_bytes_per_s", at, l.Efficiency)
+		}
+	}
+
+	e := h.Efficiency
+	if !fraction(e.GEMMMax) {
+		add("efficiency.gemm_max_fraction = %g must be in (0, 1]: the achieved fraction of peak for large GEMMs, e.g. 0.8", e.GEMMMax)
+	}
+	if !finitePositive(float64(e.GEMMHalfFLOPs)) {
+		add("efficiency.gemm_half_flops = %g must be positive: the GEMM size in FLOPs that reaches half of gemm_max_fraction, e.g. 5.5e9", float64(e.GEMMHalfFLOPs))
+	}
+	if !fraction(e.MemMax) {
+		add("efficiency.mem_max_fraction = %g must be in (0, 1]: the achieved fraction of memory bandwidth for elementwise ops, e.g. 0.84", e.MemMax)
+	}
+	return out
+}
+
+// LevelFor returns the index in h.Levels of the smallest level whose unit holds a group of ranks
+// spanning groupSpan consecutive devices that starts on a unit boundary (device 0, 8, 16, ... for
+// 8-device nodes). A group of p ranks with stride s spans (p-1)*s+1 devices. For groups that may
+// start anywhere use LevelOf.
+//
+// It panics if groupSpan < 1 or h has no levels. On a Hardware that does not validate, a span
+// larger than every level gets the last level.
+func (h *Hardware) LevelFor(groupSpan int) int {
+	if groupSpan < 1 {
+		panic(fmt.Sprintf("hardware: LevelFor(%d): a group spans at least 1 device", groupSpan))
+	}
+	return h.LevelOf(0, groupSpan-1)
+}
+
+// LevelOf returns the index in h.Levels of the smallest level whose unit holds both devices
+// first and last (device indices, numbered so that unit k of a level of Size n holds devices
+// k*n .. k*n+n-1).
+//
+// It panics if first < 0, last < first, or h has no levels. On a Hardware that does not
+// validate, devices that no level joins get the last level.
+func (h *Hardware) LevelOf(first, last int) int {
+	if first < 0 || last < first {
+		panic(fmt.Sprintf("hardware: LevelOf(%d, %d): need 0 <= first <= last", first, last))
+	}
+	if len(h.Levels) == 0 {
+		panic("hardware: LevelOf on a Hardware with no levels")
+	}
+	for i, l := range h.Levels {
+		if l.Size <= 0 || first/l.Size == last/l.Size {
+			return i
+		}
+	}
+	return len(h.Levels) - 1
+}
+
+// PeakFor returns the dense peak FLOP/s of the device for dtype (one of Dtypes).
+func (h *Hardware) PeakFor(dtype string) (units.FLOPsPerSecond, error) {
+	if p, ok := h.Device.Peak[dtype]; ok {
+		return p, nil
+	}
+	have := sortedKeys(h.Device.Peak)
+	list := "none"
+	if len(have) > 0 {
+		list = strings.Join(have, ", ")
+	}
+	return 0, fmt.Errorf("hardware: %s has no peak FLOP/s for dtype %q; it has %s (add it under device.peak_flops)", h.Name, dtype, list)
+}
+
+// GEMMEfficiency returns the achieved fraction of peak FLOP/s for a GEMM of f FLOPs:
+// GEMMMax * f/(f+GEMMHalfFLOPs). It is 0 for f <= 0 (or NaN) and tends to GEMMMax for large f.
+func (h *Hardware) GEMMEfficiency(f units.FLOPs) float64 {
+	e := h.Efficiency
+	switch {
+	case !(f > 0):
+		return 0
+	case math.IsInf(float64(f), 1):
+		return e.GEMMMax
+	}
+	return e.GEMMMax * float64(f) / float64(f+e.GEMMHalfFLOPs)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,244 @@
+package hardware
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+//go:embed presets/*.json
+var presetFS embed.FS
+
+// Names returns the preset names, sorted.
+func Names() []string {
+	entries, err := fs.ReadDir(presetFS, "presets")
+	if err != nil {
+		panic("hardware: embedded presets missing: " + err.Error())
+	}
+	var names []string
+	for _, e := range entries {
+		if n, ok := strings.CutSuffix(e.Name(), ".json"); ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Preset returns a fresh copy of the named preset; the caller may change it.
+func Preset(name string) (*Hardware, error) {
+	data, err := presetFS.ReadFile(path.Join("presets", name+".json"))
+	if err != nil || strings.ContainsAny(name, "/\\") {
+		return nil, unknownError(name)
+	}
+	return parse(data, "preset "+name)
+}
+
+// Load returns the preset called nameOrPath, or else the hardware described by the JSON file at
+// that path.
+func Load(nameOrPath string) (*Hardware, error) {
+	if slices.Contains(Names(), nameOrPath) {
+		return Preset(nameOrPath)
+	}
+	data, err := os.ReadFile(nameOrPath)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && !looksLikePath(nameOrPath) {
+			return nil, unknownError(nameOrPath)
+		}
+		return nil, fmt.Errorf("hardware: %w", err)
+	}
+	return parse(data, nameOrPath)
+}
+
+func looksLikePath(s string) bool {
+	return strings.ContainsAny(s, `/\`) || strings.HasSuffix(strings.ToLower(s), ".json")
+}
+
+func unknownError(name string) error {
+	return fmt.Errorf("hardware: unknown hardware %q; valid names: %s (or a path to a hardware JSON file)",
+		name, strings.Join(Names(), ", "))
+}
+
+// Parse decodes a hardware description from JSON and validates it. Unknown fields, trailing data
+// and missing or zero fields are errors; syntax errors give the line and column.
+func Parse(data []byte) (*Hardware, error) { return parse(data, "") }
+
+// parse is Parse with src (a file name, or "preset x") named in every error.
+func parse(data []byte, src string) (*Hardware, error) {
+	prefix := "hardware: "
+	if src != "" {
+		prefix += src + ": "
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New(prefix + "empty input; expected a JSON object like a preset (see Names and Save)")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var h Hardware
+	if err := dec.Decode(&h); err != nil {
+		return nil, errors.New(prefix + decodeMessage(data, err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		off := int(dec.InputOffset())
+		return nil, fmt.Errorf("%s%s: unexpected data after the JSON object; a file holds one hardware description", prefix, position(data, off))
+	}
+	if len(h.Sources) == 0 {
+		h.Sources = nil // so that Save and Parse round-trip: Save omits an empty map
+	}
+	if p := h.problems(); len(p) > 0 {
+		errs := make([]error, len(p))
+		for i, s := range p {
+			errs[i] = errors.New(prefix + s)
+		}
+		return nil, errors.Join(errs...)
+	}
+	return &h, nil
+}
+
+var unknownFieldRE = regexp.MustCompile(`^json: unknown field "(.*)"$`)
+
+// decodeMessage turns an encoding/json error into one that names the place and the fix.
+func decodeMessage(data []byte, err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("%s: %s", position(data, int(syn.Offset)), syn.Error())
+	case errors.As(err, &typ):
+		want := typ.Type.String()
+		switch typ.Type.Kind() {
+		case reflect.Float64:
+			want = "a number"
+		case reflect.Int:
+			want = "a whole number"
+		case reflect.String:
+			want = "a string"
+		case reflect.Map, reflect.Struct:
+			want = "an object"
+		case reflect.Slice:
+			want = "an array"
+		}
+		field := typ.Field
+		if field == "" {
+			field = "(top level)"
+		}
+		return fmt.Sprintf("%s: field %s: got JSON %s, want %s", position(data, int(typ.Offset)), field, typ.Value, want)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Sprintf("%s: unexpected end of input; the JSON is cut short", position(data, len(data)))
+	}
+	if m := unknownFieldRE.FindStringSubmatch(err.Error()); m != nil {
+		name := m[1]
+		msg := fmt.Sprintf("unknown field %q", name)
+		if loc := regexp.MustCompile(`"` + regexp.QuoteMeta(name) + `"\s*:`).FindIndex(data); loc != nil {
+			msg = position(data, loc[0]+1) + ": " + msg
+		}
+		if s := suggest(name); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		} else {
+			msg += "; compare the spelling with a preset (Save writes one)"
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+// position gives "line L, column C" (both from 1) of the byte at offset-1, the last byte the
+// decoder read, which is where encoding/json's offsets point.
+func position(data []byte, offset int) string {
+	offset = min(max(offset, 0), len(data))
+	before := data[:offset]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := len(before) - (bytes.LastIndexByte(before, '\n') + 1)
+	return fmt.Sprintf("line %d, column %d", line, max(col, 1))
+}
+
+// suggest returns the known JSON field name closest to name: one within an edit distance of a
+// third of its length, or else one with the same first word ("memory_gb" -> "memory_bytes").
+func suggest(name string) string {
+	name = strings.ToLower(name)
+	best, bestD := "", len(name)/3+1
+	for _, k := range fieldNames() {
+		if d := editDistance(name, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best != "" {
+		return best
+	}
+	stem, _, _ := strings.Cut(name, "_")
+	for _, k := range fieldNames() {
+		if s, _, _ := strings.Cut(k, "_"); len(stem) >= 3 && s == stem {
+			return k
+		}
+	}
+	return ""
+}
+
+// fieldNames lists the JSON field names of Hardware and everything in it.
+func fieldNames() []string {
+	var names []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		switch t.Kind() {
+		case reflect.Slice, reflect.Map, reflect.Pointer:
+			walk(t.Elem())
+		case reflect.Struct:
+			for i := range t.NumField() {
+				f := t.Field(i)
+				if n, _, _ := strings.Cut(f.Tag.Get("json"), ","); n != "" && n != "-" {
+					names = append(names, n)
+				}
+				walk(f.Type)
+			}
+		}
+	}
+	walk(reflect.TypeFor[Hardware]())
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// Save writes h as indented JSON that Parse reads back to an equal Hardware. The output is
+// deterministic: fields in declaration order, map keys sorted.
+func (h *Hardware) Save(w io.Writer) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(h); err != nil {
+		return fmt.Errorf("hardware: %w", err)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("hardware: write: %w", err)
+	}
+	return nil
+}
