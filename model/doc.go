@@ -13,6 +13,22 @@
 //     HeadDim rows. A contiguous Shard(0) of the weight over t ranks, t dividing KVHeads, therefore
 //     gives every rank whole groups (Megatron-LM lays out its fused QKV the same way).
 //
+// Where models come from:
+//   - Preset(name) and PresetNames(): seed-mlp, gpt-tiny, the GPT-3 sizes of Brown et al. 2020,
+//     Megatron-LM's 22B, 530B and 1T (Korthikanti et al. 2022, Narayanan et al. 2021), and Llama 2
+//     and 3. They live in presets.json, in tpsim's JSON form; each has a Source citing its paper or
+//     config and, where the authors publish an exact figure, the Published parameter count.
+//   - FromHFConfig(data, name): a Hugging Face config.json of model_type llama, mistral, qwen2, gpt2
+//     or gpt_neox; fields that set the parameter count are required, others take the Hugging Face
+//     defaults, and Seq is min(max_position_embeddings, HFSeqCap) for rotary models.
+//   - tpsim's JSON form (Spec): {"name": ..., "transformer": {...}} or {"mlp": {...}};
+//     Model.Spec writes it and FromHFConfig reads it back.
+//   - Load(nameOrPath): a preset name, or a path to either kind of file (a directory stands for its
+//     config.json).
+//
 // Invariants: every Module's Params() is exact (the counts of the published models are tested);
-// sizes are positive; Validate reports anything else as an error prefixed "model:".
+// sizes are positive and at most MaxWidth, a transformer has at most MaxLayers blocks and
+// MaxParams parameters, so every count fits in int64; Validate reports anything else as an error
+// prefixed "model:". Errors about a file name it, and for malformed JSON the line and column.
+// Counts are plain parameter (element) counts; bytes depend on a dtype chosen elsewhere.
 package model

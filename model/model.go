@@ -185,10 +185,38 @@ func (t Transformer) Validate() error {
 			return fmt.Errorf("model: %s = %d; it must be a positive integer", k, pos[k])
 		}
 	}
+	for _, k := range []string{"hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "seq"} {
+		if pos[k] > MaxWidth {
+			return fmt.Errorf("model: %s = %d is more than %d; check the configuration", k, pos[k], MaxWidth)
+		}
+	}
+	if t.Layers > MaxLayers {
+		return fmt.Errorf("model: layers = %d is more than %d; check the configuration", t.Layers, MaxLayers)
+	}
 	if t.Heads%t.KVHeads != 0 {
 		return fmt.Errorf("model: %d attention heads are not a multiple of %d key/value heads; set kv_heads to a divisor of heads", t.Heads, t.KVHeads)
 	}
+	if p := t.approxParams(); p > MaxParams {
+		return fmt.Errorf("model: the configuration has about %.3g parameters, more than %.0g; check the sizes", p, float64(MaxParams))
+	}
 	return nil
+}
+
+// Limits on sizes. They are far above any trained model and keep every count inside int64 and
+// every module tree small enough to build.
+const (
+	MaxWidth  = 1 << 24 // any single size of a transformer or width of an MLP
+	MaxLayers = 10000   // transformer blocks, or Linear layers of an MLP
+	MaxParams = 1e15    // parameters of a transformer
+)
+
+// approxParams is an upper bound of the parameter count computed in float64, so that it cannot
+// overflow whatever the sizes.
+func (t Transformer) approxParams() float64 {
+	h, hd, ffn := float64(t.Hidden), float64(t.HeadDim), float64(t.FFN)
+	q, kv := float64(t.Heads)*hd, float64(t.KVHeads)*hd
+	perLayer := h*(q+2*kv) + (q + 2*kv) + q*h + h + 3*h*ffn + 2*ffn + 2*h + 4*h
+	return float64(t.Layers)*perLayer + 2*float64(t.Vocab)*h + float64(t.Seq)*h + 2*h
 }
 
 // Build returns the module tree of t. It returns an error when t is invalid.
@@ -248,25 +276,29 @@ func (m *Model) Validate() error {
 	for _, n := range m.Root.Walk() {
 		x := n.Module
 		bad := func(field string, v int) error {
+			if v > MaxWidth {
+				return fmt.Errorf("model: module %q (%s) has %s = %d, more than %d; check the sizes", n.FQN, x.Kind, field, v, MaxWidth)
+			}
 			return fmt.Errorf("model: module %q (%s) has %s = %d; it must be positive", n.FQN, x.Kind, field, v)
 		}
+		out := func(v int) bool { return v <= 0 || v > MaxWidth }
 		switch x.Kind {
 		case KindLinear:
-			if x.In <= 0 {
+			if out(x.In) {
 				return bad("in_features", x.In)
 			}
-			if x.Out <= 0 {
+			if out(x.Out) {
 				return bad("out_features", x.Out)
 			}
 		case KindEmbedding:
-			if x.Num <= 0 {
+			if out(x.Num) {
 				return bad("num_embeddings", x.Num)
 			}
-			if x.Dim <= 0 {
+			if out(x.Dim) {
 				return bad("embedding_dim", x.Dim)
 			}
 		case KindLayerNorm, KindRMSNorm:
-			if x.Dim <= 0 {
+			if out(x.Dim) {
 				return bad("normalized_shape", x.Dim)
 			}
 		case KindAttention:
@@ -285,9 +317,15 @@ func MLP(name string, act Kind, batch int, dims ...int) (*Model, error) {
 	if len(dims) < 2 {
 		return nil, fmt.Errorf("model: an MLP needs at least an input and an output width, got %v", dims)
 	}
+	if len(dims) > MaxLayers+1 {
+		return nil, fmt.Errorf("model: an MLP of %d Linear layers has more than %d; check the widths", len(dims)-1, MaxLayers)
+	}
 	for i, d := range dims {
 		if d <= 0 {
 			return nil, fmt.Errorf("model: MLP width %d is %d; widths must be positive", i, d)
+		}
+		if d > MaxWidth {
+			return nil, fmt.Errorf("model: MLP width %d is %d, more than %d; check the widths", i, d, MaxWidth)
 		}
 	}
 	if batch <= 0 {
