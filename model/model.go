@@ -173,7 +173,10 @@ type Transformer struct {
 	QKVBias bool `json:"qkv_bias"` // bias on qkv only (Qwen2)
 	Learned bool `json:"learned"`  // learned position embeddings (GPT); rotary otherwise
 	Tied    bool `json:"tied"`     // output head shares the embedding weight
-	Batch   int  `json:"batch"`    // default global batch in sequences
+	Batch   int  `json:"batch"`
+	// Dropout is the probability of the hidden and attention dropouts (Megatron-LM's
+	// hidden_dropout and attention_dropout); 0 for none.
+	Dropout float64 `json:"dropout,omitempty"` // default global batch in sequences
 }
 
 // Validate checks that the configuration describes a buildable transformer.
@@ -192,6 +195,9 @@ func (t Transformer) Validate() error {
 	}
 	if t.Layers > MaxLayers {
 		return fmt.Errorf("model: layers = %d is more than %d; check the configuration", t.Layers, MaxLayers)
+	}
+	if !(t.Dropout >= 0 && t.Dropout < 1) {
+		return fmt.Errorf("model: dropout = %g; it must be in [0, 1)", t.Dropout)
 	}
 	if t.Heads%t.KVHeads != 0 {
 		return fmt.Errorf("model: %d attention heads are not a multiple of %d key/value heads; set kv_heads to a divisor of heads", t.Heads, t.KVHeads)

@@ -122,6 +122,7 @@ func (b *builder) transformer() (ValueID, error) {
 		}
 		x = b.add("pos", x, px)
 	}
+	x = b.hiddenDropout("embed.dropout", x)
 	layers := root.Child("layers")
 	nv := len(p.Stages)
 	per := t.Layers / nv
@@ -226,7 +227,7 @@ func (b *builder) block(prefix string, blk *model.Module, x ValueID) (ValueID, e
 	if err != nil {
 		return 0, err
 	}
-	x = b.add(prefix+".attn", x, a)
+	x = b.add(prefix+".attn", x, b.hiddenDropout(prefix+".attn.dropout", a))
 	h, err = b.norm(prefix+".norm2", blk.Child("norm2"), x)
 	if err != nil {
 		return 0, err
@@ -235,7 +236,7 @@ func (b *builder) block(prefix string, blk *model.Module, x ValueID) (ValueID, e
 	if err != nil {
 		return 0, err
 	}
-	return b.add(prefix+".mlp", x, f), nil
+	return b.add(prefix+".mlp", x, b.hiddenDropout(prefix+".mlp.dropout", f)), nil
 }
 
 func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, error) {
@@ -267,15 +268,28 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 	}
 	o := b.val(fqn+".core", []int{mb, s, heads * mod.HeadDim}, qv.Place)
 	op := Op{Kind: OpAttention, Module: fqn, In: in, Out: []ValueID{o}, Heads: heads, KVHeads: kv, HeadDim: mod.HeadDim}
+	probShape := []int{mb, heads, s, sFull}
 	if b.st.Recompute == RecomputeNone {
-		probs := b.val(fqn+".probs", []int{mb, heads, s, sFull}, qv.Place)
+		probs := b.val(fqn+".probs", probShape, qv.Place)
 		op.Out = append(op.Out, probs)
+		if pd := b.dropout(); pd > 0 {
+			// Attention dropout keeps its 1-byte mask and its output, the input of the product with
+			// V (Korthikanti et al. 2022 §4.1: as^2b + 2as^2b of the 5as^2b).
+			mask := b.val(fqn+".attn_mask", probShape, qv.Place)
+			b.v(mask).Elem = 1
+			dropped := b.val(fqn+".dropped", probShape, qv.Place)
+			op.Out = append(op.Out, mask, dropped)
+			op.P = pd
+		}
 	}
 	// QK^T and (softmax)V: 2 x 2*b*s*s*h FLOPs over the local heads (Narayanan et al. 2021 §5.1
 	// counts the full s x s product, without causal savings; so does tpsim).
 	op.FLOPs = units.FLOPs(4 * int64(mb) * int64(s) * int64(sFull) * int64(heads*mod.HeadDim))
 	probBytes := int64(mb) * int64(heads) * int64(s) * int64(sFull) * int64(b.p.ActBytes)
 	op.MemBytes = qv.Bytes() + b.v(o).Bytes() + units.Bytes(2*probBytes)
+	if b.dropout() > 0 {
+		op.MemBytes += units.Bytes(2*probBytes + probBytes/int64(b.p.ActBytes)) // dropout: read, write, mask
+	}
 	b.emit(op)
 	return b.linear(fqn+".proj", mod.Child("proj"), o)
 }
@@ -413,3 +427,32 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 var _ = sort.Strings
 var _ = strconv.Itoa
+
+// dropout is the model's dropout probability (0 for models without dropout).
+func (b *builder) dropout() float64 {
+	if t := b.p.Model.Transformer; t != nil {
+		return t.Dropout
+	}
+	return 0
+}
+
+// hiddenDropout applies dropout to x when the model has it; the 1-byte mask is kept for backward
+// (Korthikanti et al. 2022 §4.1 counts sbh for each).
+func (b *builder) hiddenDropout(fqn string, x ValueID) ValueID {
+	pd := b.dropout()
+	if pd == 0 {
+		return x
+	}
+	xv := b.v(x)
+	if xv.Place.Kind == Partial {
+		x = b.redistribute(x, Placement{Kind: Replicate}, fqn)
+		xv = b.v(x)
+	}
+	y := b.val(fqn+".out", xv.Shape, xv.Place)
+	mask := b.val(fqn+".mask", xv.Shape, xv.Place)
+	b.v(mask).Elem = 1
+	n := elems(xv.Shape)
+	b.emit(Op{Kind: OpDropout, Module: fqn, P: pd, In: []ValueID{x}, Out: []ValueID{y, mask},
+		FLOPs: units.FLOPs(n), MemBytes: units.Bytes(n * int64(2*b.p.ActBytes+1))})
+	return y
+}

@@ -360,20 +360,22 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 		}
 		op.FLOPs, op.MemBytes = units.FLOPs(elems(s.Values[out].Shape)), fop.MemBytes
 		emitB(op)
-	case OpNorm, OpAct, OpMul, OpAttention:
+	case OpNorm, OpAct, OpMul, OpAttention, OpDropout:
 		op.GradInput = needIn(0) || needIn(1)
 		switch fop.Kind {
 		case OpNorm:
 			op.Saved = sv(fop.In[0], fop.Out[1])
 		case OpAct:
 			op.Saved = sv(fop.In[0])
+		case OpDropout:
+			op.Saved = sv(fop.Out[1])
+			op.P = fop.P
 		case OpMul:
 			op.Saved = sv(fop.In[0], fop.In[1])
 		case OpAttention:
 			op.Saved = sv(fop.In...)
-			if len(fop.Out) > 1 {
-				op.Saved = append(op.Saved, sv(fop.Out[1])...)
-			}
+			op.Saved = append(op.Saved, sv(fop.Out[1:]...)...)
+			op.P = fop.P
 		}
 		// Backward of elementwise ops and of attention costs twice the forward (two products per
 		// forward product for attention; Narayanan et al. 2021 §5.1 takes backward = 2 x forward).
@@ -388,6 +390,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 				break // kv gathered over cp: its gradient is folded into dqkv, then reduce-scattered
 			}
 			if !b.needsGrad[vkey{s.Index, in}] {
+				outs = append(outs, -1)
 				continue
 			}
 			pl := s.Values[in].Place
@@ -459,7 +462,9 @@ func (s *Stage) computeFree() {
 	for i, op := range ops {
 		for _, list := range [][]ValueID{op.In, op.Out, op.Saved} {
 			for _, id := range list {
-				last[id] = i
+				if id >= 0 {
+					last[id] = i
+				}
 			}
 		}
 	}

@@ -32,6 +32,7 @@ const (
 	OpMul       OpKind = "mul"       // In [a, b]; Out [y]; elementwise
 	OpAdd       OpKind = "add"       // In [a, b]; Out [y]; elementwise (residual); also sums gradients in backward
 	OpAttention OpKind = "attention" // In [qkv (, kv gathered over cp)]; Out [o (, probs when saved)]; causal softmax(q k^T / sqrt(d)) v
+	OpDropout   OpKind = "dropout"   // In [x]; Out [y, mask]; y = x * mask / (1 - P), mask is 1 byte per element
 	OpLoss      OpKind = "loss"      // In [y, target]; Out [loss]; Loss is the model's loss kind, scaled by Scale
 
 	OpAllReduce     OpKind = "all_reduce"
@@ -110,17 +111,20 @@ type Op struct {
 	Kind   OpKind
 	Phase  Phase
 	Module string // FQN of the module the op belongs to
-	In     []ValueID
-	Out    []ValueID
+	In  []ValueID
+	// Out lists the values the op writes. For the backward op of a compute op, Out[i] is the
+	// gradient of the forward op's In[i], or -1 where no gradient is needed.
+	Out []ValueID
 	// Fwd is, for a backward op, the index in Stage.Forward of the op it differentiates; -1 otherwise.
 	Fwd int
 	// Recompute marks forward ops rerun during backward (activation recomputation).
 	Recompute bool
 
 	// Compute ops.
-	Param            string // weight name for linear, embedding, norm, bias ops
-	Bias             string // bias name for linear (and norm with bias)
-	Act              string // relu, gelu, silu
+	Param            string  // weight name for linear, embedding, norm, bias ops
+	Bias             string  // bias name for linear (and norm with bias)
+	Act              string  // relu, gelu, silu
+	P                float64 // dropout probability (dropout ops and attention with dropout)
 	Norm             model.Kind
 	Loss             model.Kind
 	Scale            float64 // loss scale: 1 / (microbatches x dp x cp)
@@ -128,7 +132,8 @@ type Op struct {
 	Heads, KVHeads   int // local attention heads
 	HeadDim          int
 	// Saved lists, for a backward op, the forward values it reads: linear [x], norm [x, stats],
-	// act [x], mul [a, b], attention [qkv (, kv) (, probs)], loss [y, target], embedding [ids].
+	// act [x], mul [a, b], attention [qkv (, kv) (, probs (, mask, dropped))], loss [y, target],
+	// embedding [ids], dropout [mask].
 	// Under full recompute they are the recomputed copies.
 	Saved []ValueID
 	// GradInput is false when the backward op need not compute the input gradient (the input is

@@ -1,0 +1,386 @@
+package costmodel
+
+import (
+	"fmt"
+	"sort"
+
+	"tpsim/hardware"
+	"tpsim/model"
+	"tpsim/strategies"
+	"tpsim/units"
+)
+
+// Memory is bytes per rank by category.
+type Memory struct {
+	Params      units.Bytes `json:"params"`
+	Grads       units.Bytes `json:"grads"`
+	Optimizer   units.Bytes `json:"optimizer"`
+	Activations units.Bytes `json:"activations"`
+	Workspace   units.Bytes `json:"workspace"`
+	Comm        units.Bytes `json:"comm"`
+	Peak        units.Bytes `json:"peak"`
+}
+
+// Time is the step time and where it goes. Compute + CommExposed + Bubble + Optimizer = Step.
+type Time struct {
+	Step        units.Seconds `json:"step"`
+	Compute     units.Seconds `json:"compute"`
+	CommExposed units.Seconds `json:"comm_exposed"`
+	Bubble      units.Seconds `json:"bubble"`
+	Optimizer   units.Seconds `json:"optimizer"`
+}
+
+// FLOPs per step over all devices. Model FLOPs count each matrix product of the model once
+// forward and twice backward (Narayanan et al. 2021 Eq. 3 without recompute); hardware FLOPs count
+// what the devices execute, recomputation and replicated work included.
+type FLOPs struct {
+	Model    units.FLOPs `json:"model"`
+	Hardware units.FLOPs `json:"hardware"`
+}
+
+// Result is the prediction for one strategy. JSON keys are those of `tpsim predict --json`.
+type Result struct {
+	Model    string `json:"model"`
+	Hardware string `json:"hardware"`
+	Strategy string `json:"strategy"`
+	Plan     string `json:"plan"`
+	Devices  int    `json:"devices"`
+	Feasible bool   `json:"feasible"`
+	Reason   string `json:"reason"`
+
+	Memory    Memory                 `json:"memory_bytes"`
+	CommBytes map[string]units.Bytes `json:"comm_bytes"`
+	Time      Time                   `json:"time_s"`
+	FLOPs     FLOPs                  `json:"flops"`
+
+	MFU                  float64 `json:"mfu"`
+	HFU                  float64 `json:"hfu"`
+	ModelTFLOPsPerGPU    float64 `json:"model_tflops_per_gpu"`
+	HardwareTFLOPsPerGPU float64 `json:"hardware_tflops_per_gpu"`
+	TokensPerS           float64 `json:"tokens_per_s"`
+
+	// CommTime is the time of each mesh dimension's communication per step, exposed or not.
+	CommTime map[string]units.Seconds `json:"comm_time_s"`
+	// Assumptions lists what the prediction assumed that the inputs did not say.
+	Assumptions []string `json:"assumptions"`
+}
+
+// Coster prices single ops; the simulator uses it for its events.
+type Coster struct {
+	P  *strategies.Program
+	HW *hardware.Hardware
+	// peak FLOP/s for the program's precision.
+	peak units.FLOPsPerSecond
+}
+
+// NewCoster returns a Coster for p on hw; it fails when hw lacks the precision's peak.
+func NewCoster(p *strategies.Program, hw *hardware.Hardware) (*Coster, error) {
+	dtype := "bf16"
+	if p.Strategy.Precision == strategies.PrecisionFP32 {
+		dtype = "fp32"
+	}
+	peak, err := hw.PeakFor(dtype)
+	if err != nil {
+		return nil, fmt.Errorf("costmodel: %v", err)
+	}
+	return &Coster{P: p, HW: hw, peak: peak}, nil
+}
+
+// Peak is the device's peak FLOP/s at the program's precision.
+func (c *Coster) Peak() units.FLOPsPerSecond { return c.peak }
+
+// IsComm reports whether op runs on the communication stream.
+func IsComm(op *strategies.Op) bool {
+	return op.Kind.IsCollective() || op.Kind == strategies.OpSend || op.Kind == strategies.OpRecv
+}
+
+// Compute is the roofline time of a compute op.
+func (c *Coster) Compute(op *strategies.Op) units.Seconds {
+	hw := c.HW
+	mem := units.Seconds(float64(op.MemBytes) / (float64(hw.Device.MemBandwidth) * hw.Efficiency.MemMax))
+	if op.FLOPs <= 0 {
+		return mem
+	}
+	eff := 1.0
+	if op.Kind == strategies.OpLinear || op.Kind == strategies.OpAttention {
+		eff = hw.GEMMEfficiency(gemmSize(op))
+	}
+	flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * eff))
+	return max(flop, mem)
+}
+
+// gemmSize is the FLOPs of one GEMM of op: a linear backward is two GEMMs of the forward size.
+func gemmSize(op *strategies.Op) units.FLOPs {
+	if op.Phase == strategies.Backward && op.Kind == strategies.OpLinear && op.GradInput {
+		return op.FLOPs / 2
+	}
+	return op.FLOPs
+}
+
+// Comm is the alpha-beta time of a collective or point-to-point op.
+func (c *Coster) Comm(op *strategies.Op) units.Seconds {
+	if op.Group <= 1 || op.FullBytes == 0 && op.SentBytes == 0 {
+		return 0
+	}
+	mesh := c.P.Strategy.Mesh
+	stride := 1
+	switch op.Dim {
+	case strategies.DimDP:
+		// The data-parallel group spans dp x cp ranks (context-parallel ranks also reduce gradients).
+		stride = mesh.Stride(strategies.DimCP)
+	case strategies.DimPP:
+		stride = mesh.Stride(strategies.DimPP)
+		return c.link(c.HW.LevelFor(stride+1), 1, op.SentBytes)
+	default:
+		stride = mesh.Stride(op.Dim)
+	}
+	return CollectiveTime(c.HW, op.Kind, op.Group, stride, op.FullBytes)
+}
+
+func (c *Coster) link(level, steps int, bytes units.Bytes) units.Seconds {
+	l := c.HW.Levels[level]
+	return units.Seconds(steps)*l.Latency + units.Seconds(float64(bytes)/(float64(l.Bandwidth)*l.Efficiency))
+}
+
+// CollectiveTime prices a ring collective of a full tensor of n bytes over g ranks spaced stride
+// devices apart on hw.
+func CollectiveTime(hw *hardware.Hardware, kind strategies.OpKind, g, stride int, n units.Bytes) units.Seconds {
+	if g <= 1 {
+		return 0
+	}
+	// steps of the ring algorithm and fraction of n each rank sends (DESIGN.md table).
+	ring := func(level, g int, n units.Bytes) units.Seconds {
+		if g <= 1 {
+			return 0
+		}
+		l := hw.Levels[level]
+		steps, frac := g-1, float64(g-1)/float64(g)
+		if kind == strategies.OpAllReduce {
+			steps, frac = 2*(g-1), 2*float64(g-1)/float64(g)
+		}
+		return units.Seconds(steps)*l.Latency + units.Seconds(frac*float64(n)/(float64(l.Bandwidth)*l.Efficiency))
+	}
+	span := (g-1)*stride + 1
+	level := hw.LevelFor(span)
+	inner := hw.Levels[0].Size
+	if level == 0 || inner <= 0 || stride >= inner || inner%stride != 0 {
+		return ring(level, g, n)
+	}
+	// Hierarchical: k members share a node, q nodes.
+	k := inner / stride
+	if g%k != 0 {
+		return ring(level, g, n)
+	}
+	q := g / k
+	switch kind {
+	case strategies.OpAllReduce:
+		// reduce-scatter inside, all-reduce of n/k across, all-gather inside.
+		rsag := func(g int, n units.Bytes) units.Seconds {
+			l := hw.Levels[0]
+			return units.Seconds(g-1)*l.Latency + units.Seconds(float64(g-1)/float64(g)*float64(n)/(float64(l.Bandwidth)*l.Efficiency))
+		}
+		return 2*rsag(k, n) + ring(level, q, n/units.Bytes(k))
+	default:
+		// all-gather (reduce-scatter) across nodes of n/k per node group, then inside.
+		return ring(level, q, n/units.Bytes(k)) + ring(0, k, n)
+	}
+}
+
+// stageTimes is one stage's per-microbatch and per-step times.
+type stageTimes struct {
+	fCompute, bCompute units.Seconds // per microbatch
+	fComm, bComm       units.Seconds // blocking (tensor/context parallel, pipeline) per microbatch
+	fOverlap, bOverlap units.Seconds // overlappable (ZeRO-3 gathers) per microbatch
+	optCompute         units.Seconds
+	optComm            units.Seconds // blocking optimizer-phase communication (tp grads, ZeRO gathers)
+	dpComm             units.Seconds // gradient reduction over dp
+	lastBucket         units.Seconds
+	commByDim          map[string]units.Seconds
+}
+
+func (c *Coster) stage(s *strategies.Stage) stageTimes {
+	var t stageTimes
+	t.commByDim = map[string]units.Seconds{}
+	m := units.Seconds(c.P.Microbatches)
+	phase := func(ops []strategies.Op, comp, comm, over *units.Seconds) {
+		for i := range ops {
+			op := &ops[i]
+			if IsComm(op) {
+				d := c.Comm(op)
+				t.commByDim[op.Dim] += m * d
+				if op.Dim == strategies.DimDP {
+					*over += d
+				} else {
+					*comm += d
+				}
+				continue
+			}
+			*comp += c.Compute(op)
+		}
+	}
+	phase(s.Forward, &t.fCompute, &t.fComm, &t.fOverlap)
+	phase(s.Backward, &t.bCompute, &t.bComm, &t.bOverlap)
+	for i := range s.Optimizer {
+		op := &s.Optimizer[i]
+		if !IsComm(op) {
+			t.optCompute += c.Compute(op)
+			continue
+		}
+		d := c.Comm(op)
+		t.commByDim[op.Dim] += d
+		if op.Dim == strategies.DimDP && (op.Kind == strategies.OpAllReduce || op.Kind == strategies.OpReduceScatter) {
+			t.dpComm += d
+			t.lastBucket = d
+		} else {
+			t.optComm += d
+		}
+	}
+	return t
+}
+
+// Predict prices program p on hw.
+func Predict(p *strategies.Program, hw *hardware.Hardware) (*Result, error) {
+	c, err := NewCoster(p, hw)
+	if err != nil {
+		return nil, err
+	}
+	st := p.Strategy
+	mesh := st.Mesh
+	r := &Result{Model: p.Model.Name, Hardware: hw.Name, Strategy: st.String(), Plan: planName(p), Devices: mesh.Devices(),
+		CommBytes: map[string]units.Bytes{}, CommTime: map[string]units.Seconds{}}
+	for _, d := range strategies.DimOrder {
+		r.CommBytes[d] = 0
+		r.CommTime[d] = 0
+	}
+	mem := c.Memory()
+	r.Memory = mem.Worst
+	pp, v := mesh.PP, st.VPP
+	m := float64(p.Microbatches)
+	// Per pipeline rank: the sum over its virtual stages.
+	type rankT struct{ perMicro, compute, comm, overlapF, overlapB, opt, optComm, dp, last, bwd units.Seconds }
+	ranks := make([]rankT, pp)
+	for _, s := range p.Stages {
+		t := c.stage(s)
+		rt := &ranks[s.Rank]
+		fwdExposed, bwdExposed := t.fOverlap, t.bOverlap
+		if st.Overlap {
+			// ZeRO-3 prefetch: gathers hide behind compute, only the excess shows.
+			fwdExposed = max(0, t.fOverlap-t.fCompute)
+			bwdExposed = max(0, t.bOverlap-t.bCompute)
+		}
+		rt.compute += t.fCompute + t.bCompute
+		rt.comm += t.fComm + t.bComm + fwdExposed + bwdExposed
+		rt.perMicro += t.fCompute + t.bCompute + t.fComm + t.bComm + fwdExposed + bwdExposed
+		rt.bwd += t.bCompute + t.bComm
+		rt.opt += t.optCompute
+		rt.optComm += t.optComm
+		rt.dp += t.dpComm
+		rt.last = max(rt.last, t.lastBucket)
+		for d, x := range t.commByDim {
+			r.CommTime[d] = max(r.CommTime[d], x)
+		}
+		for d, b := range p.CommBytes(s) {
+			r.CommBytes[d] = max(r.CommBytes[d], b)
+		}
+	}
+	// The slowest pipeline rank sets the pace (Narayanan et al. 2021 §2.2).
+	slow := 0
+	for i := range ranks {
+		if ranks[i].perMicro+ranks[i].opt+ranks[i].dp > ranks[slow].perMicro+ranks[slow].opt+ranks[slow].dp {
+			slow = i
+		}
+	}
+	rt := ranks[slow]
+	bubble := units.Seconds(float64(pp-1) / float64(v) * float64(rt.perMicro))
+	dpExposed := rt.dp
+	if st.Overlap && rt.dp > 0 {
+		// DDP reduces buckets during the last microbatch's backward; the last bucket is never hidden.
+		dpExposed = max(rt.last, rt.dp-rt.bwd)
+	}
+	r.Time.Compute = units.Seconds(m) * rt.compute
+	r.Time.CommExposed = units.Seconds(m)*rt.comm + dpExposed + rt.optComm
+	r.Time.Bubble = bubble
+	r.Time.Optimizer = rt.opt
+	r.Time.Step = r.Time.Compute + r.Time.CommExposed + r.Time.Bubble + r.Time.Optimizer
+	if st.Schedule == strategies.ScheduleInterleaved {
+		r.Assumptions = append(r.Assumptions, fmt.Sprintf("interleaved 1F1B with %d chunks per device: bubble (p-1)/(v m) = %.3g of the compute", v, float64(pp-1)/float64(v)/m))
+	}
+
+	r.FLOPs.Model = ModelFLOPs(p.Model, st.GBS, st.Seq)
+	r.FLOPs.Hardware = c.HardwareFLOPs()
+	dev := float64(mesh.Devices())
+	step := float64(r.Time.Step)
+	if step > 0 {
+		r.MFU = float64(r.FLOPs.Model) / (step * float64(c.peak) * dev)
+		r.HFU = float64(r.FLOPs.Hardware) / (step * float64(c.peak) * dev)
+		r.ModelTFLOPsPerGPU = float64(r.FLOPs.Model) / step / dev / 1e12
+		r.HardwareTFLOPsPerGPU = float64(r.FLOPs.Hardware) / step / dev / 1e12
+		r.TokensPerS = float64(p.Tokens) / step
+	}
+	r.Feasible = r.Memory.Peak <= hw.Device.Memory
+	if !r.Feasible {
+		r.Reason = fmt.Sprintf("needs %v per device (params %v, grads %v, optimizer %v, activations %v), %s has %v",
+			r.Memory.Peak, r.Memory.Params, r.Memory.Grads, r.Memory.Optimizer, r.Memory.Activations, hw.Name, hw.Device.Memory)
+	}
+	r.Assumptions = append(r.Assumptions,
+		fmt.Sprintf("GEMM efficiency %.3g x f/(f + %.3g FLOPs) of %v peak; elementwise ops at %.2g of %v",
+			hw.Efficiency.GEMMMax, float64(hw.Efficiency.GEMMHalfFLOPs), c.peak, hw.Efficiency.MemMax, hw.Device.MemBandwidth),
+		fmt.Sprintf("schedule %s; %d microbatches of %d per pipeline; dp gradient overlap %v", st.Schedule, p.Microbatches, p.MicroBatch, st.Overlap),
+		"tensor-parallel and pipeline communication on the critical path, not overlapped with compute")
+	return r, nil
+}
+
+func planName(p *strategies.Program) string {
+	if p.Strategy.Mesh.TP == 1 {
+		return "none"
+	}
+	if p.Strategy.Plan == nil {
+		return "megatron"
+	}
+	return p.Strategy.Plan.String()
+}
+
+// HardwareFLOPs sums the matrix-product FLOPs every device executes in one step.
+func (c *Coster) HardwareFLOPs() units.FLOPs {
+	p := c.P
+	mesh := p.Strategy.Mesh
+	replicas := units.FLOPs(mesh.DP * mesh.CP * mesh.TP)
+	var total units.FLOPs
+	for _, s := range p.Stages {
+		var per units.FLOPs
+		for _, ops := range [][]strategies.Op{s.Forward, s.Backward} {
+			for _, op := range ops {
+				if op.Kind == strategies.OpLinear || op.Kind == strategies.OpAttention {
+					per += op.FLOPs
+				}
+			}
+		}
+		total += per * units.FLOPs(p.Microbatches) * replicas
+	}
+	return total
+}
+
+// ModelFLOPs is 3x the forward matrix-product FLOPs of m over a batch of batch samples of seq
+// tokens (seq 0 for models without a sequence): every Linear 2 x tokens x in x out, every
+// attention 4 x batch x seq^2 x heads x head_dim, a tied output head 2 x tokens x hidden x vocab.
+// For a GPT this is Narayanan et al. 2021 Eq. 3 without the recompute pass:
+// 72 B L s h^2 (1 + s/(6h) + V/(12 h L)).
+func ModelFLOPs(m *model.Model, batch, seq int) units.FLOPs {
+	tokens := float64(batch) * float64(max(seq, 1))
+	var fwd float64
+	for _, n := range m.Root.Walk() {
+		x := n.Module
+		switch x.Kind {
+		case model.KindLinear:
+			fwd += 2 * tokens * float64(x.In) * float64(x.Out)
+		case model.KindAttention:
+			fwd += 4 * float64(batch) * float64(seq) * float64(seq) * float64(x.Heads*x.HeadDim)
+		}
+	}
+	if t := m.Transformer; t != nil && t.Tied {
+		fwd += 2 * tokens * float64(t.Hidden) * float64(t.Vocab)
+	}
+	return units.FLOPs(3 * fwd)
+}
+
+var _ = sort.Strings

@@ -1,0 +1,117 @@
+package costmodel
+
+import (
+	"tpsim/strategies"
+	"tpsim/units"
+)
+
+// RankMemory is the memory of every pipeline rank and the most loaded one.
+type RankMemory struct {
+	PerRank []Memory
+	Worst   Memory
+}
+
+// StageActivations is the bytes of values stage s keeps from forward to backward for one
+// microbatch (DESIGN.md: "activations (saved for backward)").
+func StageActivations(s *strategies.Stage) units.Bytes {
+	var n units.Bytes
+	for i := range s.Values {
+		if s.Values[i].Saved {
+			n += s.Values[i].Bytes()
+		}
+	}
+	return n
+}
+
+// StageWorkspace is the largest sum of transient (not saved) values alive at once while one
+// microbatch's forward and backward run, following the Program's Free lists.
+func StageWorkspace(s *strategies.Stage) units.Bytes {
+	live := make([]bool, len(s.Values))
+	var cur, peak units.Bytes
+	walk := func(ops []strategies.Op) {
+		for i := range ops {
+			op := &ops[i]
+			for _, id := range op.Out {
+				if id >= 0 && !live[id] && !s.Values[id].Saved {
+					live[id] = true
+					cur += s.Values[id].Bytes()
+				}
+			}
+			peak = max(peak, cur)
+			for _, id := range op.Free {
+				if live[id] {
+					live[id] = false
+					cur -= s.Values[id].Bytes()
+				}
+			}
+		}
+	}
+	walk(s.Forward)
+	walk(s.Backward)
+	return peak
+}
+
+// StageComm is the largest gradient bucket of s: gradients are packed into one flat buffer per
+// bucket for their reduction (PyTorch DDP's buckets, bucket_cap_mb). Collectives on activations
+// write into the values of the Program and count there.
+func StageComm(s *strategies.Stage) units.Bytes {
+	var n units.Bytes
+	for i := range s.Optimizer {
+		if op := &s.Optimizer[i]; op.Kind.IsCollective() && op.Group > 1 {
+			n = max(n, op.FullBytes)
+		}
+	}
+	return n
+}
+
+// InFlight is the number of microbatches whose activations pipeline rank r holds at once
+// (Narayanan et al. 2021 §2.2: GPipe keeps all m, 1F1B at most p - r), times Korthikanti et al.
+// 2022 §4.2.3's factor 1 + (p-1)/(p v) for the interleaved schedule.
+func InFlight(st strategies.Strategy, m, r int) float64 {
+	p := st.Mesh.PP
+	switch st.Schedule {
+	case strategies.ScheduleGPipe:
+		return float64(m)
+	case strategies.ScheduleInterleaved:
+		return float64(min(m, p-r)) * (1 + float64(p-1)/float64(p*st.VPP))
+	}
+	return float64(min(m, p-r))
+}
+
+// Memory returns the memory of each pipeline rank of the program.
+func (c *Coster) Memory() RankMemory {
+	p := c.P
+	st := p.Strategy
+	g := int64(st.Mesh.DP * st.Mesh.CP)
+	out := RankMemory{PerRank: make([]Memory, st.Mesh.PP)}
+	elems := make([]int64, st.Mesh.PP)
+	for _, s := range p.Stages {
+		mem := &out.PerRank[s.Rank]
+		for i := range s.Params {
+			elems[s.Rank] += s.Params[i].Elems()
+		}
+		mem.Activations += units.Bytes(InFlight(st, p.Microbatches, s.Rank) * float64(StageActivations(s)))
+		mem.Workspace = max(mem.Workspace, StageWorkspace(s))
+		mem.Comm = max(mem.Comm, StageComm(s))
+	}
+	shard := func(n int64, on bool) units.Bytes {
+		if on && g > 1 {
+			return units.Bytes((n + g - 1) / g)
+		}
+		return units.Bytes(n)
+	}
+	for r := range out.PerRank {
+		mem := &out.PerRank[r]
+		n := elems[r]
+		// ZeRO (Rajbhandari et al. 2020 §5): stage 1 shards optimizer state, 2 also gradients,
+		// 3 also parameters, each over the data-parallel group.
+		mem.Params = shard(n, st.ZeRO >= 3) * units.Bytes(p.ParamBytes)
+		mem.Grads = shard(n, st.ZeRO >= 2) * units.Bytes(p.GradBytes)
+		mem.Optimizer = shard(n, st.ZeRO >= 1) * units.Bytes(p.OptBytes)
+		mem.Peak = mem.Params + mem.Grads + mem.Optimizer + mem.Activations + mem.Workspace + mem.Comm
+		if mem.Peak > out.Worst.Peak {
+			out.Worst = *mem
+		}
+	}
+	return out
+}
