@@ -111,7 +111,7 @@ type Op struct {
 	Kind   OpKind
 	Phase  Phase
 	Module string // FQN of the module the op belongs to
-	In  []ValueID
+	In     []ValueID
 	// Out lists the values the op writes. For the backward op of a compute op, Out[i] is the
 	// gradient of the forward op's In[i], or -1 where no gradient is needed.
 	Out []ValueID
