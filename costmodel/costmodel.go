@@ -166,24 +166,28 @@ func CollectiveTime(hw *hardware.Hardware, kind strategies.OpKind, g, stride int
 	if level == 0 || inner <= 0 || stride >= inner || inner%stride != 0 {
 		return ring(level, g, n)
 	}
-	// Hierarchical: k members share a node, q nodes.
+	// k members share a node, q nodes. Bandwidth: NCCL runs one ring per NIC, each carrying
+	// 1/k of the data across nodes, so the bytes move as in the hierarchical algorithm: inside the
+	// node at its rate, across at each GPU's own NIC for n/k (reduce-scatter inside, all-reduce
+	// across, all-gather inside; this is why nccl-tests measure about 192 GB/s of all-reduce bus
+	// bandwidth per DGX-A100 node, collectives.json dgx_a100_multinode_allreduce_192).
+	// Latency: a ring still has p-1 steps (2(p-1) for all-reduce), each as slow as the slowest
+	// link it crosses (NCCL's tuning model, src/graph/tuning.cc: nsteps x hwLat of the network).
 	k := inner / stride
 	if g%k != 0 {
 		return ring(level, g, n)
 	}
 	q := g / k
-	switch kind {
-	case strategies.OpAllReduce:
-		// reduce-scatter inside, all-reduce of n/k across, all-gather inside.
-		rsag := func(g int, n units.Bytes) units.Seconds {
-			l := hw.Levels[0]
-			return units.Seconds(g-1)*l.Latency + units.Seconds(float64(g-1)/float64(g)*float64(n)/(float64(l.Bandwidth)*l.Efficiency))
-		}
-		return 2*rsag(k, n) + ring(level, q, n/units.Bytes(k))
-	default:
-		// all-gather (reduce-scatter) across nodes of n/k per node group, then inside.
-		return ring(level, q, n/units.Bytes(k)) + ring(0, k, n)
+	bw := func(level, g int, n units.Bytes) units.Seconds {
+		l := hw.Levels[level]
+		return units.Seconds(float64(g-1) / float64(g) * float64(n) / (float64(l.Bandwidth) * l.Efficiency))
 	}
+	outer := hw.Levels[level]
+	steps := units.Seconds(g - 1)
+	if kind == strategies.OpAllReduce {
+		return 2*steps*outer.Latency + 2*bw(0, k, n) + 2*bw(level, q, n/units.Bytes(k))
+	}
+	return steps*outer.Latency + bw(level, q, n/units.Bytes(k)) + bw(0, k, n)
 }
 
 // stageTimes is one stage's per-microbatch and per-step times.
