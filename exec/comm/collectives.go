@@ -1,0 +1,310 @@
+package comm
+
+import "fmt"
+
+// broadcastSegment is the pipeline segment of Broadcast, in elements (256 KiB of float32).
+const broadcastSegment = 1 << 16
+
+// ChunkBounds returns the element range [lo, hi) of chunk i when n elements are split into p
+// chunks in order: the first n%p chunks have n/p+1 elements, the others n/p (as
+// torch.tensor_split). It panics if n < 0, p < 1 or i is not in [0, p).
+func ChunkBounds(n, p, i int) (lo, hi int) {
+	if n < 0 || p < 1 || i < 0 || i >= p {
+		panic(fmt.Sprintf("comm: ChunkBounds(%d, %d, %d): want n >= 0, p >= 1 and 0 <= i < p", n, p, i))
+	}
+	q, r := n/p, n%p
+	lo = i*q + min(i, r)
+	hi = lo + q
+	if i < r {
+		hi++
+	}
+	return lo, hi
+}
+
+func mod(a, p int) int { return ((a % p) + p) % p }
+
+func addTo(dst, src []float32) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] += src[i]
+	}
+}
+
+func (g *Group) panicf(kind Kind, format string, args ...any) {
+	panic(fmt.Sprintf("comm: %s on %s: ", kind, g) + fmt.Sprintf(format, args...))
+}
+
+// AllReduce replaces buf on every member by the elementwise sum of all members' buf, with the ring
+// algorithm: a reduce-scatter then an all-gather over Size() chunks (ChunkBounds). Every member
+// ends with the same bits. A rank sends 2(p-1) messages and, for n = len(buf) divisible by p,
+// 2(p-1)/p*n*4 bytes; in general 4*(2n - |chunk i| - |chunk i+1 mod p|) for Index() i.
+// All members must pass buffers of the same length.
+func (g *Group) AllReduce(buf []float32) error {
+	o, ok := g.begin(KindAllReduce, -1, len(buf))
+	if !ok {
+		return nil
+	}
+	return o.end(o.allReduce(buf))
+}
+
+func (o *op) allReduce(buf []float32) error {
+	if err := o.checkAborted(); err != nil {
+		return err
+	}
+	m, err := o.reduceScatterRing(buf)
+	if err != nil {
+		return err
+	}
+	lo, hi := ChunkBounds(len(buf), o.g.Size(), o.g.index)
+	copy(buf[lo:hi], m.data)
+	return o.allGatherRing(buf, m)
+}
+
+// ReduceScatter sets dst to chunk Index() (ChunkBounds(len(src), Size(), Index())) of the
+// elementwise sum of all members' src, with the ring algorithm. src is not modified; dst may
+// overlap src. A rank sends p-1 messages and, for n = len(src) divisible by p, (p-1)/p*n*4
+// bytes; in general 4*(n - |chunk Index()|). It panics if len(dst) is not the chunk's length.
+func (g *Group) ReduceScatter(dst, src []float32) error {
+	p := g.Size()
+	lo, hi := ChunkBounds(len(src), p, g.index)
+	if len(dst) != hi-lo {
+		g.panicf(KindReduceScatter, "dst has %d elements; chunk %d of %d elements over %d ranks has %d", len(dst), g.index, len(src), p, hi-lo)
+	}
+	o, ok := g.begin(KindReduceScatter, -1, len(src))
+	if !ok {
+		copy(dst, src)
+		return nil
+	}
+	return o.end(o.reduceScatter(dst, src))
+}
+
+func (o *op) reduceScatter(dst, src []float32) error {
+	if err := o.checkAborted(); err != nil {
+		return err
+	}
+	m, err := o.reduceScatterRing(src)
+	if err != nil {
+		return err
+	}
+	copy(dst, m.data)
+	freeMsg(m)
+	return nil
+}
+
+// reduceScatterRing runs the p-1 steps of the ring reduce-scatter over src and returns a message
+// that holds the sum of chunk Index(); the caller owns it. At step s member r sends the partial sum
+// of chunk r-1-s to r+1 and adds its own src to the partial of chunk r-2-s from r-1, so chunk c
+// is summed in the order r = c+1, c+2, ..., c (mod p) (Patarasuk and Yuan 2009, "Bandwidth optimal
+// all-reduce algorithms for clusters of workstations", section 3).
+func (o *op) reduceScatterRing(src []float32) (*msg, error) {
+	p, r, n := o.g.Size(), o.g.index, len(src)
+	next, prev := mod(r+1, p), mod(r-1, p)
+	lo, hi := ChunkBounds(n, p, mod(r-1, p))
+	out := newMsg(hi - lo)
+	copy(out.data, src[lo:hi])
+	for s := range p - 1 {
+		if err := o.send(classCollective, next, out); err != nil {
+			return nil, err
+		}
+		lo, hi := ChunkBounds(n, p, mod(r-2-s, p))
+		in, err := o.recv(classCollective, prev, hi-lo)
+		if err != nil {
+			return nil, err
+		}
+		addTo(in.data, src[lo:hi])
+		out = in // forwarded at the next step; the receiver owns it
+	}
+	return out, nil
+}
+
+// allGatherRing runs the p-1 steps of the ring all-gather: own holds chunk Index(), already in
+// dst, and is consumed. At step s member r sends chunk r-s to r+1 and receives chunk r-1-s from
+// r-1, which it forwards at the next step.
+func (o *op) allGatherRing(dst []float32, own *msg) error {
+	p, r, n := o.g.Size(), o.g.index, len(dst)
+	next, prev := mod(r+1, p), mod(r-1, p)
+	out := own
+	for s := range p - 1 {
+		if err := o.send(classCollective, next, out); err != nil {
+			return err
+		}
+		lo, hi := ChunkBounds(n, p, mod(r-1-s, p))
+		in, err := o.recv(classCollective, prev, hi-lo)
+		if err != nil {
+			return err
+		}
+		copy(dst[lo:hi], in.data)
+		if s < p-2 {
+			out = in
+		} else {
+			freeMsg(in)
+		}
+	}
+	return nil
+}
+
+// AllGather sets dst to the concatenation of all members' src, member i's src going to chunk i
+// (ChunkBounds(len(dst), Size(), i)), with the ring algorithm. src may overlap dst. A rank sends
+// p-1 messages and, for n = len(dst) divisible by p, (p-1)/p*n*4 bytes; in general
+// 4*(n - |chunk Index()+1 mod p|). It panics if len(src) is not the length of chunk Index().
+func (g *Group) AllGather(dst, src []float32) error {
+	p := g.Size()
+	lo, hi := ChunkBounds(len(dst), p, g.index)
+	if len(src) != hi-lo {
+		g.panicf(KindAllGather, "src has %d elements; chunk %d of %d elements over %d ranks has %d", len(src), g.index, len(dst), p, hi-lo)
+	}
+	o, ok := g.begin(KindAllGather, -1, len(dst))
+	if !ok {
+		copy(dst, src)
+		return nil
+	}
+	return o.end(o.allGather(dst, src, lo, hi))
+}
+
+func (o *op) allGather(dst, src []float32, lo, hi int) error {
+	if err := o.checkAborted(); err != nil {
+		return err
+	}
+	m := newMsg(len(src))
+	copy(m.data, src)
+	copy(dst[lo:hi], m.data)
+	return o.allGatherRing(dst, m)
+}
+
+// Broadcast copies buf of member root (a group index) into buf of every member, pipelined along
+// the chain root, root+1, ..., root-1 (mod p) in segments of up to 65536 elements (the ring
+// broadcast of NCCL). Every member but the last of the chain sends the whole buffer: n*4 bytes in
+// ceil(n/65536) messages (one empty message when n = 0); the last, member root-1, sends nothing.
+// All members must pass buffers of the same length. It panics if root is not in [0, Size()).
+func (g *Group) Broadcast(buf []float32, root int) error {
+	p := g.Size()
+	if root < 0 || root >= p {
+		g.panicf(KindBroadcast, "root %d is not a member index in [0, %d)", root, p)
+	}
+	o, ok := g.begin(KindBroadcast, -1, len(buf))
+	if !ok {
+		return nil
+	}
+	return o.end(o.broadcast(buf, root))
+}
+
+func (o *op) broadcast(buf []float32, root int) error {
+	if err := o.checkAborted(); err != nil {
+		return err
+	}
+	p, r, n := o.g.Size(), o.g.index, len(buf)
+	pos := mod(r-root, p) // position in the chain
+	next, prev := mod(r+1, p), mod(r-1, p)
+	segs := max(1, (n+broadcastSegment-1)/broadcastSegment)
+	for k := range segs {
+		lo, hi := ChunkBounds(n, segs, k)
+		if pos == 0 {
+			m := newMsg(hi - lo)
+			copy(m.data, buf[lo:hi])
+			if err := o.send(classCollective, next, m); err != nil {
+				return err
+			}
+			continue
+		}
+		in, err := o.recv(classCollective, prev, hi-lo)
+		if err != nil {
+			return err
+		}
+		copy(buf[lo:hi], in.data)
+		if pos < p-1 {
+			if err := o.send(classCollective, next, in); err != nil {
+				return err
+			}
+		} else {
+			freeMsg(in)
+		}
+	}
+	return nil
+}
+
+// AllToAll sends chunk j of src to member j and puts the chunk that member i sent into chunk i of
+// dst; chunks are equal, len(src)/Size() elements. Member r sends to r+1, r+2, ... and receives
+// from r-1, r-2, ... (mod p): p-1 messages, (p-1)/p*n*4 bytes. dst may overlap src. It panics if
+// len(dst) != len(src) or the length is not divisible by Size().
+func (g *Group) AllToAll(dst, src []float32) error {
+	p := g.Size()
+	if len(dst) != len(src) || len(src)%p != 0 {
+		g.panicf(KindAllToAll, "dst has %d elements and src %d; want equal lengths divisible by %d", len(dst), len(src), p)
+	}
+	o, ok := g.begin(KindAllToAll, -1, len(src))
+	if !ok {
+		copy(dst, src)
+		return nil
+	}
+	return o.end(o.allToAll(dst, src))
+}
+
+func (o *op) allToAll(dst, src []float32) error {
+	if err := o.checkAborted(); err != nil {
+		return err
+	}
+	p, r := o.g.Size(), o.g.index
+	k := len(src) / p
+	for s := 1; s < p; s++ {
+		j := mod(r+s, p)
+		m := newMsg(k)
+		copy(m.data, src[j*k:(j+1)*k])
+		if err := o.send(classCollective, j, m); err != nil {
+			return err
+		}
+	}
+	copy(dst[r*k:(r+1)*k], src[r*k:(r+1)*k])
+	for s := 1; s < p; s++ {
+		i := mod(r-s, p)
+		in, err := o.recv(classCollective, i, k)
+		if err != nil {
+			return err
+		}
+		copy(dst[i*k:(i+1)*k], in.data)
+		freeMsg(in)
+	}
+	return nil
+}
+
+// Send sends a copy of buf to member dst (a group index): one message, len(buf)*4 bytes, counted
+// under KindSend. It returns once the message is queued (up to 8 messages wait per pair of ranks),
+// so buf may be reused at once. It panics if dst is not another member's index.
+func (g *Group) Send(dst int, buf []float32) error {
+	if dst < 0 || dst >= g.Size() || dst == g.index {
+		g.panicf(KindSend, "destination %d is not another member's index in [0, %d)", dst, g.Size())
+	}
+	o, _ := g.begin(KindSend, dst, len(buf))
+	return o.end(o.sendP2P(dst, buf))
+}
+
+func (o *op) sendP2P(dst int, buf []float32) error {
+	if err := o.checkAborted(); err != nil {
+		return err
+	}
+	m := newMsg(len(buf))
+	copy(m.data, buf)
+	return o.send(classP2P, dst, m)
+}
+
+// Recv receives the next message that member src (a group index) sent to this rank with Send, into
+// buf, which must have the message's length. It panics if src is not another member's index.
+func (g *Group) Recv(src int, buf []float32) error {
+	if src < 0 || src >= g.Size() || src == g.index {
+		g.panicf(KindRecv, "source %d is not another member's index in [0, %d)", src, g.Size())
+	}
+	o, _ := g.begin(KindRecv, src, len(buf))
+	return o.end(o.recvP2P(src, buf))
+}
+
+func (o *op) recvP2P(src int, buf []float32) error {
+	if err := o.checkAborted(); err != nil {
+		return err
+	}
+	m, err := o.recv(classP2P, src, len(buf))
+	if err != nil {
+		return err
+	}
+	copy(buf, m.data)
+	freeMsg(m)
+	return nil
+}

@@ -1,0 +1,360 @@
+package comm
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// boxCap is the capacity of each mailbox (one per ordered pair of group members and traffic
+// class). Sends complete without waiting for the receiver while fewer than boxCap messages are
+// queued, which keeps the ring steps, where every rank sends before it receives, free of deadlock.
+const boxCap = 8
+
+// Traffic classes: collectives and point-to-point use separate mailboxes, so that a buffered Send
+// is not taken by a collective the receiver calls first.
+const (
+	classCollective = 0
+	classP2P        = 1
+)
+
+// msg is one message: a payload owned by the message, never by a caller's buffer. The receiver
+// owns it after the channel hand-off; it either forwards it (ring steps) or frees it.
+type msg struct {
+	kind Kind
+	seq  int64 // the sender's collective number on the group (0 for point-to-point)
+	data []float32
+}
+
+// pools[c] holds messages whose payload capacity is 1<<c elements.
+var pools [64]sync.Pool
+
+func sizeClass(n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return bits.Len(uint(n - 1))
+}
+
+func newMsg(n int) *msg {
+	c := sizeClass(n)
+	if v := pools[c].Get(); v != nil {
+		m := v.(*msg)
+		m.data = m.data[:n]
+		return m
+	}
+	return &msg{data: make([]float32, n, 1<<c)}
+}
+
+func freeMsg(m *msg) {
+	m.data = m.data[:cap(m.data)]
+	pools[sizeClass(cap(m.data))].Put(m)
+}
+
+// groupRun is a group's state during one run: arrival counters and mailboxes.
+type groupRun struct {
+	gs *groupState
+	// entered[i] counts the collectives member i has entered on this group: member i has arrived
+	// at collective number k when entered[i] >= k.
+	entered []atomic.Int64
+	boxes   sync.Map // int key (class, from, to) -> chan *msg, made on first use
+}
+
+func (gr *groupRun) box(class, from, to int) chan *msg {
+	p := len(gr.gs.ranks)
+	key := (class*p+from)*p + to
+	if v, ok := gr.boxes.Load(key); ok {
+		return v.(chan *msg)
+	}
+	v, _ := gr.boxes.LoadOrStore(key, make(chan *msg, boxCap))
+	return v.(chan *msg)
+}
+
+// ErrTimeout is the cause (errors.Is) of a call that failed because a rank did not arrive within
+// the World's timeout.
+var ErrTimeout = errors.New("comm: timeout")
+
+// ErrMismatch is the cause of a call that received a message from another kind of call, or a
+// payload of the wrong length: the ranks of a group called different operations or passed buffers
+// of different lengths.
+var ErrMismatch = errors.New("comm: mismatched calls")
+
+// Error is the error of a collective or point-to-point call that could not complete.
+type Error struct {
+	Kind    Kind   // the operation of the failed call
+	Dim     string // the dim of its group
+	Group   []int  // global ranks of the group
+	Peer    int    // global rank of the other side of a send or recv; -1 for collectives
+	Missing []int  // global ranks that did not arrive
+	Err     error  // the cause: a missing rank's error, the abort cause, ErrTimeout or ErrMismatch
+	msg     string
+
+	// rootRank is the rank whose failure caused this one (a missing rank that failed), or -1.
+	rootRank int
+}
+
+func (e *Error) Error() string { return e.msg }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// op is one call of one rank on one group.
+type op struct {
+	g       *Group
+	st      *runState
+	gr      *groupRun
+	kind    Kind
+	seq     int64 // collective number on the group; 0 for point-to-point
+	peer    int   // group index of the point-to-point peer; -1 for collectives
+	elems   int
+	timer   *time.Timer
+	timeout <-chan time.Time
+	start   time.Time
+	msgs    int64
+	bytes   int64
+}
+
+// begin starts a call. ok is false for a group of size 1: the call is a no-op.
+func (g *Group) begin(kind Kind, peer, elems int) (o op, ok bool) {
+	if len(g.gs.ranks) == 1 {
+		return op{}, false
+	}
+	st := g.c.w.st.Load()
+	o = op{g: g, st: st, gr: st.groups[g.gs.id], kind: kind, peer: peer, elems: elems}
+	if peer < 0 {
+		o.seq = o.gr.entered[g.index].Add(1)
+	}
+	if d := g.c.w.opts.timeout; d > 0 {
+		o.timer = time.NewTimer(d)
+		o.timeout = o.timer.C
+	}
+	if g.c.w.opts.tracer != nil {
+		o.start = time.Now()
+	}
+	return o, true
+}
+
+// end finishes a call: it records the counters and the trace event, and aborts the world when the
+// call failed (the group's mailboxes are then in an unknown state).
+func (o *op) end(err error) error {
+	if o.timer != nil {
+		o.timer.Stop()
+	}
+	c := o.g.c
+	statKind := o.kind
+	if statKind == KindRecv {
+		statKind = "" // a recv sends nothing; it has no Stats row
+	}
+	if statKind != "" {
+		c.count(Key{statKind, o.g.gs.dim}, o.msgs, o.bytes)
+	}
+	if err != nil {
+		// Abort with the root cause, so that the world's cause is the same whichever rank notices
+		// a failed rank first.
+		if e, ok := err.(*Error); ok && e.rootRank >= 0 {
+			o.st.abortWith(e.rootRank, e.Err)
+		} else {
+			o.st.abortWith(c.rank, err)
+		}
+	}
+	if t := c.w.opts.tracer; t != nil {
+		peer := -1
+		if o.peer >= 0 {
+			peer = o.g.gs.ranks[o.peer]
+		}
+		t.Trace(Event{
+			Rank: c.rank, Kind: o.kind, Dim: o.g.gs.dim, Group: o.g.gs.ranks, Peer: peer,
+			Elems: o.elems, Messages: o.msgs, Bytes: o.bytes, Start: o.start, End: time.Now(), Err: err,
+		})
+	}
+	return err
+}
+
+// checkAborted fails the call at once if the world was already aborted.
+func (o *op) checkAborted() error {
+	select {
+	case <-o.st.abort:
+		return o.fail(-1, whyAbort)
+	default:
+		return nil
+	}
+}
+
+// send puts m in the mailbox to group member to. On failure m is freed.
+func (o *op) send(class, to int, m *msg) error {
+	m.kind, m.seq = o.kind, o.seq
+	bytes := 4 * int64(len(m.data)) // read before the hand-off: then the receiver owns m
+	box := o.gr.box(class, o.g.index, to)
+	select {
+	case box <- m:
+	default:
+		select {
+		case box <- m:
+		case <-o.st.exited[o.g.gs.ranks[to]]:
+			freeMsg(m)
+			return o.fail(to, whyExited)
+		case <-o.st.abort:
+			freeMsg(m)
+			return o.fail(-1, whyAbort)
+		case <-o.timeout:
+			freeMsg(m)
+			return o.fail(to, whyTimeout)
+		}
+	}
+	o.msgs++
+	o.bytes += bytes
+	return nil
+}
+
+// recv takes the next message from group member from and checks that it belongs to this call and
+// holds n elements (any number if n < 0).
+func (o *op) recv(class, from, n int) (*msg, error) {
+	box := o.gr.box(class, from, o.g.index)
+	var m *msg
+	select {
+	case m = <-box:
+	default:
+		select {
+		case m = <-box:
+		case <-o.st.exited[o.g.gs.ranks[from]]:
+			select {
+			case m = <-box: // sent before it returned
+			default:
+				return nil, o.fail(from, whyExited)
+			}
+		case <-o.st.abort:
+			return nil, o.fail(-1, whyAbort)
+		case <-o.timeout:
+			return nil, o.fail(from, whyTimeout)
+		}
+	}
+	sender := o.g.gs.ranks[from]
+	want := o.kind
+	if want == KindRecv {
+		want = KindSend
+	}
+	if m.kind != want || m.seq != o.seq {
+		what := fmt.Sprintf("a %s message", m.kind)
+		if m.kind == want {
+			what = fmt.Sprintf("a message of its %s number %d on this group while this rank is at number %d", m.kind, m.seq, o.seq)
+		}
+		freeMsg(m)
+		return nil, o.errorf(ErrMismatch, nil, "rank %d sent %s (the ranks of the group called operations in different orders)", sender, what)
+	}
+	if n >= 0 && len(m.data) != n {
+		got := len(m.data)
+		freeMsg(m)
+		return nil, o.errorf(ErrMismatch, nil, "rank %d sent %d elements where %d were expected (buffer lengths differ across ranks)", sender, got, n)
+	}
+	return m, nil
+}
+
+type why int
+
+const (
+	whyAbort   why = iota // the world was aborted
+	whyExited             // the peer's function returned
+	whyTimeout            // the timeout fired
+)
+
+func (o *op) errorf(cause error, missing []int, format string, args ...any) *Error {
+	gs := o.g.gs
+	var b strings.Builder
+	fmt.Fprintf(&b, "comm: %s on %s", o.kind, groupString(gs))
+	peer := -1
+	if o.peer >= 0 {
+		peer = gs.ranks[o.peer]
+		if o.kind == KindRecv {
+			fmt.Fprintf(&b, " from rank %d", peer)
+		} else {
+			fmt.Fprintf(&b, " to rank %d", peer)
+		}
+	}
+	b.WriteString(": ")
+	fmt.Fprintf(&b, format, args...)
+	return &Error{Kind: o.kind, Dim: gs.dim, Group: slices.Clone(gs.ranks), Peer: peer, Missing: missing, Err: cause, msg: b.String(), rootRank: -1}
+}
+
+// fail builds the error of a call that can not complete. peer is the group index of the member the
+// call was waiting for, or -1.
+func (o *op) fail(peer int, w why) error {
+	gs, st := o.g.gs, o.st
+	// The ranks that did not arrive: for a collective, the members that have not entered it; for a
+	// point-to-point call, the peer.
+	var candidates []int
+	if o.peer >= 0 {
+		candidates = []int{o.peer}
+	} else {
+		for j := range gs.ranks {
+			if j != o.g.index && o.gr.entered[j].Load() < o.seq {
+				candidates = append(candidates, j)
+			}
+		}
+	}
+	// Name the ranks that have returned if there are any: they are why the others wait.
+	var gone, running []int
+	for _, j := range candidates {
+		if exited, _ := st.status(gs.ranks[j]); exited {
+			gone = append(gone, gs.ranks[j])
+		} else {
+			running = append(running, gs.ranks[j])
+		}
+	}
+	missing := gone
+	if len(missing) == 0 {
+		missing = running
+	}
+	within := ""
+	if w == whyTimeout {
+		within = fmt.Sprintf(" within %v", o.g.c.w.opts.timeout)
+	}
+	var parts []string
+	var cause error
+	root := -1
+	for _, r := range missing {
+		exited, err := st.status(r)
+		parts = append(parts, fmt.Sprintf("rank %d did not arrive%s (%s)", r, within, statusText(exited, err)))
+		if cause == nil && err != nil {
+			cause, root = err, r
+		}
+	}
+	if len(missing) == 0 && w == whyExited && peer >= 0 {
+		r := gs.ranks[peer]
+		exited, err := st.status(r)
+		parts = append(parts, fmt.Sprintf("rank %d returned before completing it (%s)", r, statusText(exited, err)))
+		if err != nil {
+			cause, root = err, r
+		}
+	}
+	if len(gone) == 0 {
+		switch w {
+		case whyAbort:
+			parts = append(parts, "aborted: "+st.cause.Error())
+			cause = st.cause
+		case whyTimeout:
+			if len(missing) == 0 {
+				parts = append(parts, fmt.Sprintf("timed out after %v", o.g.c.w.opts.timeout))
+			}
+			cause = ErrTimeout
+		}
+	}
+	e := o.errorf(cause, missing, "%s", strings.Join(parts, "; "))
+	e.rootRank = root
+	return e
+}
+
+func statusText(exited bool, err error) string {
+	switch {
+	case !exited:
+		return "it is still running"
+	case err != nil:
+		return "it failed: " + err.Error()
+	default:
+		return "it returned"
+	}
+}
