@@ -110,7 +110,7 @@ func (b *builder) transformer() (ValueID, error) {
 	seq := st.Seq / st.Mesh.CP
 	mb := st.MBS
 	ids := b.val("ids", []int{mb, seq}, Placement{Kind: Replicate})
-	b.v(ids).Elem, b.v(ids).Data = 4, true
+	b.v(ids).Elem, b.v(ids).Data, b.v(ids).Int = 4, true, true
 	x, err := b.embedding("embed", root.Child("embed"), ids)
 	if err != nil {
 		return 0, err
@@ -328,7 +328,7 @@ func (b *builder) loss(y ValueID) {
 	var target ValueID
 	if b.p.Model.Loss == model.KindCrossEntropy {
 		target = b.val("targets", yv.Shape[:len(yv.Shape)-1], Placement{Kind: Replicate})
-		b.v(target).Elem = 4
+		b.v(target).Elem, b.v(target).Int = 4, true
 	} else {
 		target = b.val("targets", yv.Shape, Placement{Kind: Replicate})
 	}

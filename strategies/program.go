@@ -69,6 +69,8 @@ type Value struct {
 	Saved bool
 	// Data marks inputs and targets read from the batch.
 	Data bool
+	// Int marks int32 values (token ids and class targets).
+	Int bool
 }
 
 // Elems is the number of elements in v.

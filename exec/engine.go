@@ -1,0 +1,349 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"tpsim/exec/comm"
+	"tpsim/exec/kernels"
+	"tpsim/model"
+	"tpsim/strategies"
+)
+
+// Config is one execution.
+type Config struct {
+	Model    *model.Model
+	Strategy strategies.Strategy // run in fp32 whatever its precision says
+	// Steps is the number of optimizer steps; Warmup of them are left out of the step time.
+	Steps, Warmup int
+	Seed          uint64
+	// LR is the learning rate; 0 means 0.01 for SGD and 1e-3 for Adam.
+	LR float64
+	// Timeout bounds how long a rank waits for the others in one collective (0: 2 minutes).
+	Timeout time.Duration
+	// Trace keeps every op's start and end for a Chrome trace (the last step's only otherwise).
+	Trace bool
+}
+
+// OpEvent is one executed op of one rank.
+type OpEvent struct {
+	Step   int
+	Phase  string
+	Kind   string
+	Module string
+	Comm   bool
+	Start  time.Duration // since the run started
+	End    time.Duration
+}
+
+// RankResult is what one rank measured.
+type RankResult struct {
+	Rank   int            `json:"rank"`
+	Coords map[string]int `json:"coords"`
+	// PeakBytes per category is the most live bytes of that category at once; "peak" is the
+	// most live bytes in all categories at once.
+	PeakBytes map[string]int64 `json:"memory_bytes"`
+	// CommBytes is bytes sent per step on each mesh dimension; CommByKind per "kind/dim".
+	CommBytes  map[string]int64 `json:"comm_bytes"`
+	CommByKind map[string]int64 `json:"comm_bytes_by_kind"`
+	StepTimes  []time.Duration  `json:"-"`
+	Events     []OpEvent        `json:"-"`
+}
+
+// Result is a whole run.
+type Result struct {
+	Losses []float64
+	// StepTimes is, per step, the slowest rank's step time; StepTime the median after warm-up.
+	StepTimes []time.Duration
+	StepTime  time.Duration
+	Ranks     []RankResult
+	// Params are the full parameters after the last step, assembled from the shards.
+	Params map[string][]float32
+	// GoHeapBytes is the Go heap in use after the run (runtime.MemStats.HeapAlloc), and
+	// GoTotalAllocBytes everything the run allocated on it.
+	GoHeapBytes, GoTotalAllocBytes uint64
+	Program                        *strategies.Program
+}
+
+// Lowered returns the Program exec runs for cfg: the strategy at fp32 (exec's precision).
+func Lowered(cfg Config) (*strategies.Program, error) {
+	st := cfg.Strategy
+	st.Precision = strategies.PrecisionFP32
+	p, err := strategies.Lower(cfg.Model, st)
+	if err != nil {
+		return nil, err
+	}
+	return p, check(p)
+}
+
+// check refuses what exec cannot run, saying what to do instead.
+func check(p *strategies.Program) error {
+	st := p.Strategy
+	switch {
+	case st.Mesh.PP > 1 || st.Mesh.CP > 1:
+		return fmt.Errorf("exec: runs single, data, tensor and dp x tp parallel; pp=%d cp=%d is priced by `tpsim predict`, not executed; use pp=1,cp=1", st.Mesh.PP, st.Mesh.CP)
+	case st.ZeRO > 0:
+		return fmt.Errorf("exec: zero=%d is priced by `tpsim predict`, not executed; use zero=0", st.ZeRO)
+	case p.Model.Transformer != nil && p.Model.Transformer.Dropout > 0:
+		return fmt.Errorf("exec: model %q has dropout %g; exec runs models without dropout, so that every strategy can be checked against single-device training exactly", p.Model.Name, p.Model.Transformer.Dropout)
+	case st.Recompute != strategies.RecomputeNone:
+		return fmt.Errorf("exec: recompute=%s is priced by `tpsim predict`, not executed; use recompute=none", st.Recompute)
+	}
+	return nil
+}
+
+// Run executes cfg and returns its measurements.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Steps <= 0 {
+		return nil, fmt.Errorf("exec: steps = %d; run at least one step", cfg.Steps)
+	}
+	if cfg.Warmup < 0 || cfg.Warmup >= cfg.Steps {
+		cfg.Warmup = min(1, cfg.Steps-1)
+	}
+	p, err := Lowered(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := p.Strategy
+	dims := []comm.Dim{{Name: strategies.DimDP, Size: st.Mesh.DP}, {Name: strategies.DimTP, Size: st.Mesh.TP}}
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	world, err := comm.NewWorld(dims, comm.WithTimeout(timeout))
+	if err != nil {
+		return nil, fmt.Errorf("exec: %v", err)
+	}
+	lr := cfg.LR
+	if lr == 0 {
+		lr = 0.01
+		if st.Optimizer == strategies.OptimizerAdam {
+			lr = 1e-3
+		}
+	}
+	batch := makeBatch(p, cfg.Seed)
+	n := world.Size()
+	ranks := make([]*rank, n)
+	t0 := time.Now()
+	var mu sync.Mutex
+	err = world.Run(ctx, func(c *comm.Comm) error {
+		r := &rank{cfg: cfg, p: p, s: p.Stages[0], c: c, lr: lr, t0: t0, batch: batch}
+		mu.Lock()
+		ranks[c.Rank()] = r
+		mu.Unlock()
+		return r.run()
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Program: p, Params: map[string][]float32{}}
+	for step := 0; step < cfg.Steps; step++ {
+		var loss float64
+		var slowest time.Duration
+		for _, r := range ranks {
+			if r.tpIdx == 0 {
+				loss += r.losses[step]
+			}
+			slowest = max(slowest, r.stepTimes[step])
+		}
+		res.Losses = append(res.Losses, loss)
+		res.StepTimes = append(res.StepTimes, slowest)
+	}
+	res.StepTime = median(res.StepTimes[cfg.Warmup:])
+	for _, r := range ranks {
+		res.Ranks = append(res.Ranks, r.result())
+	}
+	assemble(res.Params, p, ranks)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	res.GoHeapBytes, res.GoTotalAllocBytes = ms.HeapAlloc, ms.TotalAlloc
+	return res, nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// batchData is the global batch, shared read-only by all ranks.
+type batchData struct {
+	x, y     []float32 // MLP inputs [B, in] and targets [B, out]
+	ids, tgt []int32   // transformer token ids and next-token targets [B, S]
+}
+
+func makeBatch(p *strategies.Program, seed uint64) *batchData {
+	m := p.Model
+	B := p.Strategy.GBS
+	rng := kernels.NewRand(seed ^ 0x9e3779b97f4a7c15)
+	if t := m.Transformer; t != nil {
+		S := p.Strategy.Seq
+		tok := make([]int32, B*(S+1))
+		for i := range tok {
+			tok[i] = int32(rng.IntN(t.Vocab))
+		}
+		d := &batchData{ids: make([]int32, B*S), tgt: make([]int32, B*S)}
+		for b := 0; b < B; b++ {
+			copy(d.ids[b*S:(b+1)*S], tok[b*(S+1):b*(S+1)+S])
+			copy(d.tgt[b*S:(b+1)*S], tok[b*(S+1)+1:(b+1)*(S+1)])
+		}
+		return d
+	}
+	out := 0
+	for _, c := range m.Root.Children {
+		if c.Kind == model.KindLinear {
+			out = c.Out
+		}
+	}
+	d := &batchData{x: make([]float32, B*m.InDim), y: make([]float32, B*out)}
+	kernels.FillNormal(d.x, rng, 1)
+	kernels.FillNormal(d.y, rng, 1)
+	return d
+}
+
+// initParam returns the full initial value of parameter q of module kind k.
+func initParam(q *strategies.Param, mod *model.Module, seed uint64) []float32 {
+	n := 1
+	for _, d := range q.Full {
+		n *= d
+	}
+	w := make([]float32, n)
+	h := fnv.New64a()
+	h.Write([]byte(q.Name))
+	rng := kernels.NewRand(seed ^ h.Sum64())
+	switch mod.Kind {
+	case model.KindLinear:
+		b := kernels.LinearBound(mod.In)
+		kernels.FillUniform(w, rng, -b, b)
+	case model.KindEmbedding:
+		kernels.FillNormal(w, rng, 1)
+	case model.KindLayerNorm, model.KindRMSNorm:
+		if len(q.Name) < 5 || q.Name[len(q.Name)-5:] != ".bias" {
+			for i := range w {
+				w[i] = 1
+			}
+		}
+	}
+	return w
+}
+
+// shard copies rank tpIdx's slice of full along dim sd of shape full into a new slice.
+func shard(full []float32, shape []int, sd, tp, tpIdx int) []float32 {
+	if sd < 0 || tp == 1 {
+		return slices.Clone(full)
+	}
+	outer, inner := 1, 1
+	for i := 0; i < sd; i++ {
+		outer *= shape[i]
+	}
+	for i := sd + 1; i < len(shape); i++ {
+		inner *= shape[i]
+	}
+	al := shape[sd] / tp
+	out := make([]float32, outer*al*inner)
+	for o := 0; o < outer; o++ {
+		copy(out[o*al*inner:(o+1)*al*inner], full[(o*shape[sd]+tpIdx*al)*inner:(o*shape[sd]+(tpIdx+1)*al)*inner])
+	}
+	return out
+}
+
+// assemble rebuilds full parameters from the dp-rank-0 replicas' tp shards.
+func assemble(dst map[string][]float32, p *strategies.Program, ranks []*rank) {
+	tp := p.Strategy.Mesh.TP
+	for _, q := range p.Stages[0].Params {
+		n := 1
+		for _, d := range q.Full {
+			n *= d
+		}
+		full := make([]float32, n)
+		for _, r := range ranks {
+			if r.dpIdx != 0 {
+				continue
+			}
+			local := r.params[q.Name]
+			if q.ShardDim < 0 {
+				copy(full, local)
+				continue
+			}
+			outer, inner := 1, 1
+			for i := 0; i < q.ShardDim; i++ {
+				outer *= q.Full[i]
+			}
+			for i := q.ShardDim + 1; i < len(q.Full); i++ {
+				inner *= q.Full[i]
+			}
+			al := q.Full[q.ShardDim] / tp
+			for o := 0; o < outer; o++ {
+				copy(full[(o*q.Full[q.ShardDim]+r.tpIdx*al)*inner:(o*q.Full[q.ShardDim]+(r.tpIdx+1)*al)*inner], local[o*al*inner:(o+1)*al*inner])
+			}
+		}
+		dst[q.Name] = full
+	}
+}
+
+// MaxRelDiff compares a run with a reference: for every step's loss and every parameter tensor,
+// the relative difference in the Euclidean norm, ||a - b|| / ||b||, and returns the largest.
+// The norm-wise measure is used because Adam turns the rounding noise of gradients that are zero
+// in exact arithmetic (a key bias shifts every score of a query equally, so softmax ignores it)
+// into updates of +-lr on single elements; an elementwise maximum would report that noise.
+func MaxRelDiff(got, ref *Result) float64 {
+	worst := 0.0
+	rel := func(a, b []float64) float64 {
+		var d, m float64
+		for i := range b {
+			d += (a[i] - b[i]) * (a[i] - b[i])
+			m += b[i] * b[i]
+		}
+		if m == 0 {
+			return math.Sqrt(d)
+		}
+		return math.Sqrt(d / m)
+	}
+	for i := range ref.Losses {
+		worst = max(worst, rel(got.Losses[i:i+1], ref.Losses[i:i+1]))
+	}
+	names := make([]string, 0, len(ref.Params))
+	for k := range ref.Params {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		a, b := got.Params[k], ref.Params[k]
+		if len(a) != len(b) {
+			return math.Inf(1)
+		}
+		fa, fb := make([]float64, len(a)), make([]float64, len(b))
+		for i := range a {
+			fa[i], fb[i] = float64(a[i]), float64(b[i])
+		}
+		worst = max(worst, rel(fa, fb))
+	}
+	return worst
+}
+
+// Single returns cfg on one device: the same model, global batch, optimizer and seed.
+func Single(cfg Config) Config {
+	st := cfg.Strategy
+	st.Mesh = strategies.Mesh{PP: 1, DP: 1, CP: 1, TP: 1}
+	st.MBS = st.GBS
+	if st.MBS == 0 {
+		st.MBS = cfg.Model.Batch
+	}
+	st.Plan = nil
+	cfg.Strategy = st
+	cfg.Trace = false
+	return cfg
+}

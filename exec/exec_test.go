@@ -1,0 +1,76 @@
+package exec
+
+import (
+	"context"
+	"testing"
+
+	"tpsim/model"
+	"tpsim/strategies"
+)
+
+func cfgFor(t *testing.T, m *model.Model, s, plan, opt string) Config {
+	t.Helper()
+	st, err := strategies.Parse(s + ",optimizer=" + opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan != "" {
+		if st.Plan, err = strategies.ParsePlan(plan); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st = st.Resolve(m)
+	st.MBS = st.GBS / st.Mesh.DP
+	return Config{Model: m, Strategy: st, Steps: 3, Seed: 1}
+}
+
+func TestMatchesSingleDevice(t *testing.T) {
+	mlp, err := model.Preset("seed-mlp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpt, err := model.Preset("gpt-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		m          *model.Model
+		mesh, plan string
+		dp, tp     int64 // bytes per rank per step, -1 = not checked
+	}{
+		{mlp, "tp=2", "0=rowwise,1=noparallel,2=colwise", 0, 80200},
+		{mlp, "tp=2", "0=colwise,2=rowwise", 0, 400},
+		{mlp, "dp=2", "", 444040, 0},
+		{mlp, "dp=2,tp=2", "0=colwise,2=rowwise", 222040, 200},
+		{gpt, "dp=2", "", -1, -1},
+		{gpt, "tp=2", "megatron", -1, -1},
+		{gpt, "tp=4", "megatron", -1, -1},
+		{gpt, "dp=2,tp=2", "megatron", -1, -1},
+	}
+	for _, opt := range []string{"sgd", "adam"} {
+		refs := map[*model.Model]*Result{}
+		for _, c := range cases {
+			cfg := cfgFor(t, c.m, c.mesh, c.plan, opt)
+			ref, ok := refs[c.m]
+			if !ok {
+				ref, err = Run(context.Background(), Single(cfg))
+				if err != nil {
+					t.Fatal(err)
+				}
+				refs[c.m] = ref
+			}
+			got, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatalf("%s %s %s: %v", c.m.Name, c.mesh, c.plan, err)
+			}
+			if d := MaxRelDiff(got, ref); d > 1e-4 {
+				t.Errorf("%s %s %s %s: max relative difference to single device %.3g > 1e-4 (losses %v vs %v)", c.m.Name, c.mesh, c.plan, opt, d, got.Losses, ref.Losses)
+			}
+			for _, rr := range got.Ranks {
+				if c.dp >= 0 && (rr.CommBytes["dp"] != c.dp || rr.CommBytes["tp"] != c.tp) {
+					t.Errorf("%s %s %s rank %d: sent dp %d tp %d bytes per step, want %d and %d", c.m.Name, c.mesh, c.plan, rr.Rank, rr.CommBytes["dp"], rr.CommBytes["tp"], c.dp, c.tp)
+				}
+			}
+		}
+	}
+}

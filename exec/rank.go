@@ -1,0 +1,607 @@
+package exec
+
+import (
+	"fmt"
+	"time"
+
+	"tpsim/exec/comm"
+	"tpsim/exec/kernels"
+	"tpsim/model"
+	"tpsim/strategies"
+)
+
+// rank runs one rank's Program.
+type rank struct {
+	cfg   Config
+	p     *strategies.Program
+	s     *strategies.Stage
+	c     *comm.Comm
+	lr    float64
+	t0    time.Time
+	batch *batchData
+
+	tpIdx, dpIdx int
+	groups       map[string]*comm.Group
+	alloc        *allocator
+
+	params, grads map[string][]float32
+	adamM, adamV  map[string][]float32
+	step          int
+
+	f32 map[strategies.ValueID][]float32
+	i32 map[strategies.ValueID][]int32
+
+	losses    []float64
+	stepTimes []time.Duration
+	events    []OpEvent
+	stats     []comm.Stats
+	micro     int
+}
+
+func (r *rank) run() error {
+	co := r.c.Coords()
+	r.dpIdx, r.tpIdx = co[0], co[1]
+	r.groups = map[string]*comm.Group{}
+	for _, d := range []string{strategies.DimDP, strategies.DimTP} {
+		g, err := r.c.Group(d)
+		if err != nil {
+			return err
+		}
+		r.groups[d] = g
+	}
+	r.alloc = newAllocator()
+	r.initParams()
+	for step := 0; step < r.cfg.Steps; step++ {
+		r.step = step
+		start := time.Now()
+		loss, err := r.trainStep()
+		if err != nil {
+			return err
+		}
+		r.stepTimes = append(r.stepTimes, time.Since(start))
+		r.losses = append(r.losses, loss)
+		r.stats = append(r.stats, r.c.Stats())
+	}
+	return nil
+}
+
+func (r *rank) initParams() {
+	st := r.p.Strategy
+	r.params, r.grads = map[string][]float32{}, map[string][]float32{}
+	r.adamM, r.adamV = map[string][]float32{}, map[string][]float32{}
+	for i := range r.s.Params {
+		q := &r.s.Params[i]
+		mod := r.p.Model.Find(q.Module)
+		full := initParam(q, mod, r.cfg.Seed)
+		local := shard(full, q.Full, q.ShardDim, st.Mesh.TP, r.tpIdx)
+		n := int(q.Elems())
+		w := r.alloc.f32(CatParams, n)
+		copy(w, local)
+		r.params[q.Name] = w
+		r.grads[q.Name] = r.alloc.f32(CatGrads, n)
+		if st.Optimizer == strategies.OptimizerAdam {
+			r.adamM[q.Name] = r.alloc.f32(CatOptimizer, n)
+			r.adamV[q.Name] = r.alloc.f32(CatOptimizer, n)
+		}
+	}
+}
+
+func (r *rank) trainStep() (float64, error) {
+	for _, g := range r.grads {
+		clear(g)
+	}
+	var loss float64
+	for mb := 0; mb < r.p.Microbatches; mb++ {
+		r.micro = mb
+		r.f32 = map[strategies.ValueID][]float32{}
+		r.i32 = map[strategies.ValueID][]int32{}
+		for i := range r.s.Forward {
+			l, err := r.exec(&r.s.Forward[i])
+			if err != nil {
+				return 0, err
+			}
+			loss += l
+		}
+		for i := range r.s.Backward {
+			if _, err := r.exec(&r.s.Backward[i]); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for i := range r.s.Optimizer {
+		if _, err := r.exec(&r.s.Optimizer[i]); err != nil {
+			return 0, err
+		}
+	}
+	return loss, nil
+}
+
+// value returns the float32 storage of id, allocating it (as activations when the Program keeps
+// it for backward, workspace otherwise) on first use.
+func (r *rank) value(id strategies.ValueID) []float32 {
+	if b, ok := r.f32[id]; ok {
+		return b
+	}
+	v := r.s.Value(id)
+	b := r.alloc.f32(category(v), int(v.Elems()))
+	r.f32[id] = b
+	if v.Data {
+		r.fill(id)
+	}
+	return b
+}
+
+func (r *rank) ints(id strategies.ValueID) []int32 {
+	if b, ok := r.i32[id]; ok {
+		return b
+	}
+	v := r.s.Value(id)
+	b := r.alloc.i32(category(v), int(v.Elems()))
+	r.i32[id] = b
+	if v.Data {
+		r.fill(id)
+	}
+	return b
+}
+
+func category(v *strategies.Value) string {
+	if v.Saved {
+		return CatActivations
+	}
+	return CatWorkspace
+}
+
+func (r *rank) release(op *strategies.Op) {
+	for _, id := range op.Free {
+		v := r.s.Value(id)
+		if _, ok := r.f32[id]; ok {
+			delete(r.f32, id)
+			r.alloc.free(category(v), v.Elems()*4)
+		}
+		if _, ok := r.i32[id]; ok {
+			delete(r.i32, id)
+			r.alloc.free(category(v), v.Elems()*4)
+		}
+	}
+}
+
+// scratch is a workspace buffer for the duration of one op.
+func (r *rank) scratch(n int) []float32 { return r.alloc.f32(CatWorkspace, n) }
+func (r *rank) unscratch(b []float32)    { r.alloc.free(CatWorkspace, int64(len(b))*4) }
+
+func rows(v *strategies.Value) int {
+	n := 1
+	for _, d := range v.Shape[:len(v.Shape)-1] {
+		n *= d
+	}
+	return n
+}
+
+func last(v *strategies.Value) int { return v.Shape[len(v.Shape)-1] }
+
+// exec runs one op and records it; it returns the loss contribution of loss ops.
+func (r *rank) exec(op *strategies.Op) (float64, error) {
+	start := time.Since(r.t0)
+	loss, err := r.do(op)
+	if err != nil {
+		return 0, err
+	}
+	if r.cfg.Trace || r.step == r.cfg.Steps-1 {
+		r.events = append(r.events, OpEvent{Step: r.step, Phase: op.Phase.String(), Kind: string(op.Kind), Module: op.Module,
+			Comm: op.Kind.IsCollective() || op.Kind == strategies.OpSend || op.Kind == strategies.OpRecv,
+			Start: start, End: time.Since(r.t0)})
+	}
+	if op.Phase != strategies.Optimizer {
+		r.release(op)
+	}
+	return loss, nil
+}
+
+func (r *rank) do(op *strategies.Op) (float64, error) {
+	bwd := op.Phase == strategies.Backward && op.Fwd >= 0
+	switch op.Kind {
+	case strategies.OpLinear:
+		if bwd {
+			r.linearBackward(op)
+		} else {
+			r.linear(op)
+		}
+	case strategies.OpBias:
+		if bwd {
+			v := r.s.Value(op.In[0])
+			kernels.BiasGrad(r.grads[op.Param], r.value(op.In[0]), rows(v), last(v))
+		} else {
+			v := r.s.Value(op.In[0])
+			y := r.value(op.Out[0])
+			copy(y, r.value(op.In[0]))
+			kernels.AddBias(y, r.params[op.Param], rows(v), last(v))
+		}
+	case strategies.OpEmbedding:
+		r.embedding(op, bwd)
+	case strategies.OpNorm:
+		r.norm(op, bwd)
+	case strategies.OpAct:
+		r.act(op, bwd)
+	case strategies.OpMul:
+		if bwd {
+			var da, db []float32
+			if op.Out[0] >= 0 {
+				da = r.value(op.Out[0])
+			}
+			if len(op.Out) > 1 && op.Out[1] >= 0 {
+				db = r.value(op.Out[1])
+			}
+			kernels.MulBackward(da, db, r.value(op.In[0]), r.value(op.Saved[0]), r.value(op.Saved[1]))
+		} else {
+			kernels.Mul(r.value(op.Out[0]), r.value(op.In[0]), r.value(op.In[1]))
+		}
+	case strategies.OpAdd:
+		kernels.Add(r.value(op.Out[0]), r.value(op.In[0]), r.value(op.In[1]))
+	case strategies.OpAttention:
+		r.attention(op, bwd)
+	case strategies.OpLoss:
+		return r.loss(op, bwd), nil
+	case strategies.OpAllReduce, strategies.OpAllGather, strategies.OpReduceScatter, strategies.OpSlice:
+		if op.Phase == strategies.Optimizer {
+			return 0, r.gradCollective(op)
+		}
+		return 0, r.redistribute(op)
+	case strategies.OpStep:
+		r.optimizerStep()
+	default:
+		return 0, fmt.Errorf("exec: op %s of %q is not executable here", op.Kind, op.Module)
+	}
+	return 0, nil
+}
+
+func (r *rank) linear(op *strategies.Op) {
+	xv, yv := r.s.Value(op.In[0]), r.s.Value(op.Out[0])
+	var b []float32
+	if op.Bias != "" {
+		b = r.params[op.Bias]
+	}
+	kernels.LinearForward(r.value(op.Out[0]), r.value(op.In[0]), r.params[op.Param], b, rows(xv), last(xv), last(yv))
+}
+
+func (r *rank) linearBackward(op *strategies.Op) {
+	xv, dyv := r.s.Value(op.Saved[0]), r.s.Value(op.In[0])
+	var dx, db []float32
+	if op.GradInput && len(op.Out) > 0 && op.Out[0] >= 0 {
+		dx = r.value(op.Out[0])
+	}
+	if op.Bias != "" {
+		db = r.grads[op.Bias]
+	}
+	kernels.LinearBackward(dx, r.grads[op.Param], db, r.value(op.In[0]), r.value(op.Saved[0]), r.params[op.Param], rows(xv), last(xv), last(dyv))
+}
+
+func (r *rank) embedding(op *strategies.Op, bwd bool) {
+	var yv *strategies.Value
+	if bwd {
+		yv = r.s.Value(op.In[0])
+	} else {
+		yv = r.s.Value(op.Out[0])
+	}
+	hidden := last(yv)
+	n := rows(yv)
+	var ids []int32
+	switch {
+	case bwd && len(op.Saved) > 0:
+		ids = r.ints(op.Saved[0])
+	case !bwd && len(op.In) > 0:
+		ids = r.ints(op.In[0])
+	default:
+		// Learned positions: row b*S+s reads position s (a workspace buffer of its own).
+		seq := yv.Shape[1]
+		ids = r.alloc.i32(CatWorkspace, n)
+		defer r.alloc.free(CatWorkspace, int64(n)*4)
+		for i := range ids {
+			ids[i] = int32(i % seq)
+		}
+	}
+	local := op.VocabHi - op.VocabLo
+	lo := r.tpIdx * local
+	if local == r.p.Model.Find(op.Module).Num {
+		lo = 0
+	}
+	if bwd {
+		kernels.EmbeddingRangeBackward(r.grads[op.Param], r.value(op.In[0]), ids, lo, lo+local, hidden)
+	} else {
+		kernels.EmbeddingRange(r.value(op.Out[0]), ids, r.params[op.Param], lo, lo+local, hidden)
+	}
+}
+
+func (r *rank) norm(op *strategies.Op, bwd bool) {
+	xid := op.In[0]
+	if bwd {
+		xid = op.Saved[0]
+	}
+	xv := r.s.Value(xid)
+	n, d := rows(xv), last(xv)
+	var b, db []float32
+	if op.Bias != "" {
+		b, db = r.params[op.Bias], r.grads[op.Bias]
+	}
+	w := r.params[op.Param]
+	if !bwd {
+		stats := r.value(op.Out[1])
+		if op.Norm == model.KindRMSNorm {
+			kernels.RMSNorm(r.value(op.Out[0]), stats[:n], r.value(xid), w, n, d, kernels.DefaultEps)
+		} else {
+			kernels.LayerNorm(r.value(op.Out[0]), stats[:n], stats[n:2*n], r.value(xid), w, b, n, d, kernels.DefaultEps)
+		}
+		return
+	}
+	stats := r.value(op.Saved[1])
+	dx := r.gradOut(op, 0, int(xv.Elems()))
+	if op.Norm == model.KindRMSNorm {
+		kernels.RMSNormBackward(dx, r.grads[op.Param], r.value(op.In[0]), r.value(xid), w, stats[:n], n, d)
+	} else {
+		kernels.LayerNormBackward(dx, r.grads[op.Param], db, r.value(op.In[0]), r.value(xid), w, stats[:n], stats[n:2*n], n, d)
+	}
+	r.dropScratch(op, 0, dx)
+}
+
+// gradOut returns the storage for gradient output i of a backward op, or a scratch buffer of n
+// elements when nothing upstream needs it (kernels compute it anyway); dropScratch frees it.
+func (r *rank) gradOut(op *strategies.Op, i, n int) []float32 {
+	if i < len(op.Out) && op.Out[i] >= 0 {
+		return r.value(op.Out[i])
+	}
+	return r.scratch(n)
+}
+
+func (r *rank) dropScratch(op *strategies.Op, i int, b []float32) {
+	if !(i < len(op.Out) && op.Out[i] >= 0) {
+		r.unscratch(b)
+	}
+}
+
+func (r *rank) act(op *strategies.Op, bwd bool) {
+	if !bwd {
+		y, x := r.value(op.Out[0]), r.value(op.In[0])
+		switch op.Act {
+		case "relu":
+			kernels.ReLU(y, x)
+		case "gelu":
+			kernels.GELU(y, x)
+		case "silu":
+			kernels.SiLU(y, x)
+		}
+		return
+	}
+	x := r.value(op.Saved[0])
+	dx := r.gradOut(op, 0, len(x))
+	dy := r.value(op.In[0])
+	switch op.Act {
+	case "relu":
+		kernels.ReLUBackward(dx, dy, x)
+	case "gelu":
+		kernels.GELUBackward(dx, dy, x)
+	case "silu":
+		kernels.SiLUBackward(dx, dy, x)
+	}
+	r.dropScratch(op, 0, dx)
+}
+
+func (r *rank) attention(op *strategies.Op, bwd bool) {
+	var qkvID strategies.ValueID
+	var ov *strategies.Value
+	if bwd {
+		qkvID, ov = op.Saved[0], r.s.Value(op.In[0])
+	} else {
+		qkvID, ov = op.In[0], r.s.Value(op.Out[0])
+	}
+	d := kernels.AttnDims{Batch: ov.Shape[0], Seq: ov.Shape[1], Heads: op.Heads, KVHeads: op.KVHeads, HeadDim: op.HeadDim}
+	q, k, v := r.scratch(d.QLen()), r.scratch(d.KVLen()), r.scratch(d.KVLen())
+	defer func() { r.unscratch(q); r.unscratch(k); r.unscratch(v) }()
+	kernels.SplitQKV(q, k, v, r.value(qkvID), d)
+	var probs []float32
+	switch {
+	case !bwd && len(op.Out) > 1:
+		probs = r.value(op.Out[1])
+	case bwd && len(op.Saved) > 1:
+		probs = r.value(op.Saved[1])
+	default:
+		probs = r.scratch(d.ProbsLen())
+		defer r.unscratch(probs)
+		if bwd {
+			// Selective recomputation: rebuild the probabilities from q and k.
+			o := r.scratch(d.QLen())
+			kernels.AttentionForward(o, probs, q, k, v, d)
+			r.unscratch(o)
+		}
+	}
+	if !bwd {
+		kernels.AttentionForward(r.value(op.Out[0]), probs, q, k, v, d)
+		return
+	}
+	dq, dk, dv := r.scratch(d.QLen()), r.scratch(d.KVLen()), r.scratch(d.KVLen())
+	sc := r.scratch(d.ScratchLen())
+	kernels.AttentionBackward(dq, dk, dv, sc, r.value(op.In[0]), q, k, v, probs, d)
+	dqkv := r.gradOut(op, 0, d.QKVLen())
+	kernels.MergeQKV(dqkv, dq, dk, dv, d)
+	r.dropScratch(op, 0, dqkv)
+	for _, b := range [][]float32{dq, dk, dv, sc} {
+		r.unscratch(b)
+	}
+}
+
+func (r *rank) loss(op *strategies.Op, bwd bool) float64 {
+	ids := op.In
+	if bwd {
+		ids = op.Saved
+	}
+	yid, tid := ids[0], ids[1]
+	yv := r.s.Value(yid)
+	var dy []float32
+	if bwd {
+		dy = r.value(op.Out[0])
+	}
+	var l float32
+	if op.Loss == model.KindCrossEntropy {
+		l = kernels.CrossEntropy(dy, r.value(yid), r.ints(tid), rows(yv), last(yv))
+	} else {
+		l = kernels.MSE(dy, r.value(yid), r.value(tid))
+	}
+	if bwd {
+		kernels.Scale(float32(op.Scale), dy)
+		return 0
+	}
+	return op.Scale * float64(l)
+}
+
+// samples returns the global sample range of this rank's current microbatch.
+func (r *rank) samples() (int, int) {
+	st := r.p.Strategy
+	per := st.GBS / st.Mesh.DP
+	lo := r.dpIdx*per + r.micro*st.MBS
+	return lo, lo + st.MBS
+}
+
+// fill copies the current microbatch's slice of the batch into data value id.
+func (r *rank) fill(id strategies.ValueID) {
+	v := r.s.Value(id)
+	lo, hi := r.samples()
+	S := r.p.Strategy.Seq
+	switch {
+	case v.Int && v.Name == "ids":
+		copy(r.i32[id], r.batch.ids[lo*S:hi*S])
+	case v.Int:
+		copy(r.i32[id], r.batch.tgt[lo*S:hi*S])
+	case v.Name == "targets":
+		out := len(r.batch.y) / r.p.Strategy.GBS
+		copy(r.f32[id], r.batch.y[lo*out:hi*out])
+	default:
+		in := r.p.Model.InDim
+		copy(r.f32[id], r.batch.x[lo*in:hi*in])
+	}
+}
+
+// view splits a shape around axis: outer, axis length, inner.
+func view(shape []int, axis int) (int, int, int) {
+	if axis < 0 {
+		axis += len(shape)
+	}
+	outer, inner := 1, 1
+	for i := 0; i < axis; i++ {
+		outer *= shape[i]
+	}
+	for i := axis + 1; i < len(shape); i++ {
+		inner *= shape[i]
+	}
+	return outer, shape[axis], inner
+}
+
+// redistribute runs a placement change on activations or their gradients.
+func (r *rank) redistribute(op *strategies.Op) error {
+	g := r.groups[strategies.DimTP]
+	in, out := r.value(op.In[0]), r.value(op.Out[0])
+	inV, outV := r.s.Value(op.In[0]), r.s.Value(op.Out[0])
+	p := g.Size()
+	switch op.Kind {
+	case strategies.OpAllReduce:
+		copy(out, in)
+		return g.AllReduce(out)
+	case strategies.OpSlice:
+		o, al, inner := view(outV.Shape, op.Axis)
+		full := al * p
+		for i := 0; i < o; i++ {
+			copy(out[i*al*inner:(i+1)*al*inner], in[(i*full+r.tpIdx*al)*inner:(i*full+(r.tpIdx+1)*al)*inner])
+		}
+		return nil
+	case strategies.OpAllGather:
+		o, al, inner := view(inV.Shape, op.Axis)
+		if o == 1 {
+			return g.AllGather(out, in)
+		}
+		tmp := r.scratch(len(out))
+		defer r.unscratch(tmp)
+		if err := g.AllGather(tmp, in); err != nil {
+			return err
+		}
+		chunk := o * al * inner
+		for k := 0; k < p; k++ {
+			for i := 0; i < o; i++ {
+				copy(out[(i*al*p+k*al)*inner:(i*al*p+(k+1)*al)*inner], tmp[k*chunk+i*al*inner:k*chunk+(i+1)*al*inner])
+			}
+		}
+		return nil
+	case strategies.OpReduceScatter:
+		o, al, inner := view(outV.Shape, op.Axis)
+		if o == 1 {
+			return g.ReduceScatter(out, in)
+		}
+		tmp := r.scratch(len(in))
+		defer r.unscratch(tmp)
+		chunk := o * al * inner
+		for k := 0; k < p; k++ {
+			for i := 0; i < o; i++ {
+				copy(tmp[k*chunk+i*al*inner:k*chunk+(i+1)*al*inner], in[(i*al*p+k*al)*inner:(i*al*p+(k+1)*al)*inner])
+			}
+		}
+		return g.ReduceScatter(out, tmp)
+	}
+	return fmt.Errorf("exec: %s is not a redistribution", op.Kind)
+}
+
+// gradCollective reduces the gradients of op.Params over op.Dim in one flat bucket.
+func (r *rank) gradCollective(op *strategies.Op) error {
+	if op.Kind != strategies.OpAllReduce {
+		return fmt.Errorf("exec: %s of gradients over %s is not executed (ZeRO)", op.Kind, op.Dim)
+	}
+	g := r.groups[op.Dim]
+	if g.Size() == 1 {
+		return nil
+	}
+	n := 0
+	for _, name := range op.Params {
+		n += len(r.grads[name])
+	}
+	buf := r.alloc.f32(CatComm, n)
+	defer r.alloc.free(CatComm, int64(n)*4)
+	off := 0
+	for _, name := range op.Params {
+		off += copy(buf[off:], r.grads[name])
+	}
+	if err := g.AllReduce(buf); err != nil {
+		return err
+	}
+	off = 0
+	for _, name := range op.Params {
+		off += copy(r.grads[name], buf[off:])
+	}
+	return nil
+}
+
+func (r *rank) optimizerStep() {
+	st := r.p.Strategy
+	for i := range r.s.Params {
+		name := r.s.Params[i].Name
+		if st.Optimizer == strategies.OptimizerAdam {
+			kernels.NewAdam(r.lr).Step(r.params[name], r.grads[name], r.adamM[name], r.adamV[name], r.step+1)
+		} else {
+			kernels.SGD{LR: r.lr}.Step(r.params[name], r.grads[name], nil)
+		}
+	}
+}
+
+func (r *rank) result() RankResult {
+	rr := RankResult{Rank: r.c.Rank(), Coords: map[string]int{strategies.DimDP: r.dpIdx, strategies.DimTP: r.tpIdx},
+		PeakBytes: map[string]int64{}, CommBytes: map[string]int64{}, CommByKind: map[string]int64{},
+		StepTimes: r.stepTimes, Events: r.events}
+	for _, c := range Categories {
+		rr.PeakBytes[c] = r.alloc.peak[c]
+	}
+	rr.PeakBytes["peak"] = r.alloc.peakTotal
+	last := r.stats[len(r.stats)-1]
+	steps := int64(len(r.stats))
+	for _, d := range strategies.DimOrder {
+		rr.CommBytes[d] = 0
+	}
+	for k, c := range last {
+		rr.CommBytes[k.Dim] += c.Bytes / steps
+		rr.CommByKind[string(k.Kind)+"/"+k.Dim] += c.Bytes / steps
+	}
+	return rr
+}
