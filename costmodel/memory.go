@@ -51,6 +51,34 @@ func StageWorkspace(s *strategies.Stage) units.Bytes {
 	return peak
 }
 
+// StageLive is the most bytes of one microbatch's values alive at once while its forward and
+// backward run, saved and transient together, following the Program's Free lists.
+func StageLive(s *strategies.Stage) units.Bytes {
+	live := make([]bool, len(s.Values))
+	var cur, peak units.Bytes
+	for _, ops := range [][]strategies.Op{s.Forward, s.Backward} {
+		for i := range ops {
+			op := &ops[i]
+			for _, list := range [][]strategies.ValueID{op.In, op.Out} {
+				for _, id := range list {
+					if id >= 0 && !live[id] {
+						live[id] = true
+						cur += s.Values[id].Bytes()
+					}
+				}
+			}
+			peak = max(peak, cur)
+			for _, id := range op.Free {
+				if live[id] {
+					live[id] = false
+					cur -= s.Values[id].Bytes()
+				}
+			}
+		}
+	}
+	return peak
+}
+
 // StageComm is the largest gradient bucket of s: gradients are packed into one flat buffer per
 // bucket for their reduction (PyTorch DDP's buckets, bucket_cap_mb). Collectives on activations
 // write into the values of the Program and count there.
@@ -85,14 +113,20 @@ func (c *Coster) Memory() RankMemory {
 	g := int64(st.Mesh.DP * st.Mesh.CP)
 	out := RankMemory{PerRank: make([]Memory, st.Mesh.PP)}
 	elems := make([]int64, st.Mesh.PP)
+	// dynamic is, per rank, the most activation and workspace bytes alive at once: the saved
+	// values of the other microbatches in flight plus the live values of the one running.
+	dynamic := make([]units.Bytes, st.Mesh.PP)
 	for _, s := range p.Stages {
 		mem := &out.PerRank[s.Rank]
 		for i := range s.Params {
 			elems[s.Rank] += s.Params[i].Elems()
 		}
-		mem.Activations += units.Bytes(InFlight(st, p.Microbatches, s.Rank) * float64(StageActivations(s)))
+		inflight := InFlight(st, p.Microbatches, s.Rank)
+		act := StageActivations(s)
+		mem.Activations += units.Bytes(inflight * float64(act))
 		mem.Workspace = max(mem.Workspace, StageWorkspace(s))
 		mem.Comm = max(mem.Comm, StageComm(s))
+		dynamic[s.Rank] += units.Bytes((inflight-1)*float64(act)) + StageLive(s)
 	}
 	shard := func(n int64, on bool) units.Bytes {
 		if on && g > 1 {
@@ -108,7 +142,8 @@ func (c *Coster) Memory() RankMemory {
 		mem.Params = shard(n, st.ZeRO >= 3) * units.Bytes(p.ParamBytes)
 		mem.Grads = shard(n, st.ZeRO >= 2) * units.Bytes(p.GradBytes)
 		mem.Optimizer = shard(n, st.ZeRO >= 1) * units.Bytes(p.OptBytes)
-		mem.Peak = mem.Params + mem.Grads + mem.Optimizer + mem.Activations + mem.Workspace + mem.Comm
+		// Gradient buckets live in the optimizer phase, when no activations do.
+		mem.Peak = mem.Params + mem.Grads + mem.Optimizer + max(dynamic[r], mem.Comm)
 		if mem.Peak > out.Worst.Peak {
 			out.Worst = *mem
 		}
