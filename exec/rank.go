@@ -167,7 +167,7 @@ func (r *rank) release(op *strategies.Op) {
 
 // scratch is a workspace buffer for the duration of one op.
 func (r *rank) scratch(n int) []float32 { return r.alloc.f32(CatWorkspace, n) }
-func (r *rank) unscratch(b []float32)    { r.alloc.free(CatWorkspace, int64(len(b))*4) }
+func (r *rank) unscratch(b []float32)   { r.alloc.free(CatWorkspace, int64(len(b))*4) }
 
 func rows(v *strategies.Value) int {
 	n := 1
@@ -188,7 +188,7 @@ func (r *rank) exec(op *strategies.Op) (float64, error) {
 	}
 	if r.cfg.Trace || r.step == r.cfg.Steps-1 {
 		r.events = append(r.events, OpEvent{Step: r.step, Phase: op.Phase.String(), Kind: string(op.Kind), Module: op.Module,
-			Comm: op.Kind.IsCollective() || op.Kind == strategies.OpSend || op.Kind == strategies.OpRecv,
+			Comm:  op.Kind.IsCollective() || op.Kind == strategies.OpSend || op.Kind == strategies.OpRecv,
 			Start: start, End: time.Since(r.t0)})
 	}
 	if op.Phase != strategies.Optimizer {

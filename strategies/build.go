@@ -284,7 +284,7 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 	}
 	// QK^T and (softmax)V: 2 x 2*b*s*s*h FLOPs over the local heads (Narayanan et al. 2021 §5.1
 	// counts the full s x s product, without causal savings; so does tpsim).
-	op.FLOPs = units.FLOPs(4 * int64(mb) * int64(s) * int64(sFull) * int64(heads*mod.HeadDim))
+	op.FLOPs = units.FLOPs(4 * float64(mb) * float64(s) * float64(sFull) * float64(heads*mod.HeadDim))
 	probBytes := int64(mb) * int64(heads) * int64(s) * int64(sFull) * int64(b.p.ActBytes)
 	op.MemBytes = qv.Bytes() + b.v(o).Bytes() + units.Bytes(2*probBytes)
 	if b.dropout() > 0 {

@@ -189,6 +189,13 @@ func (st Strategy) Resolve(m *model.Model) Strategy {
 	return st
 }
 
+// MaxSeq and MaxBatch bound the sizes tpsim prices, so that element counts (a microbatch's
+// attention scores are mbs x heads x seq^2) stay exact in int64.
+const (
+	MaxSeq   = 1 << 20
+	MaxBatch = 1 << 24
+)
+
 // Microbatches is the number of microbatches each pipeline runs per step.
 func (st Strategy) Microbatches() int { return st.GBS / (st.Mesh.DP * st.MBS) }
 
@@ -233,6 +240,12 @@ func (st Strategy) Validate(m *model.Model) error {
 			return fmt.Errorf("strategies: recompute=%s applies to transformer layers; model %q has none, use recompute=none", st.Recompute, m.Name)
 		}
 		return nil
+	}
+	if st.Seq > MaxSeq {
+		return fmt.Errorf("strategies: seq=%d is longer than the %d tokens tpsim prices; use seq<=%d", st.Seq, MaxSeq, MaxSeq)
+	}
+	if st.MBS > MaxBatch || st.GBS > MaxBatch {
+		return fmt.Errorf("strategies: mbs=%d gbs=%d; tpsim prices batches up to %d samples", st.MBS, st.GBS, MaxBatch)
 	}
 	valid := func(n int) []int {
 		var out []int

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+)
+
+// Exit statuses (DESIGN.md, "Command line").
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// command is one subcommand: it parses args itself and returns an exit status.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+// commands lists the subcommands in the order help prints them.
+var commands = []command{
+	{"predict", "price one strategy for a model on hardware: memory, communication, time, MFU", runPredict},
+	{"models", "list the preset models with their parameter counts", runModels},
+	{"hardware", "list the hardware presets, or show one", runHardware},
+}
+
+// planned are commands DESIGN.md names that later issues add; asking for one says so.
+var planned = []string{"sim", "exec", "compare", "plan", "calibrate", "plot"}
+
+func commandNames() []string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return names
+}
+
+// run is the whole program: main only hands it the arguments and exits with its status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "--help", "help":
+		if name == "help" && len(args) > 1 {
+			return run([]string{args[1], "--help"}, stdout, stderr)
+		}
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands {
+		if c.name == name {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	for _, p := range planned {
+		if p == name {
+			fmt.Fprintf(stderr, "tpsim: %q is not available yet; available commands: %s\n", name, strings.Join(commandNames(), ", "))
+			return exitUsage
+		}
+	}
+	if strings.HasPrefix(name, "-") {
+		fmt.Fprintf(stderr, "tpsim: flag %s needs a command first; commands: %s (run 'tpsim --help')\n", name, strings.Join(commandNames(), ", "))
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "tpsim: unknown command %q; valid commands: %s (run 'tpsim --help')\n", name, strings.Join(commandNames(), ", "))
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "tpsim answers: how should this model be split across these devices?")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: tpsim <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range commands {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Not available yet: %s.\n", strings.Join(planned, ", "))
+	fmt.Fprintln(w, "Run 'tpsim <command> --help' for a command's flags.")
+}
+
+// usageError is bad command-line input; it exits with status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// newFlagSet returns a flag set for command name that reports errors instead of exiting or
+// printing, with a --help flag that parseFlags turns into pflag.ErrHelp.
+func newFlagSet(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("tpsim "+name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	fs.Usage = func() {}
+	fs.BoolP("help", "h", false, "show this help")
+	return fs
+}
+
+// printHelp writes a command's help: its text and its flags.
+func printHelp(w io.Writer, fs *pflag.FlagSet, help string) {
+	fmt.Fprint(w, strings.TrimLeft(help, "\n"))
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Flags:")
+	fmt.Fprint(w, fs.FlagUsages())
+}
+
+// finish turns the outcome of parsing or running a command into an exit status, writing help to
+// stdout and errors to stderr.
+func finish(name string, fs *pflag.FlagSet, help string, err error, stdout, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, pflag.ErrHelp) {
+		printHelp(stdout, fs, help)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "tpsim %s: %v\n", name, err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "Run 'tpsim %s --help' for usage.\n", name)
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// parseFlags parses args with fs, mapping pflag's errors to usage errors; --help gives
+// pflag.ErrHelp. maxArgs is the number of positional arguments allowed.
+func parseFlags(fs *pflag.FlagSet, args []string, maxArgs int) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return &usageError{err.Error()}
+	}
+	if h, _ := fs.GetBool("help"); h {
+		return pflag.ErrHelp
+	}
+	if fs.NArg() > maxArgs {
+		extra := fs.Args()[maxArgs:]
+		return usagef("unexpected argument %q", strings.Join(extra, " "))
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// runArgs calls run with buffers and returns what it printed and its exit status.
+func runArgs(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestRunDispatch(t *testing.T) {
+	cases := []struct {
+		name       string
+		args       []string
+		code       int
+		stdoutHas  []string
+		stderrHas  []string
+		emptyOut   bool
+		emptyError bool
+	}{
+		{"no command prints usage", nil, exitUsage, nil, []string{"Usage: tpsim <command>", "predict", "models", "hardware"}, true, false},
+		{"--help", []string{"--help"}, exitOK, []string{"Commands:", "predict", "models", "hardware", "Not available yet"}, nil, false, true},
+		{"-h", []string{"-h"}, exitOK, []string{"Commands:"}, nil, false, true},
+		{"help", []string{"help"}, exitOK, []string{"Commands:"}, nil, false, true},
+		{"help predict", []string{"help", "predict"}, exitOK, []string{"Usage: tpsim predict", "--strategy"}, nil, false, true},
+		{"unknown command lists valid ones", []string{"frobnicate"}, exitUsage, nil, []string{`unknown command "frobnicate"`, "predict, models, hardware"}, true, false},
+		{"planned command says not yet", []string{"compare"}, exitUsage, nil, []string{`"compare" is not available yet`, "predict"}, true, false},
+		{"flag before command", []string{"--json"}, exitUsage, nil, []string{"needs a command"}, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, errs, code := runArgs(t, c.args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, c.code, errs)
+			}
+			for _, s := range c.stdoutHas {
+				if !strings.Contains(out, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, out)
+				}
+			}
+			for _, s := range c.stderrHas {
+				if !strings.Contains(errs, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, errs)
+				}
+			}
+			if c.emptyOut && out != "" {
+				t.Errorf("stdout not empty:\n%s", out)
+			}
+			if c.emptyError && errs != "" {
+				t.Errorf("stderr not empty:\n%s", errs)
+			}
+		})
+	}
+}
+
+// Every command answers --help (and -h) on stdout with exit status 0.
+func TestHelpEveryCommand(t *testing.T) {
+	for _, c := range commands {
+		for _, flag := range []string{"--help", "-h"} {
+			out, errs, code := runArgs(t, c.name, flag)
+			if code != exitOK || errs != "" {
+				t.Errorf("%s %s: exit %d, stderr %q", c.name, flag, code, errs)
+			}
+			if !strings.Contains(out, "Usage: tpsim "+c.name) || !strings.Contains(out, "Flags:") {
+				t.Errorf("%s %s: help lacks usage or flags:\n%s", c.name, flag, out)
+			}
+		}
+	}
+}
+
+// Flag errors are usage errors: exit 2, the error and a pointer to --help on stderr.
+func TestFlagErrors(t *testing.T) {
+	cases := [][]string{
+		{"predict", "--bogus"},
+		{"predict", "extra-argument"},
+		{"predict", "--seq", "notanumber"},
+		{"predict", "--model"},
+		{"models", "--bogus"},
+		{"models", "extra"},
+		{"hardware", "a100-80g", "h200"},
+		{"hardware", "--bogus"},
+	}
+	for _, args := range cases {
+		out, errs, code := runArgs(t, args...)
+		if code != exitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
+		}
+		if out != "" {
+			t.Errorf("%q: stdout not empty: %s", args, out)
+		}
+		if !strings.Contains(errs, "tpsim "+args[0]+": ") || !strings.Contains(errs, "--help") {
+			t.Errorf("%q: stderr %q should name the command and point to --help", args, errs)
+		}
+	}
+}
+
+func TestCommas(t *testing.T) {
+	cases := []struct {
+		n    int64
+		want string
+	}{
+		{0, "0"}, {999, "999"}, {1000, "1,000"}, {-1234567, "-1,234,567"},
+		{6738415616, "6,738,415,616"}, // Llama-2-7B (Touvron et al. 2023)
+	}
+	for _, c := range cases {
+		if got := commas(c.n); got != c.want {
+			t.Errorf("commas(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
+
+func TestShortCount(t *testing.T) {
+	cases := []struct {
+		n    int64
+		want string
+	}{
+		{999, "999"}, {111010, "111K"}, {1317654528, "1.32B"}, {6738415616, "6.74B"},
+		{12858214400, "12.9B"}, {174615846912, "175B"}, {1008038758400, "1.01T"},
+	}
+	for _, c := range cases {
+		if got := shortCount(c.n); got != c.want {
+			t.Errorf("shortCount(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
