@@ -28,8 +28,6 @@ type Config struct {
 	LR float64
 	// Timeout bounds how long a rank waits for the others in one collective (0: 2 minutes).
 	Timeout time.Duration
-	// Trace keeps every op's start and end for a Chrome trace (the last step's only otherwise).
-	Trace bool
 }
 
 // OpEvent is one executed op of one rank.
@@ -70,6 +68,14 @@ type Result struct {
 	// GoTotalAllocBytes everything the run allocated on it.
 	GoHeapBytes, GoTotalAllocBytes uint64
 	Program                        *strategies.Program
+	// Breakdown splits StepTime as measured on the slowest rank of the median step.
+	Breakdown Breakdown
+}
+
+// Breakdown is where a rank's step went: compute ops, communication (every collective blocks the
+// rank here, so all of it is exposed) and the optimizer update.
+type Breakdown struct {
+	Step, Compute, Comm, Optimizer time.Duration
 }
 
 // Lowered returns the Program exec runs for cfg: the strategy at fp32 (exec's precision).
@@ -157,6 +163,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.StepTimes = append(res.StepTimes, slowest)
 	}
 	res.StepTime = median(res.StepTimes[cfg.Warmup:])
+	res.Breakdown = breakdown(ranks, res.StepTimes, res.StepTime)
 	for _, r := range ranks {
 		res.Ranks = append(res.Ranks, r.result())
 	}
@@ -344,6 +351,43 @@ func Single(cfg Config) Config {
 	}
 	st.Plan = nil
 	cfg.Strategy = st
-	cfg.Trace = false
 	return cfg
+}
+
+// breakdown measures the step closest to the median on its slowest rank.
+func breakdown(ranks []*rank, steps []time.Duration, med time.Duration) Breakdown {
+	best, bestRank := -1, 0
+	for i, d := range steps {
+		if best < 0 || absDur(d-med) < absDur(steps[best]-med) {
+			best = i
+		}
+	}
+	for i, r := range ranks {
+		if r.stepTimes[best] > ranks[bestRank].stepTimes[best] {
+			bestRank = i
+		}
+	}
+	b := Breakdown{Step: ranks[bestRank].stepTimes[best]}
+	for _, e := range ranks[bestRank].events {
+		if e.Step != best {
+			continue
+		}
+		d := e.End - e.Start
+		switch {
+		case e.Comm:
+			b.Comm += d
+		case e.Phase == strategies.Optimizer.String():
+			b.Optimizer += d
+		default:
+			b.Compute += d
+		}
+	}
+	return b
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }

@@ -186,7 +186,7 @@ func (r *rank) exec(op *strategies.Op) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if r.cfg.Trace || r.step == r.cfg.Steps-1 {
+	{
 		r.events = append(r.events, OpEvent{Step: r.step, Phase: op.Phase.String(), Kind: string(op.Kind), Module: op.Module,
 			Comm:  op.Kind.IsCollective() || op.Kind == strategies.OpSend || op.Kind == strategies.OpRecv,
 			Start: start, End: time.Since(r.t0)})

@@ -1,0 +1,364 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"tpsim/exec"
+	"tpsim/model"
+	"tpsim/reports"
+	"tpsim/strategies"
+	"tpsim/units"
+)
+
+const execHelp = `Usage: tpsim exec [flags]
+
+Really train the model, sharded over a local mesh of goroutine ranks with real collectives, and
+check it against single-device training on the same global batch. Prints the losses, the bytes
+each rank sent per collective and mesh dimension, memory per category, the step time (slowest
+rank, median after a warm-up step) and max_rel_diff_vs_single.
+
+Examples (the tensor-parallel tutorial's MLP):
+  tpsim exec --model seed-mlp --mesh tp=2 --plan "0=colwise,2=rowwise"
+  tpsim exec --model seed-mlp --mesh tp=2 --plan "0=rowwise,1=noparallel,2=colwise"
+  tpsim exec --model seed-mlp --mesh dp=2
+  tpsim exec --model gpt-tiny --mesh dp=2,tp=2 --plan megatron --optimizer adam --trace trace.json
+
+PLAN is a style name (colwise, rowwise, sequence, noparallel, ...), "megatron", an inline map
+("0=colwise,2=rowwise") or a JSON file of pattern -> style. exec runs single, data, tensor and
+dp x tp parallel in fp32; pipeline, context parallel, ZeRO and recompute are priced by
+'tpsim predict' but not executed.
+`
+
+// execOptions are the flags of tpsim exec.
+type execOptions struct {
+	Model     string
+	Mesh      string
+	Plan      string
+	Steps     int
+	Batch     int // global batch; 0 = the model's
+	MBS       int // microbatch per dp rank; 0 = batch/dp (one microbatch)
+	Seed      uint64
+	Optimizer string
+	LR        float64
+	JSON      bool
+	Trace     string
+}
+
+func runExec(args []string, stdout, stderr io.Writer) int {
+	o, fs, err := parseExec(args)
+	if err == nil {
+		err = o.run(stdout, stderr)
+	}
+	return finish("exec", fs, execHelp, err, stdout, stderr)
+}
+
+func parseExec(args []string) (*execOptions, *pflag.FlagSet, error) {
+	o := &execOptions{}
+	fs := newFlagSet("exec")
+	fs.StringVar(&o.Model, "model", "seed-mlp", "model: a preset name or a config.json (transformers without dropout)")
+	fs.StringVar(&o.Mesh, "mesh", "tp=2", `mesh, e.g. "dp=2,tp=2"`)
+	fs.StringVar(&o.Plan, "plan", "megatron", `tensor-parallel plan: a style, "megatron", a map ("0=colwise,2=rowwise") or a JSON file`)
+	fs.IntVar(&o.Steps, "steps", 10, "optimizer steps (the first is a warm-up, left out of the step time)")
+	fs.IntVar(&o.Batch, "batch", 0, "global batch in samples (0: the model's batch)")
+	fs.IntVar(&o.MBS, "mbs", 0, "microbatch per data-parallel rank (0: the whole local batch at once)")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
+	fs.StringVar(&o.Optimizer, "optimizer", "sgd", "sgd or adam")
+	fs.Float64Var(&o.LR, "lr", 0, "learning rate (0: 0.01 for sgd, 0.001 for adam)")
+	fs.BoolVar(&o.JSON, "json", false, "print the measurement as JSON (keys of 'tpsim predict --json' where they mean the same)")
+	fs.StringVar(&o.Trace, "trace", "", "write the measured timeline as a Chrome trace (opens in Perfetto)")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return o, fs, err
+	}
+	switch {
+	case o.Steps <= 0:
+		return o, fs, usagef("--steps=%d; run at least one step", o.Steps)
+	case o.Batch < 0:
+		return o, fs, usagef("--batch=%d; it must be positive (or 0 for the model's batch)", o.Batch)
+	case o.MBS < 0:
+		return o, fs, usagef("--mbs=%d; it must be positive (or 0 for the whole local batch)", o.MBS)
+	case o.LR < 0:
+		return o, fs, usagef("--lr=%g; it must be positive", o.LR)
+	}
+	return o, fs, nil
+}
+
+// config builds the exec configuration the options describe.
+func (o *execOptions) config() (exec.Config, error) {
+	m, err := model.Load(o.Model)
+	if err != nil {
+		return exec.Config{}, err
+	}
+	mesh, err := strategies.ParseMesh(o.Mesh)
+	if err != nil {
+		return exec.Config{}, err
+	}
+	st := strategies.Default(mesh)
+	st.Precision = strategies.PrecisionFP32
+	if st.Optimizer, err = parseOptimizer(o.Optimizer); err != nil {
+		return exec.Config{}, err
+	}
+	if mesh.TP > 1 {
+		if st.Plan, err = strategies.ParsePlan(o.Plan); err != nil {
+			return exec.Config{}, err
+		}
+	}
+	st.GBS = o.Batch
+	st = st.Resolve(m)
+	if st.GBS%mesh.DP != 0 {
+		return exec.Config{}, fmt.Errorf("the batch of %d samples does not split over dp=%d ranks; use --batch a multiple of %d or dp among the divisors of %d", st.GBS, mesh.DP, mesh.DP, st.GBS)
+	}
+	st.MBS = st.GBS / mesh.DP
+	if o.MBS > 0 {
+		st.MBS = o.MBS
+	}
+	return exec.Config{Model: m, Strategy: st, Steps: o.Steps, Seed: o.Seed, LR: o.LR}, nil
+}
+
+func parseOptimizer(s string) (string, error) {
+	switch strings.ToLower(s) {
+	case strategies.OptimizerSGD:
+		return strategies.OptimizerSGD, nil
+	case strategies.OptimizerAdam:
+		return strategies.OptimizerAdam, nil
+	}
+	return "", usagef("--optimizer=%q is not valid; use sgd or adam", s)
+}
+
+// execReport is the JSON of tpsim exec.
+type execReport struct {
+	Model     string `json:"model"`
+	Strategy  string `json:"strategy"`
+	Plan      string `json:"plan"`
+	Devices   int    `json:"devices"`
+	Steps     int    `json:"steps"`
+	Seed      uint64 `json:"seed"`
+	Optimizer string `json:"optimizer"`
+	// MemoryBytes is the most loaded rank's peak per category; CommBytes the most bytes any rank
+	// sent per step on each dimension.
+	MemoryBytes map[string]int64 `json:"memory_bytes"`
+	CommBytes   map[string]int64 `json:"comm_bytes"`
+	Time        struct {
+		Step        float64 `json:"step"`
+		Compute     float64 `json:"compute"`
+		CommExposed float64 `json:"comm_exposed"`
+		Bubble      float64 `json:"bubble"`
+		Optimizer   float64 `json:"optimizer"`
+	} `json:"time_s"`
+	StepTimes     []float64          `json:"step_times_s"`
+	TokensPerS    float64            `json:"tokens_per_s"`
+	Loss          []float64          `json:"loss"`
+	MaxRelDiff    float64            `json:"max_rel_diff_vs_single"`
+	Ranks         []exec.RankResult  `json:"ranks"`
+	GoHeapBytes   uint64             `json:"go_heap_bytes"`
+	GoTotalAlloc  uint64             `json:"go_total_alloc_bytes"`
+	Collectives   []collectiveRecord `json:"collectives"`
+	SingleDevice  []float64          `json:"loss_single_device"`
+	MeasuredNotes string             `json:"notes"`
+}
+
+// collectiveRecord is one collective the plan inserted, with the bytes a rank sends for it.
+type collectiveRecord struct {
+	Phase     string `json:"phase"`
+	Kind      string `json:"kind"`
+	Dim       string `json:"dim"`
+	Module    string `json:"module"`
+	Shape     []int  `json:"shape"`
+	SentBytes int64  `json:"sent_bytes"`
+}
+
+func (o *execOptions) run(stdout, stderr io.Writer) error {
+	cfg, err := o.config()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	fmt.Fprintf(stderr, "tpsim exec: %s on %s, %d steps...\n", cfg.Model.Name, cfg.Strategy.Mesh, cfg.Steps)
+	res, err := exec.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "tpsim exec: single-device reference...\n")
+	ref, err := exec.Run(ctx, exec.Single(cfg))
+	if err != nil {
+		return err
+	}
+	rep := report(cfg, res, ref)
+	if o.Trace != "" {
+		if err := writeTrace(o.Trace, res); err != nil {
+			return err
+		}
+	}
+	if o.JSON {
+		return writeJSON(stdout, rep)
+	}
+	return writeExec(stdout, rep, res)
+}
+
+func report(cfg exec.Config, res, ref *exec.Result) *execReport {
+	p := res.Program
+	st := p.Strategy
+	rep := &execReport{Model: cfg.Model.Name, Strategy: st.String(), Plan: st.Plan.String(), Devices: st.Mesh.Devices(),
+		Steps: cfg.Steps, Seed: cfg.Seed, Optimizer: st.Optimizer, MemoryBytes: map[string]int64{}, CommBytes: map[string]int64{},
+		Loss: res.Losses, SingleDevice: ref.Losses, MaxRelDiff: exec.MaxRelDiff(res, ref), Ranks: res.Ranks,
+		GoHeapBytes: res.GoHeapBytes, GoTotalAlloc: res.GoTotalAllocBytes,
+		MeasuredNotes: "memory_bytes counts the tensors of the Program and kernel scratch through exec's allocator; the communicator's message copies and Go's own overhead are not in it (see go_heap_bytes)"}
+	if st.Mesh.TP == 1 {
+		rep.Plan = "none"
+	}
+	for _, r := range res.Ranks {
+		for k, v := range r.PeakBytes {
+			rep.MemoryBytes[k] = max(rep.MemoryBytes[k], v)
+		}
+		for k, v := range r.CommBytes {
+			rep.CommBytes[k] = max(rep.CommBytes[k], v)
+		}
+	}
+	b := res.Breakdown
+	rep.Time.Step = res.StepTime.Seconds()
+	rep.Time.Compute, rep.Time.CommExposed, rep.Time.Optimizer = b.Compute.Seconds(), b.Comm.Seconds(), b.Optimizer.Seconds()
+	for _, d := range res.StepTimes {
+		rep.StepTimes = append(rep.StepTimes, d.Seconds())
+	}
+	if res.StepTime > 0 {
+		rep.TokensPerS = float64(p.Tokens) / res.StepTime.Seconds()
+	}
+	s := p.Stages[0]
+	for _, list := range [][]strategies.Op{s.Forward, s.Backward, s.Optimizer} {
+		for _, op := range list {
+			if !op.Kind.IsCollective() || op.Group <= 1 {
+				continue
+			}
+			var shape []int
+			if len(op.In) > 0 {
+				shape = s.Value(op.In[0]).Shape
+			}
+			mod := op.Module
+			if len(op.Params) > 0 {
+				mod = fmt.Sprintf("%d gradients", len(op.Params))
+			}
+			rep.Collectives = append(rep.Collectives, collectiveRecord{Phase: op.Phase.String(), Kind: string(op.Kind), Dim: op.Dim,
+				Module: mod, Shape: shape, SentBytes: int64(op.SentBytes)})
+		}
+	}
+	return rep
+}
+
+func writeExec(w io.Writer, rep *execReport, res *exec.Result) error {
+	ew := &errWriter{w: w}
+	st := res.Program.Strategy
+	ew.printf("%s on %s (%d ranks), plan %s, %d steps, batch %d (microbatch %d per dp rank), seed %d, %s\n",
+		rep.Model, st.Mesh, rep.Devices, rep.Plan, rep.Steps, st.GBS, st.MBS, rep.Seed, rep.Optimizer)
+	ew.printf("\nloss        ")
+	for _, l := range rep.Loss {
+		ew.printf(" %.6g", l)
+	}
+	ew.printf("\nsingle dev. ")
+	for _, l := range rep.SingleDevice {
+		ew.printf(" %.6g", l)
+	}
+	verdict := "matches"
+	if rep.MaxRelDiff > 1e-4 {
+		verdict = "DOES NOT match"
+	}
+	ew.printf("\nmax_rel_diff_vs_single %.3g: %s single-device training (tolerance 1e-4)\n", rep.MaxRelDiff, verdict)
+
+	ew.printf("\nCollectives the plan inserted (per microbatch; optimizer ones once per step)\n")
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  phase\tkind\tdim\tmodule\tshape\tbytes sent per rank\n")
+	for _, c := range rep.Collectives {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%v\t%s\n", c.Phase, c.Kind, c.Dim, c.Module, c.Shape, commas(c.SentBytes))
+	}
+	if len(rep.Collectives) == 0 {
+		fmt.Fprintf(tw, "  none\n")
+	}
+	tw.Flush()
+
+	ew.printf("\nMeasured bytes sent per rank per step\n")
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	keys := map[string]bool{}
+	for _, r := range rep.Ranks {
+		for k := range r.CommByKind {
+			keys[k] = true
+		}
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	fmt.Fprintf(tw, "  rank\tcoords")
+	for _, k := range sorted {
+		fmt.Fprintf(tw, "\t%s", k)
+	}
+	fmt.Fprintf(tw, "\ttotal\n")
+	for _, r := range rep.Ranks {
+		fmt.Fprintf(tw, "  %d\tdp=%d,tp=%d", r.Rank, r.Coords["dp"], r.Coords["tp"])
+		var total int64
+		for _, k := range sorted {
+			fmt.Fprintf(tw, "\t%s", commas(r.CommByKind[k]))
+			total += r.CommByKind[k]
+		}
+		fmt.Fprintf(tw, "\t%s\n", commas(total))
+	}
+	tw.Flush()
+
+	ew.printf("\nMemory per rank (peak live bytes by category, exec's allocator)\n")
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  rank")
+	cats := append(append([]string{}, exec.Categories...), "peak")
+	for _, c := range cats {
+		fmt.Fprintf(tw, "\t%s", c)
+	}
+	fmt.Fprintln(tw)
+	for _, r := range rep.Ranks {
+		fmt.Fprintf(tw, "  %d", r.Rank)
+		for _, c := range cats {
+			fmt.Fprintf(tw, "\t%v", units.Bytes(r.PeakBytes[c]))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	ew.printf("  Go heap after the run: %v in use, %v allocated in all\n", units.Bytes(rep.GoHeapBytes), units.Bytes(rep.GoTotalAlloc))
+
+	ew.printf("\nStep time (slowest rank, median of %d steps after warm-up): %v\n", len(rep.StepTimes)-min(1, len(rep.StepTimes)-1), units.Seconds(rep.Time.Step))
+	ew.printf("  compute %v, communication %v, optimizer %v (slowest rank of the median step)\n",
+		units.Seconds(rep.Time.Compute), units.Seconds(rep.Time.CommExposed), units.Seconds(rep.Time.Optimizer))
+	ew.printf("  %.4g samples or tokens per second\n", rep.TokensPerS)
+	return ew.err
+}
+
+// writeTrace writes the measured timeline: one process per rank, a compute and a communication
+// thread each.
+func writeTrace(path string, res *exec.Result) error {
+	var spans []reports.Span
+	for _, r := range res.Ranks {
+		proc := fmt.Sprintf("rank %d (dp=%d,tp=%d)", r.Rank, r.Coords["dp"], r.Coords["tp"])
+		for _, e := range r.Events {
+			thread := "compute"
+			if e.Comm {
+				thread = "communication"
+			}
+			spans = append(spans, reports.Span{Process: proc, Thread: thread, Name: e.Kind + " " + e.Module, Cat: e.Phase,
+				Start: e.Start.Seconds(), Dur: (e.End - e.Start).Seconds(), Args: map[string]any{"step": e.Step}})
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("cannot write the trace: %v; pass --trace a writable path", err)
+	}
+	if err := reports.WriteChromeTrace(f, spans); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
