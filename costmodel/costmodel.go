@@ -71,6 +71,8 @@ type Coster struct {
 	HW *hardware.Hardware
 	// peak FLOP/s for the program's precision.
 	peak units.FLOPsPerSecond
+	// slowdown of compute when the program's ranks share cores (1 on devices of their own).
+	slowdown float64
 }
 
 // NewCoster returns a Coster for p on hw; it fails when hw lacks the precision's peak.
@@ -83,7 +85,7 @@ func NewCoster(p *strategies.Program, hw *hardware.Hardware) (*Coster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("costmodel: %v", err)
 	}
-	return &Coster{P: p, HW: hw, peak: peak}, nil
+	return &Coster{P: p, HW: hw, peak: peak, slowdown: hw.ComputeSlowdown(p.Strategy.Mesh.Devices())}, nil
 }
 
 // Peak is the device's peak FLOP/s at the program's precision.
@@ -99,14 +101,19 @@ func (c *Coster) Compute(op *strategies.Op) units.Seconds {
 	hw := c.HW
 	mem := units.Seconds(float64(op.MemBytes) / (float64(hw.Device.MemBandwidth) * hw.Efficiency.MemMax))
 	if op.FLOPs <= 0 {
-		return mem
+		return c.shared(mem)
 	}
 	eff := 1.0
 	if op.Kind == strategies.OpLinear || op.Kind == strategies.OpAttention {
 		eff = hw.GEMMEfficiency(gemmSize(op))
 	}
 	flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * eff))
-	return max(flop, mem)
+	return c.shared(max(flop, mem))
+}
+
+// shared adds the fixed per-op time and the slowdown of ranks sharing cores (the host profile).
+func (c *Coster) shared(t units.Seconds) units.Seconds {
+	return units.Seconds(c.slowdown) * (t + c.HW.Efficiency.OpOverhead)
 }
 
 // gemmSize is the FLOPs of one GEMM of op: a linear backward is two GEMMs of the forward size.

@@ -54,6 +54,9 @@ type Efficiency struct {
 	GEMMHalfFLOPs units.FLOPs `json:"gemm_half_flops"`
 	// MemMax is the achieved fraction of MemBandwidth for elementwise (memory-bound) ops, in (0, 1].
 	MemMax float64 `json:"mem_max_fraction"`
+	// OpOverhead is a fixed time every op pays besides its roofline time (kernel launch on a GPU,
+	// dispatch and allocation on the host); 0 when not modelled.
+	OpOverhead units.Seconds `json:"op_overhead_s,omitempty"`
 }
 
 // Hardware is a device, the levels of the network joining many of them, and the efficiencies
@@ -62,6 +65,13 @@ type Hardware struct {
 	// Name identifies the profile, e.g. "h100-sxm".
 	Name   string `json:"name"`
 	Device Device `json:"device"`
+	// Cores is the number of processor cores that all ranks share when they run on one machine
+	// (the host profile: goroutine ranks time-share the CPU); 0 means every rank has its own device.
+	Cores int `json:"cores,omitempty"`
+	// Slowdown[k-1] is how much longer an op takes when k ranks compute at once on the shared
+	// cores (measured by tpsim calibrate; Slowdown[0] = 1). Past its end, time shares out
+	// evenly: the last entry times k/len. Empty when every rank has its own device.
+	Slowdown []float64 `json:"slowdown,omitempty"`
 	// Levels go from the innermost (fewest devices, fastest) outward.
 	Levels     []Level    `json:"levels"`
 	Efficiency Efficiency `json:"efficiency"`
@@ -184,6 +194,17 @@ func (h *Hardware) problems() []string {
 	if !fraction(e.MemMax) {
 		add("efficiency.mem_max_fraction = %g must be in (0, 1]: the achieved fraction of memory bandwidth for elementwise ops, e.g. 0.84", e.MemMax)
 	}
+	if e.OpOverhead < 0 || math.IsInf(float64(e.OpOverhead), 0) || math.IsNaN(float64(e.OpOverhead)) {
+		add("efficiency.op_overhead_s = %g must be zero or positive: a fixed time per op, e.g. 5e-6", float64(e.OpOverhead))
+	}
+	for i, f := range h.Slowdown {
+		if !(f >= 1) || math.IsInf(f, 0) {
+			add("slowdown[%d] = %g must be at least 1: ranks sharing cores are never faster than one alone", i, f)
+		}
+	}
+	if h.Cores < 0 {
+		add("cores = %d must be zero (a device per rank) or the number of cores the ranks share", h.Cores)
+	}
 	return out
 }
 
@@ -255,4 +276,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// ComputeSlowdown is the factor by which compute time grows when ranks ranks run at once on h:
+// 1 for devices of their own, the measured Slowdown for ranks sharing cores.
+func (h *Hardware) ComputeSlowdown(ranks int) float64 {
+	n := len(h.Slowdown)
+	switch {
+	case n == 0 || ranks <= 1:
+		return 1
+	case ranks <= n:
+		return h.Slowdown[ranks-1]
+	}
+	return h.Slowdown[n-1] * float64(ranks) / float64(n)
 }

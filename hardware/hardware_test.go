@@ -3,6 +3,7 @@ package hardware
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"reflect"
@@ -54,7 +55,10 @@ func numericPaths(h *Hardware) []string {
 			out = append(out, prefix)
 		case reflect.Struct:
 			for i := range v.NumField() {
-				tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+				tag, opts, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+				if strings.Contains(opts, "omitempty") && v.Field(i).IsZero() {
+					continue // not in the file, so no number to cite
+				}
 				p := tag
 				if prefix != "" {
 					p = prefix + "." + tag
@@ -66,6 +70,12 @@ func numericPaths(h *Hardware) []string {
 				walk(prefix+"."+k.String(), v.MapIndex(k))
 			}
 		case reflect.Slice:
+			if v.Type().Elem().Kind() == reflect.Float64 {
+				for i := range v.Len() {
+					out = append(out, fmt.Sprintf("%s.%d", prefix, i))
+				}
+				return
+			}
 			for i := range v.Len() {
 				e := v.Index(i)
 				walk(prefix+"."+e.FieldByName("Name").String(), e)
