@@ -76,6 +76,9 @@ type Result struct {
 // rank here, so all of it is exposed) and the optimizer update.
 type Breakdown struct {
 	Step, Compute, Comm, Optimizer time.Duration
+	// Rank and StepIndex say which rank and step were measured; Ops are that step's ops.
+	Rank, StepIndex int
+	Ops             []OpEvent
 }
 
 // Lowered returns the Program exec runs for cfg: the strategy at fp32 (exec's precision).
@@ -367,11 +370,12 @@ func breakdown(ranks []*rank, steps []time.Duration, med time.Duration) Breakdow
 			bestRank = i
 		}
 	}
-	b := Breakdown{Step: ranks[bestRank].stepTimes[best]}
+	b := Breakdown{Step: ranks[bestRank].stepTimes[best], Rank: bestRank, StepIndex: best}
 	for _, e := range ranks[bestRank].events {
 		if e.Step != best {
 			continue
 		}
+		b.Ops = append(b.Ops, e)
 		d := e.End - e.Start
 		switch {
 		case e.Comm:

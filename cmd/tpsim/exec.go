@@ -153,16 +153,26 @@ type execReport struct {
 		Bubble      float64 `json:"bubble"`
 		Optimizer   float64 `json:"optimizer"`
 	} `json:"time_s"`
-	StepTimes     []float64          `json:"step_times_s"`
-	TokensPerS    float64            `json:"tokens_per_s"`
-	Loss          []float64          `json:"loss"`
-	MaxRelDiff    float64            `json:"max_rel_diff_vs_single"`
-	Ranks         []exec.RankResult  `json:"ranks"`
-	GoHeapBytes   uint64             `json:"go_heap_bytes"`
-	GoTotalAlloc  uint64             `json:"go_total_alloc_bytes"`
-	Collectives   []collectiveRecord `json:"collectives"`
-	SingleDevice  []float64          `json:"loss_single_device"`
-	MeasuredNotes string             `json:"notes"`
+	StepTimes    []float64          `json:"step_times_s"`
+	TokensPerS   float64            `json:"tokens_per_s"`
+	Loss         []float64          `json:"loss"`
+	MaxRelDiff   float64            `json:"max_rel_diff_vs_single"`
+	Ranks        []exec.RankResult  `json:"ranks"`
+	GoHeapBytes  uint64             `json:"go_heap_bytes"`
+	GoTotalAlloc uint64             `json:"go_total_alloc_bytes"`
+	Collectives  []collectiveRecord `json:"collectives"`
+	// Ops are the durations of every op of the slowest rank in the median step.
+	Ops           []opRecord `json:"ops"`
+	SingleDevice  []float64  `json:"loss_single_device"`
+	MeasuredNotes string     `json:"notes"`
+}
+
+// opRecord is one executed op and how long it took.
+type opRecord struct {
+	Phase   string  `json:"phase"`
+	Kind    string  `json:"kind"`
+	Module  string  `json:"module"`
+	Seconds float64 `json:"seconds"`
 }
 
 // collectiveRecord is one collective the plan inserted, with the bytes a rank sends for it.
@@ -231,6 +241,9 @@ func report(cfg exec.Config, res, ref *exec.Result) *execReport {
 	}
 	if res.StepTime > 0 {
 		rep.TokensPerS = float64(p.Tokens) / res.StepTime.Seconds()
+	}
+	for _, e := range b.Ops {
+		rep.Ops = append(rep.Ops, opRecord{Phase: e.Phase, Kind: e.Kind, Module: e.Module, Seconds: (e.End - e.Start).Seconds()})
 	}
 	s := p.Stages[0]
 	for _, list := range [][]strategies.Op{s.Forward, s.Backward, s.Optimizer} {
