@@ -1,0 +1,25 @@
+// Package sim is a deterministic discrete-event simulator of one training step: it lays a
+// Program (strategies.Lower) out on a timeline per pipeline rank, with a compute stream and a
+// communication stream each, pipeline schedules (GPipe, 1F1B, interleaved 1F1B), data-parallel
+// gradient buckets that overlap backward, ZeRO-3 parameter prefetch, and ranks sharing cores.
+//
+// It has no goroutines, no clock and no randomness: events are ordered by (time, sequence
+// number), so the same Program and costs give the same Result, byte for byte.
+//
+// Symmetry: ranks that do identical work (the data-, tensor- and context-parallel replicas of a
+// pipeline rank) are simulated once; a collective among replicas starts when the one simulated
+// member is ready, since all members reach it at the same time. A run of 16,384 GPUs costs what
+// one pipeline does.
+//
+// Op costs come from a Coster (costmodel.Coster satisfies it). Units are seconds.
+//
+// Streams and dependencies. Each simulated rank runs its schedule's tasks (forward or backward
+// of one microbatch on one model chunk) in order on its main sequence: compute ops and the
+// collectives that block them (tensor- and context-parallel) one after another, as the Program
+// lists them. Asynchronous communication runs on the rank's communication stream, in issue
+// order, one at a time: data-parallel gradient buckets (when the strategy overlaps them, each
+// starts once the last microbatch's backward has produced its gradients; otherwise after the
+// whole backward) and ZeRO-3 parameter gathers (prefetched from the start of their task when
+// overlapping). A pipeline receive waits for the matching send of the neighbouring stage; the
+// send occupies the sender for the transfer time.
+package sim

@@ -1,0 +1,485 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+
+	"tpsim/strategies"
+	"tpsim/units"
+)
+
+// Coster prices one op.
+type Coster interface {
+	Compute(op *strategies.Op) units.Seconds
+	Comm(op *strategies.Op) units.Seconds
+}
+
+// Options tune a simulation.
+type Options struct {
+	// Cores, when positive, is the number of processor cores all ranks share (the host machine):
+	// compute ops of all Replicas of every simulated rank share them by processor sharing, and
+	// the Coster must then price ops as if each rank ran alone.
+	Cores int
+	// Spans keeps every op's interval in the Result (needed for traces and timelines).
+	Spans bool
+}
+
+// Span is one op instance on the timeline.
+type Span struct {
+	Rank   int    // pipeline rank
+	Stream string // "compute" or "comm"
+	// Async is true for ops of the communication stream that run beside the main sequence.
+	Async  bool
+	Dim    string
+	Stage  int // virtual stage (model chunk)
+	Micro  int // microbatch, -1 for optimizer ops
+	Phase  strategies.Phase
+	Kind   strategies.OpKind
+	Module string
+	Start  units.Seconds
+	End    units.Seconds
+}
+
+// Result is a simulated step.
+type Result struct {
+	Step units.Seconds
+	// The breakdown of the critical rank's step: Compute + CommExposed + Bubble + Optimizer = Step.
+	Compute, CommExposed, Bubble, Optimizer units.Seconds
+	// CriticalRank is the pipeline rank that finishes last.
+	CriticalRank int
+	// Utilization is, per pipeline rank, the fraction of the step its compute stream is busy.
+	Utilization []float64
+	// CriticalPath lists, from first to last, the ops whose ends set the step time.
+	CriticalPath []Span
+	Spans        []Span
+	// Events is the number of events processed.
+	Events int
+}
+
+// node is one op instance.
+type node struct {
+	op      *strategies.Op
+	rank    int
+	stage   int
+	micro   int
+	async   bool // on the comm stream, off the main sequence
+	cost    units.Seconds
+	compute bool // compute op (shares cores)
+
+	deps    []int // nodes that must end before this one starts
+	waiters []int
+	pending int
+
+	ready    units.Seconds // all deps done
+	start    units.Seconds
+	end      units.Seconds
+	critDep  int // dep that ended last (-1 none)
+	done     bool
+	started  bool
+	queued   bool // its end is in the event queue (processor sharing)
+	remain   float64 // remaining work at full speed (processor sharing)
+	lastTick units.Seconds
+}
+
+type event struct {
+	t   units.Seconds
+	seq int
+	n   int // node that ends
+}
+
+type eventHeap []event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t < h[j].t
+	}
+	return h[i].seq < h[j].seq
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// Simulate lays one step of p out on a timeline, pricing ops with c.
+func Simulate(p *strategies.Program, c Coster, opt Options) (*Result, error) {
+	st := p.Strategy
+	pp := st.Mesh.PP
+	b := &builder{p: p, c: c, opt: opt}
+	for r := 0; r < pp; r++ {
+		tasks, err := Schedule(st.Schedule, pp, st.VPP, p.Microbatches, r)
+		if err != nil {
+			return nil, err
+		}
+		b.rank(r, tasks)
+	}
+	b.link()
+	s := &engine{nodes: b.nodes, main: b.main, comm: b.comm, opt: opt, replicas: st.Mesh.Devices() / pp}
+	s.run()
+	return s.result(p, opt), nil
+}
+
+// Task is one unit of a pipeline schedule: the forward or backward of microbatch Micro on model
+// chunk Chunk of the rank.
+type Task struct {
+	Chunk, Micro int
+	Backward     bool
+}
+
+// Schedule returns the order in which pipeline rank r of p runs its tasks with m microbatches and
+// v model chunks (Narayanan et al. 2021 §2.2; Megatron-LM's schedules.py for the interleaved
+// warm-up count (p - r - 1)*2 + (v - 1)*p).
+func Schedule(kind string, p, v, m, r int) ([]Task, error) {
+	var out []Task
+	switch kind {
+	case strategies.ScheduleGPipe:
+		for j := 0; j < m; j++ {
+			out = append(out, Task{0, j, false})
+		}
+		for j := 0; j < m; j++ {
+			out = append(out, Task{0, j, true})
+		}
+		return out, nil
+	case strategies.Schedule1F1B:
+		warm := min(p-r-1, m)
+		for j := 0; j < warm; j++ {
+			out = append(out, Task{0, j, false})
+		}
+		for i := 0; i < m-warm; i++ {
+			out = append(out, Task{0, warm + i, false}, Task{0, i, true})
+		}
+		for j := m - warm; j < m; j++ {
+			out = append(out, Task{0, j, true})
+		}
+		return out, nil
+	case strategies.ScheduleInterleaved:
+		if m%p != 0 {
+			return nil, fmt.Errorf("sim: the interleaved schedule needs the %d microbatches to be a multiple of pp=%d", m, p)
+		}
+		total := m * v
+		chunk := func(k int, fwd bool) int {
+			c := (k % (p * v)) / p
+			if !fwd {
+				c = v - 1 - c
+			}
+			return c
+		}
+		micro := func(k int) int { return (k/(p*v))*p + k%p }
+		warm := min((p-r-1)*2+(v-1)*p, total)
+		for k := 0; k < warm; k++ {
+			out = append(out, Task{chunk(k, true), micro(k), false})
+		}
+		for i := 0; i < total-warm; i++ {
+			k := warm + i
+			out = append(out, Task{chunk(k, true), micro(k), false}, Task{chunk(i, false), micro(i), true})
+		}
+		for k := total - warm; k < total; k++ {
+			out = append(out, Task{chunk(k, false), micro(k), true})
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("sim: unknown schedule %q; valid: %s, %s, %s", kind, strategies.ScheduleGPipe, strategies.Schedule1F1B, strategies.ScheduleInterleaved)
+}
+
+type p2pKey struct {
+	from, to, micro int
+	phase           strategies.Phase
+}
+
+type builder struct {
+	p     *strategies.Program
+	c     Coster
+	opt   Options
+	nodes []*node
+	main  [][]int // per rank, main-sequence node ids in order
+	comm  [][]int // per rank, comm-stream node ids in issue order
+	sends map[p2pKey]int
+	recvs map[p2pKey]int
+}
+
+func (b *builder) add(n *node) int {
+	n.critDep = -1
+	b.nodes = append(b.nodes, n)
+	return len(b.nodes) - 1
+}
+
+func isComm(op *strategies.Op) bool {
+	return op.Kind.IsCollective() || op.Kind == strategies.OpSend || op.Kind == strategies.OpRecv
+}
+
+// rank builds the nodes of pipeline rank r.
+func (b *builder) rank(r int, tasks []Task) {
+	if b.sends == nil {
+		b.sends, b.recvs = map[p2pKey]int{}, map[p2pKey]int{}
+	}
+	p, st := b.p, b.p.Strategy
+	pp := st.Mesh.PP
+	var main, comm, gathers, buckets []int
+	prev := -1 // last main-sequence node
+	dep := func(n *node, d int) {
+		if d >= 0 {
+			n.deps = append(n.deps, d)
+		}
+	}
+	// producers of each parameter's gradient in the last backward of each chunk
+	lastGrad := map[string]int{}
+	for _, t := range tasks {
+		s := p.Stages[t.Chunk*pp+r]
+		ops := s.Forward
+		phase := strategies.Forward
+		if t.Backward {
+			ops, phase = s.Backward, strategies.Backward
+		}
+		taskStart := prev
+		for i := range ops {
+			op := &ops[i]
+			n := &node{op: op, rank: r, stage: s.Index, micro: t.Micro}
+			async := op.Dim == strategies.DimDP && st.Overlap && isComm(op)
+			if isComm(op) {
+				n.cost = b.c.Comm(op)
+			} else {
+				n.cost = b.c.Compute(op)
+				n.compute = true
+			}
+			id := b.add(n)
+			if async {
+				// ZeRO-3 prefetch: the gather may start once its task has started; the next op of
+				// the main sequence (the one that uses the parameters) waits for it.
+				n.async = true
+				dep(n, taskStart)
+				comm = append(comm, id)
+				gathers = append(gathers, id)
+				continue
+			}
+			dep(n, prev)
+			for _, g := range gathers {
+				dep(n, g)
+			}
+			gathers = gathers[:0]
+			switch op.Kind {
+			case strategies.OpSend:
+				b.sends[p2pKey{s.Index, op.Peer, t.Micro, phase}] = id
+			case strategies.OpRecv:
+				b.recvs[p2pKey{op.Peer, s.Index, t.Micro, phase}] = id
+				n.cost = 0 // the send carries the transfer
+			}
+			if t.Backward {
+				if op.Param != "" {
+					lastGrad[op.Param] = id
+				}
+				if op.Bias != "" {
+					lastGrad[op.Bias] = id
+				}
+			}
+			main = append(main, id)
+			prev = id
+		}
+	}
+	// Optimizer phase of every chunk of this rank.
+	for c := 0; c < st.VPP; c++ {
+		s := p.Stages[c*pp+r]
+		for i := range s.Optimizer {
+			op := &s.Optimizer[i]
+			n := &node{op: op, rank: r, stage: s.Index, micro: -1}
+			bucket := op.Dim == strategies.DimDP && (op.Kind == strategies.OpAllReduce || op.Kind == strategies.OpReduceScatter)
+			if isComm(op) {
+				n.cost = b.c.Comm(op)
+			} else {
+				n.cost = b.c.Compute(op)
+				n.compute = true
+			}
+			id := b.add(n)
+			if bucket && st.Overlap {
+				// DDP: a bucket is reduced once the last backward has produced all its gradients.
+				n.async = true
+				for _, name := range op.Params {
+					if g, ok := lastGrad[name]; ok {
+						dep(n, g)
+					}
+				}
+				comm = append(comm, id)
+				buckets = append(buckets, id)
+				continue
+			}
+			// The rest of the optimizer phase waits for every reduced bucket.
+			dep(n, prev)
+			for _, a := range buckets {
+				dep(n, a)
+			}
+			main = append(main, id)
+			prev = id
+		}
+	}
+	b.main = append(b.main, main)
+	b.comm = append(b.comm, comm)
+}
+
+// link makes every pipeline receive wait for its send.
+func (b *builder) link() {
+	for k, recv := range b.recvs {
+		if send, ok := b.sends[k]; ok {
+			b.nodes[recv].deps = append(b.nodes[recv].deps, send)
+		}
+	}
+}
+
+type engine struct {
+	nodes    []*node
+	main     [][]int
+	comm     [][]int
+	opt      Options
+	replicas int
+
+	events eventHeap
+	seq    int
+	now    units.Seconds
+	count  int
+
+	// per rank stream cursors and busy flags
+	mainNext, commNext []int
+	commBusy           []bool
+	mainBusy           []bool
+
+	active []int // compute nodes running (processor sharing)
+}
+
+func (e *engine) run() {
+	nr := len(e.main)
+	e.mainNext, e.commNext = make([]int, nr), make([]int, nr)
+	e.commBusy, e.mainBusy = make([]bool, nr), make([]bool, nr)
+	for i, n := range e.nodes {
+		n.pending = len(n.deps)
+		for _, d := range n.deps {
+			e.nodes[d].waiters = append(e.nodes[d].waiters, i)
+		}
+	}
+	for r := 0; r < nr; r++ {
+		e.tryStart(r)
+	}
+	for {
+		if len(e.active) > 0 && e.opt.Cores > 0 {
+			e.schedulePS()
+		}
+		if e.events.Len() == 0 {
+			break
+		}
+		ev := heap.Pop(&e.events).(event)
+		n := e.nodes[ev.n]
+		if n.done || (n.compute && e.opt.Cores > 0 && ev.t != n.end) {
+			continue // a stale processor-sharing estimate
+		}
+		e.advance(ev.t)
+		e.count++
+		n.done = true
+		if n.compute && e.opt.Cores > 0 {
+			e.removeActive(ev.n)
+		}
+		if n.async {
+			e.commBusy[n.rank] = false
+		} else {
+			e.mainBusy[n.rank] = false
+		}
+		for _, w := range n.waiters {
+			m := e.nodes[w]
+			m.pending--
+			if n.end >= m.ready {
+				m.ready = n.end
+				m.critDep = ev.n
+			}
+		}
+		for r := range e.main {
+			e.tryStart(r)
+		}
+	}
+}
+
+// tryStart starts the next op of rank r's main sequence and comm stream when they are free and
+// their dependencies are done.
+func (e *engine) tryStart(r int) {
+	if !e.mainBusy[r] && e.mainNext[r] < len(e.main[r]) {
+		id := e.main[r][e.mainNext[r]]
+		if e.nodes[id].pending == 0 {
+			e.mainNext[r]++
+			e.mainBusy[r] = true
+			e.start(id)
+		}
+	}
+	if !e.commBusy[r] && e.commNext[r] < len(e.comm[r]) {
+		id := e.comm[r][e.commNext[r]]
+		if e.nodes[id].pending == 0 {
+			e.commNext[r]++
+			e.commBusy[r] = true
+			e.start(id)
+		}
+	}
+}
+
+func (e *engine) start(id int) {
+	n := e.nodes[id]
+	n.started = true
+	n.start = max(e.now, n.ready)
+	if n.compute && e.opt.Cores > 0 {
+		n.remain = float64(n.cost)
+		n.lastTick = n.start
+		e.active = append(e.active, id)
+		return // schedulePS sets its end
+	}
+	n.end = n.start + n.cost
+	e.push(n.end, id)
+}
+
+func (e *engine) push(t units.Seconds, id int) {
+	heap.Push(&e.events, event{t, e.seq, id})
+	e.seq++
+}
+
+// rate is the speed of each running compute op when the replicas of all simulated ranks share
+// the cores.
+func (e *engine) rate() float64 {
+	demand := len(e.active) * e.replicas
+	if demand <= e.opt.Cores {
+		return 1
+	}
+	return float64(e.opt.Cores) / float64(demand)
+}
+
+// advance moves the clock, charging running compute ops for the work done.
+func (e *engine) advance(t units.Seconds) {
+	if e.opt.Cores > 0 && len(e.active) > 0 {
+		r := e.rate()
+		for _, id := range e.active {
+			n := e.nodes[id]
+			n.remain -= float64(t-n.lastTick) * r
+			n.lastTick = t
+		}
+	}
+	e.now = t
+}
+
+// schedulePS (re)computes the end of every running compute op at the current sharing rate.
+func (e *engine) schedulePS() {
+	r := e.rate()
+	for _, id := range e.active {
+		n := e.nodes[id]
+		end := n.lastTick + units.Seconds(math.Max(n.remain, 0)/r)
+		if end != n.end || !n.queued {
+			n.end = end
+			n.queued = true
+			e.push(end, id)
+		}
+	}
+}
+
+func (e *engine) removeActive(id int) {
+	for i, a := range e.active {
+		if a == id {
+			e.active = append(e.active[:i], e.active[i+1:]...)
+			return
+		}
+	}
+}
