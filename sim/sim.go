@@ -77,7 +77,7 @@ type node struct {
 	critDep  int // dep that ended last (-1 none)
 	done     bool
 	started  bool
-	queued   bool // its end is in the event queue (processor sharing)
+	queued   bool    // its end is in the event queue (processor sharing)
 	remain   float64 // remaining work at full speed (processor sharing)
 	lastTick units.Seconds
 }
