@@ -1,0 +1,71 @@
+package reports
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestMarkdown(t *testing.T) {
+	header := []string{"strategy", "step time", "error", "note"}
+	rows := [][]string{
+		{"dp=2", "24.1 ms", "+7.5%", "a|b"},
+		{"dp=2,tp=2", "9 ms", "-1%", "two\nlines"},
+		{"single", "", "0%", ""},
+	}
+	var b bytes.Buffer
+	if err := Markdown(&b, header, rows); err != nil {
+		t.Fatal(err)
+	}
+	// Hand-written: numeric columns right-aligned, "|" escaped, newline as <br>, widths padded.
+	want := `| strategy  | step time | error | note         |
+| --------- | --------: | ----: | ------------ |
+| dp=2      |   24.1 ms | +7.5% | a\|b         |
+| dp=2,tp=2 |      9 ms |   -1% | two<br>lines |
+| single    |           |    0% |              |
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	var again bytes.Buffer
+	if err := Markdown(&again, header, rows); err != nil || again.String() != b.String() {
+		t.Errorf("second write differs (err %v)", err)
+	}
+}
+
+func TestMarkdownHeaderOnly(t *testing.T) {
+	var b bytes.Buffer
+	if err := Markdown(&b, []string{"a", "bb"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| a   | bb  |\n| --- | --- |\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
+func TestCSV(t *testing.T) {
+	var b bytes.Buffer
+	err := CSV(&b, []string{"strategy", "mesh", "step_s"}, [][]string{{"hybrid", "dp=2,tp=2", "0.018"}, {"quote", `say "hi"`, "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "strategy,mesh,step_s\nhybrid,\"dp=2,tp=2\",0.018\nquote,\"say \"\"hi\"\"\",1\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
+func TestTableErrors(t *testing.T) {
+	for _, write := range []func(*bytes.Buffer, []string, [][]string) error{
+		func(b *bytes.Buffer, h []string, r [][]string) error { return Markdown(b, h, r) },
+		func(b *bytes.Buffer, h []string, r [][]string) error { return CSV(b, h, r) },
+	} {
+		var b bytes.Buffer
+		if err := write(&b, []string{"a", "b"}, [][]string{{"1"}}); err == nil || !strings.Contains(err.Error(), "row 1 has 1 cells, the header 2") {
+			t.Errorf("short row: error %v", err)
+		}
+		if err := write(&b, nil, nil); err == nil {
+			t.Errorf("no header: no error")
+		}
+	}
+}
