@@ -1,0 +1,669 @@
+package costmodel
+
+import (
+	"tpsim/model"
+	"tpsim/strategies"
+	"tpsim/units"
+)
+
+// This file is the closed form of a decoder-only transformer under the Megatron plan, one function
+// per layer type, each listing its ops in the order strategies.Lower emits them, with their costs
+// and the bytes they keep alive. Sizes are per rank:
+//
+//	b  microbatch (sequences)          s  local sequence (seq / cp)      S  full sequence
+//	h  hidden                          t  tensor-parallel size           e  bytes per activation
+//	a  heads, a/t local                k  key/value heads, k/t local     d  head dim
+//	f  MLP width, f/t local            V  vocabulary
+//
+// The transformer layer is Megatron-LM's (Shoeybi et al. 2019 §3; Narayanan et al. 2021 §3.1):
+// qkv and the MLP up-projections column-parallel, the attention output and the MLP
+// down-projection row-parallel, so the forward has two all-reduces of b s h per layer and the
+// backward two more (Narayanan et al. 2021 §3.3); with sequence parallelism (Korthikanti et al.
+// 2022 §4.2.2) each all-reduce becomes a reduce-scatter and an all-gather of the same bytes and
+// the norms, dropouts, residual adds and row-parallel biases work on s/t tokens.
+//
+// What one layer adds up to, per rank and microbatch, for a GPT layer (a d = h, f = 4h):
+//
+//	matrix-product FLOPs  forward 24bsh^2/t + 4bs^2h/t (Narayanan et al. 2021 §5.1), backward
+//	                      twice that; full recompute adds the forward again (Eq. 3: 96 for 72),
+//	                      selective recompute the attention core, 4bs^2h/t (Korthikanti et al. §5)
+//	bytes sent over tp    8bsh (t-1)/t e: four all-reduces of b s h (Narayanan et al. §3.3), or
+//	                      four reduce-scatter + all-gather pairs under sequence parallelism; full
+//	                      recompute repeats the forward's two
+//	activations           Korthikanti et al. 2022 Table 2 (KorthikantiActivationBytes) plus the
+//	                      norms' fp32 statistics; TestProgramActivationsKorthikanti says where
+//	                      the Program differs
+//	parameters            12h^2 + 13h, sharded over tp but for the norms and row-parallel biases
+//	                      (Narayanan et al. 2021 §5.1: P = 12lh^2 (1 + 13/(12h) + (V+s)/(12lh)))
+//	ZeRO-3                each parameter all-gathered before its forward and its backward, its
+//	                      gradient reduce-scattered after (Rajbhandari et al. 2020 §5.3, 1.5x the
+//	                      data-parallel volume), and gathered again for full recompute
+//
+// The functions below list the ops in Program order because the memory peaks (StageWorkspace,
+// StageLive) depend on the order; the totals above are their sums.
+
+// xf is one rank's view of a transformer under a strategy.
+type xf struct {
+	p *pricer
+
+	b, s, S, h, t, cp    int64
+	heads, kv, hd        int64 // local heads and key/value heads (a/t, k/t), head dim
+	qkvOut, ffn, vocab   int64 // local qkv width (a + 2k) d / t, local MLP width f/t, local vocabulary V/t
+	fullVocab, positions int64
+	e                    int64 // bytes per activation
+	pb, gb               int64 // bytes per parameter and per gradient element
+
+	sp, gated, rms, bias, qkvBias, learned, tied, dropout bool
+	recompute                                             string
+	zero3                                                 bool
+
+	// Derived sizes in bytes.
+	bsh   units.Bytes // one [b, s, h] activation
+	r     units.Bytes // the residual stream: [b, s/t, h] under sequence parallel, else bsh
+	mask  units.Bytes // a dropout mask on the residual stream: one byte per element
+	stats units.Bytes // a norm's fp32 mean and rstd (LayerNorm) or rstd (RMSNorm) per token
+}
+
+func newXF(p *pricer, m *model.Model, st strategies.Strategy, e, pb, gb int64) xf {
+	c := m.Transformer
+	t := int64(st.Mesh.TP)
+	x := xf{p: p, b: int64(st.MBS), s: int64(st.Seq / st.Mesh.CP), S: int64(st.Seq), h: int64(c.Hidden), t: t, cp: int64(st.Mesh.CP),
+		heads: int64(c.Heads) / t, kv: int64(c.KVHeads) / t, hd: int64(c.HeadDim),
+		qkvOut: int64(c.Heads+2*c.KVHeads) * int64(c.HeadDim) / t, ffn: int64(c.FFN) / t, vocab: int64(c.Vocab) / t,
+		fullVocab: int64(c.Vocab), positions: int64(c.Seq), e: e, pb: pb, gb: gb,
+		sp: st.SP && t > 1, gated: c.Gated, rms: c.RMSNorm, bias: c.Bias, qkvBias: c.Bias || c.QKVBias, learned: c.Learned,
+		tied: c.Tied, dropout: c.Dropout > 0, recompute: st.Recompute, zero3: st.ZeRO == 3}
+	x.bsh = units.Bytes(x.b * x.s * x.h * e)
+	x.r = x.bsh
+	rows := x.b * x.s
+	if x.sp {
+		x.r /= units.Bytes(t)
+		rows /= t
+	}
+	x.mask = x.r / units.Bytes(e)
+	nstat := int64(2)
+	if x.rms {
+		nstat = 1
+	}
+	x.stats = units.Bytes(rows * nstat * 4)
+	return x
+}
+
+func ifB(c bool, b units.Bytes) units.Bytes {
+	if c {
+		return b
+	}
+	return 0
+}
+
+func ifI(c bool, v int64) int64 {
+	if c {
+		return v
+	}
+	return 0
+}
+
+// Parameters held by one rank.
+
+func (x *xf) normParams() int64 {
+	if x.rms {
+		return x.h
+	}
+	return 2 * x.h // LayerNorm weight and bias
+}
+
+// layerParams lists a layer's local parameter elements in registration order (the order of
+// Stage.Params), for gradient buckets; it returns their count.
+func (x *xf) layerParams(out *[14]int64) int {
+	n := 0
+	add := func(v int64) { out[n] = v; n++ }
+	addNorm := func() {
+		add(x.h)
+		if !x.rms {
+			add(x.h)
+		}
+	}
+	addNorm()
+	add(x.qkvOut * x.h)
+	if x.qkvBias {
+		add(x.qkvOut)
+	}
+	add(x.h * x.heads * x.hd)
+	if x.bias {
+		add(x.h) // row-parallel bias: replicated
+	}
+	addNorm()
+	ups := 1
+	if x.gated {
+		ups = 2 // gate and up
+	}
+	for range ups {
+		add(x.ffn * x.h)
+		if x.bias {
+			add(x.ffn)
+		}
+	}
+	add(x.h * x.ffn)
+	if x.bias {
+		add(x.h)
+	}
+	return n
+}
+
+func (x *xf) layerParamElems() int64 {
+	var l [14]int64
+	var n int64
+	for _, v := range l[:x.layerParams(&l)] {
+		n += v
+	}
+	return n
+}
+
+// layerPartialTP is the elements of a layer's parameters whose gradients are all-reduced over tp
+// after backward (Korthikanti et al. 2022 §4.2.2: norms and row-parallel biases see s/t tokens).
+func (x *xf) layerPartialTP() int64 {
+	if !x.sp {
+		return 0
+	}
+	n := 2 * x.normParams()
+	if x.bias {
+		n += 2 * x.h
+	}
+	return n
+}
+
+// Local parameter elements of each op that reads parameters (ZeRO-3 gathers them before the op
+// and reduce-scatters their gradients after its backward). A row-parallel bias is its own op
+// when t > 1, else the Linear adds it.
+func (x *xf) qkvW() int64  { return x.qkvOut*x.h + ifI(x.qkvBias, x.qkvOut) }
+func (x *xf) projW() int64 { return x.h*x.heads*x.hd + ifI(x.bias && x.t == 1, x.h) }
+func (x *xf) upW() int64   { return x.ffn*x.h + ifI(x.bias, x.ffn) }
+func (x *xf) downW() int64 { return x.h*x.ffn + ifI(x.bias && x.t == 1, x.h) }
+
+func (x *xf) zg(m *emitter, n int64) {
+	if x.zero3 {
+		m.zero(strategies.OpAllGather, units.Bytes(n*x.pb))
+	}
+}
+
+func (x *xf) zr(m *emitter, n int64) {
+	if x.zero3 {
+		m.zero(strategies.OpReduceScatter, units.Bytes(n*x.gb))
+	}
+}
+
+// Ops. The backward of an elementwise op (norm, activation, product, dropout) and of attention
+// costs twice its forward (Narayanan et al. 2021 §5.1).
+
+func (x *xf) twice(m *emitter) int64 {
+	if m.backward && !m.replay {
+		return 2
+	}
+	return 1
+}
+
+// norm is LayerNorm or RMSNorm over n elements: 5n FLOPs, reading and writing 2n activations.
+func (x *xf) norm(m *emitter, n int64, outB, freeB units.Bytes) {
+	k := x.twice(m)
+	m.elementwise(units.FLOPs(k*5*n), units.Bytes(k*2*n*x.e), outB, freeB)
+}
+
+// ew is an elementwise op reading `reads` tensors and writing one, n elements each.
+func (x *xf) ew(m *emitter, n, reads int64, outB, freeB units.Bytes) {
+	k := x.twice(m)
+	m.elementwise(units.FLOPs(k*n), units.Bytes(k*(reads+1)*n*x.e), outB, freeB)
+}
+
+// dropoutOp is hidden dropout on the residual stream (Srivastava et al. 2014): it reads x and
+// writes the output and a one-byte mask.
+func (x *xf) dropoutOp(m *emitter, outB, freeB units.Bytes) {
+	k := x.twice(m)
+	n := int64(x.r) / x.e
+	m.elementwise(units.FLOPs(k*n), units.Bytes(k*n*(2*x.e+1)), outB, freeB)
+}
+
+// add is a residual add or a sum of two gradients of n elements: n FLOPs, 3n activations touched.
+func (x *xf) add(m *emitter, n int64, outB, freeB units.Bytes) {
+	m.elementwise(units.FLOPs(n), units.Bytes(3*n*x.e), outB, freeB)
+}
+
+// join sums the two gradients of a layer's input (through the residual and through norm1).
+func (x *xf) join(m *emitter) { x.add(m, int64(x.r)/x.e, x.r, 2*x.r) }
+
+// attentionCost is the forward cost of the attention core over the local heads: QK^T and the
+// product with V, 2 x 2 b s S (a/t) d FLOPs (Narayanan et al. 2021 §5.1, the full s x S product),
+// reading qkv and writing the output and the s x S probabilities twice; attention dropout reads
+// and writes them again and writes a one-byte mask.
+func (x *xf) attentionCost() (units.FLOPs, units.Bytes) {
+	rows := x.b * x.s
+	f := units.FLOPs(4 * float64(x.b) * float64(x.s) * float64(x.S) * float64(x.heads*x.hd))
+	probs := x.b * x.heads * x.s * x.S * x.e
+	mem := units.Bytes(rows*x.qkvOut*x.e + rows*x.heads*x.hd*x.e + 2*probs)
+	if x.dropout {
+		mem += units.Bytes(2*probs + probs/x.e)
+	}
+	return f, mem
+}
+
+// Sizes of a layer's values in bytes.
+func (x *xf) qkvB() units.Bytes  { return units.Bytes(x.b * x.s * x.qkvOut * x.e) }
+func (x *xf) coreB() units.Bytes { return units.Bytes(x.b * x.s * x.heads * x.hd * x.e) }
+func (x *xf) ffB() units.Bytes   { return units.Bytes(x.b * x.s * x.ffn * x.e) }
+func (x *xf) kvB() units.Bytes {
+	if x.cp == 1 {
+		return 0
+	}
+	// Context parallel (Llama 3 §3.3.2): keys and values of the whole sequence gathered over cp.
+	return units.Bytes(x.b * x.S * 2 * x.kv * x.hd * x.e)
+}
+
+// probsB is what attention keeps of its s x S scores without recompute: the softmax output
+// (2as^2b), and with dropout its mask and output (as^2b + 2as^2b): Korthikanti et al. 2022 §4.1.
+func (x *xf) probsB() units.Bytes {
+	if x.recompute != strategies.RecomputeNone {
+		return 0
+	}
+	p := units.Bytes(x.b * x.heads * x.s * x.S * x.e)
+	if x.dropout {
+		p += p + p/units.Bytes(x.e)
+	}
+	return p
+}
+
+// rowReduce is the collective after a row-parallel Linear (Partial [b, s, h] -> Replicate by
+// all-reduce, or -> Shard(seq) by reduce-scatter under sequence parallel) and its bias, added once
+// after the reduction. It returns the bytes of its transient result, the residual branch (r).
+// With t = 1 there is neither: the Linear adds its own bias.
+func (x *xf) rowReduce(m *emitter) {
+	if x.t == 1 {
+		return
+	}
+	kind := strategies.OpAllReduce
+	if x.sp {
+		kind = strategies.OpReduceScatter
+	}
+	m.tpColl(kind, x.bsh, x.r, x.bsh)
+	if x.bias {
+		x.zg(m, x.h)
+		n := int64(x.r) / x.e
+		m.elementwise(units.FLOPs(n), units.Bytes(2*n*x.e), x.r, x.r)
+	}
+}
+
+// branchEnd is the end of the attention or MLP branch: the row-parallel reduction, hidden dropout
+// (its mask saved, or recomputed), and the residual add, whose output is kept when keepOut.
+// freeIn is what the add frees besides the branch (under full recompute, the attention's residual
+// add output is last read by the MLP's).
+// It returns the transient bytes live when the add runs, besides its output.
+func (x *xf) branchEnd(m *emitter, keepMask, keepOut bool, freeIn units.Bytes) units.Bytes {
+	x.rowReduce(m)
+	if x.dropout {
+		m.save(ifB(keepMask, x.mask))
+		x.dropoutOp(m, x.r+ifB(!keepMask, x.mask), x.r+ifB(!keepMask, x.mask))
+	}
+	m.save(ifB(keepOut, x.r))
+	at := m.cur
+	x.add(m, int64(x.r)/x.e, ifB(!keepOut, x.r), x.r+freeIn)
+	return at
+}
+
+// colInput is a norm and, under sequence parallel, the all-gather of its output before the
+// column-parallel Linears (Korthikanti et al. 2022 §4.2.2, g in Fig. 5). keep says whether the
+// Linears' input is saved for backward (else it is recomputed). It returns the bytes of that input.
+func (x *xf) colInput(m *emitter, keep bool) units.Bytes {
+	n := int64(x.r) / x.e
+	yKeep := keep && !x.sp // the norm's output is the Linears' input unless it is all-gathered
+	x.zg(m, x.normParams())
+	m.save(ifB(yKeep, x.r) + ifB(keep, x.stats))
+	x.norm(m, n, ifB(!yKeep, x.r)+ifB(!keep, x.stats), ifB(!keep, x.stats))
+	if !x.sp {
+		return x.r
+	}
+	m.save(ifB(keep, x.bsh))
+	m.tpColl(strategies.OpAllGather, x.bsh, ifB(!keep, x.bsh), x.r)
+	return x.bsh
+}
+
+// blockForward is a transformer layer's forward: norm1, attention, residual add, norm2, MLP,
+// residual add. Without recompute it saves Korthikanti et al. 2022's activations (Eq. 1-2);
+// under selective recompute all but the attention scores (Eq. 4-5); under full recompute only the
+// layer's output (2sbh, Eq. 6), which the layer's last op writes. It returns the transient bytes
+// live when that op runs, besides the output.
+func (x *xf) blockForward(m *emitter) units.Bytes {
+	keep := x.recompute != strategies.RecomputeFull // values saved for backward (else recomputed)
+	rows := x.b * x.s
+	qkv, core, kv, ff := x.qkvB(), x.coreB(), x.kvB(), x.ffB()
+
+	// Attention (Narayanan et al. 2021 §3.1: qkv column-parallel over heads, so a rank holds a/t
+	// query and k/t key/value heads).
+	in := x.colInput(m, keep)
+	x.zg(m, x.qkvW())
+	m.save(ifB(keep, qkv))
+	m.linear(rows, x.h, x.qkvOut, x.e, true, ifB(!keep, qkv), ifB(!keep, in))
+	if x.cp > 1 {
+		m.save(ifB(keep, kv))
+		m.cpColl(strategies.OpAllGather, kv, ifB(!keep, kv), 0)
+	}
+	fa, ma := x.attentionCost()
+	m.save(ifB(keep, core) + x.probsB())
+	m.attention(fa, ma, ifB(!keep, core), ifB(!keep, qkv+kv))
+	x.zg(m, x.projW())
+	m.linear(rows, x.heads*x.hd, x.h, x.e, true, x.bsh, ifB(!keep, core))
+	_ = x.branchEnd(m, keep, keep, 0)
+
+	// MLP.
+	in = x.colInput(m, keep)
+	ffT, ffS := ifB(!keep, ff), ifB(keep, ff) // an MLP activation: transient or saved
+	if x.gated {
+		// SwiGLU (Shazeer 2020): down(silu(gate x) * up x).
+		x.zg(m, x.upW())
+		m.save(ffS)
+		m.linear(rows, x.h, x.ffn, x.e, true, ffT, 0)
+		x.zg(m, x.upW())
+		m.save(ffS)
+		m.linear(rows, x.h, x.ffn, x.e, true, ffT, ifB(!keep, in))
+		m.save(ffS)
+		x.ew(m, rows*x.ffn, 1, ffT, ffT)
+		m.save(ffS)
+		x.ew(m, rows*x.ffn, 2, ffT, 2*ffT)
+	} else {
+		x.zg(m, x.upW())
+		m.save(ffS)
+		m.linear(rows, x.h, x.ffn, x.e, true, ffT, ifB(!keep, in))
+		m.save(ffS)
+		x.ew(m, rows*x.ffn, 1, ffT, ffT)
+	}
+	x.zg(m, x.downW())
+	m.linear(rows, x.ffn, x.h, x.e, true, x.bsh, ifB(!keep, ff))
+	return x.branchEnd(m, keep, true, ifB(!keep, x.r))
+}
+
+// recomputeLayer is full recompute's replay of a layer's forward just before its backward
+// (Korthikanti et al. 2022 §5: one extra forward per layer). Its outputs are transient; the ones
+// that only fed the forward are freed as in the forward, the others live until the backward op
+// that reads them.
+func (x *xf) recomputeLayer(m *emitter) {
+	m.replay = true
+	defer func() { m.replay = false }()
+	rows := x.b * x.s
+	n := int64(x.r) / x.e
+	qkv, core, kv, ff := x.qkvB(), x.coreB(), x.kvB(), x.ffB()
+	norm := func() {
+		x.zg(m, x.normParams())
+		x.norm(m, n, x.r+x.stats, 0)
+		if x.sp {
+			m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, x.r)
+		}
+	}
+	end := func() {
+		x.rowReduce(m)
+		if x.dropout {
+			x.dropoutOp(m, x.r+x.mask, x.r)
+		}
+		x.add(m, n, x.r, x.r)
+	}
+	norm()
+	x.zg(m, x.qkvW())
+	m.linear(rows, x.h, x.qkvOut, x.e, true, qkv, 0)
+	if x.cp > 1 {
+		m.cpColl(strategies.OpAllGather, kv, kv, 0)
+	}
+	fa, ma := x.attentionCost()
+	m.attention(fa, ma, core, 0)
+	x.zg(m, x.projW())
+	m.linear(rows, x.heads*x.hd, x.h, x.e, true, x.bsh, 0)
+	end()
+	norm()
+	if x.gated {
+		x.zg(m, x.upW())
+		m.linear(rows, x.h, x.ffn, x.e, true, ff, 0)
+		x.zg(m, x.upW())
+		m.linear(rows, x.h, x.ffn, x.e, true, ff, 0)
+		x.ew(m, rows*x.ffn, 1, ff, 0)
+		x.ew(m, rows*x.ffn, 2, ff, 0)
+	} else {
+		x.zg(m, x.upW())
+		m.linear(rows, x.h, x.ffn, x.e, true, ff, 0)
+		x.ew(m, rows*x.ffn, 1, ff, 0)
+	}
+	x.zg(m, x.downW())
+	m.linear(rows, x.ffn, x.h, x.e, true, x.bsh, 0)
+	end()
+	m.live(0, x.r) // the recomputed output is read by nothing
+}
+
+// branchGrad is the backward of branchEnd's dropout and of the row-parallel reduction and bias:
+// the dropout's input gradient (the output gradient stays live for the residual's join), the bias
+// gradient, and under sequence parallel the all-gather of the gradient (the backward of the
+// reduce-scatter). It returns the bytes of the gradient the row-parallel Linear's backward frees.
+func (x *xf) branchGrad(m *emitter, keep bool) units.Bytes {
+	var g units.Bytes
+	if x.dropout {
+		x.dropoutOp(m, x.r, ifB(!keep, x.mask))
+		m.drop(ifB(keep, x.mask))
+		g = x.r
+	}
+	if x.t > 1 && x.bias {
+		x.zg(m, x.h)
+		n := int64(x.r) / x.e
+		m.elementwise(units.FLOPs(n), units.Bytes(2*n*x.e), 0, 0)
+		x.zr(m, x.h)
+	}
+	if x.sp {
+		m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, g)
+		return x.bsh
+	}
+	return g
+}
+
+// colGrad is the reduction of the Partial input gradient of the column-parallel Linears:
+// all-reduce (f in Shoeybi et al. 2019 Fig. 3), or reduce-scatter under sequence parallel. It
+// returns the bytes of the reduced gradient.
+func (x *xf) colGrad(m *emitter) units.Bytes {
+	switch {
+	case x.t == 1:
+		return x.bsh
+	case x.sp:
+		m.tpColl(strategies.OpReduceScatter, x.bsh, x.r, x.bsh)
+		return x.r
+	default:
+		m.tpColl(strategies.OpAllReduce, x.bsh, x.bsh, x.bsh)
+		return x.bsh
+	}
+}
+
+// blockBackward is a layer's backward after any recompute. It starts with the gradient of the
+// layer's output live and ends with the two parts of its input's gradient live.
+func (x *xf) blockBackward(m *emitter) {
+	keep := x.recompute != strategies.RecomputeFull
+	rows := x.b * x.s
+	n := int64(x.r) / x.e
+	re := func(b units.Bytes) units.Bytes { return ifB(!keep, b) } // recomputed values read last here
+	sv := func(b units.Bytes) units.Bytes { return ifB(keep, b) }  // saved values read last here
+	qkv, core, kv, ff := x.qkvB(), x.coreB(), x.kvB(), x.ffB()
+	in := x.r // the column-parallel Linears' input: the norm output, or its all-gather
+	if x.sp {
+		in = x.bsh
+	}
+
+	// MLP.
+	g := x.branchGrad(m, keep)
+	x.zg(m, x.downW())
+	m.linear(rows, x.ffn, x.h, x.e, true, ff, g+re(ff))
+	m.drop(sv(ff))
+	x.zr(m, x.downW())
+	if x.gated {
+		x.ew(m, rows*x.ffn, 2, 2*ff, ff+re(2*ff))
+		m.drop(sv(2 * ff))
+		x.ew(m, rows*x.ffn, 1, ff, ff+re(ff))
+		m.drop(sv(ff))
+		x.zg(m, x.upW())
+		m.linear(rows, x.h, x.ffn, x.e, true, x.bsh, ff)
+		x.zr(m, x.upW())
+		x.zg(m, x.upW())
+		m.linear(rows, x.h, x.ffn, x.e, true, x.bsh, ff+re(in))
+		m.drop(sv(in))
+		x.zr(m, x.upW())
+		x.add(m, rows*x.h, x.bsh, 2*x.bsh)
+	} else {
+		x.ew(m, rows*x.ffn, 1, ff, ff+re(ff))
+		m.drop(sv(ff))
+		x.zg(m, x.upW())
+		m.linear(rows, x.h, x.ffn, x.e, true, x.bsh, ff+re(in))
+		m.drop(sv(in))
+		x.zr(m, x.upW())
+	}
+	gn := x.colGrad(m)
+	x.zg(m, x.normParams())
+	x.norm(m, n, x.r, gn+re(x.r+x.stats))
+	m.drop(sv(x.r + x.stats))
+	x.zr(m, x.normParams())
+	x.join(m)
+
+	// Attention.
+	g = x.branchGrad(m, keep)
+	x.zg(m, x.projW())
+	m.linear(rows, x.heads*x.hd, x.h, x.e, true, core, g+re(core))
+	m.drop(sv(core))
+	x.zr(m, x.projW())
+	// The attention core's backward, plus its forward again under selective recompute
+	// (Korthikanti et al. 2022 §4.2: QK^T, softmax, dropout and the product with V are recomputed).
+	fa, ma := x.attentionCost()
+	fb := 2 * fa
+	if x.recompute == strategies.RecomputeSelective {
+		fb += fa
+	}
+	m.attention(fb, 2*ma, qkv, core+re(qkv+kv))
+	m.drop(sv(qkv+kv) + x.probsB())
+	if x.cp > 1 {
+		m.cpColl(strategies.OpReduceScatter, kv, 0, 0)
+	}
+	x.zg(m, x.qkvW())
+	m.linear(rows, x.h, x.qkvOut, x.e, true, x.bsh, qkv+re(in))
+	m.drop(sv(in))
+	x.zr(m, x.qkvW())
+	gn = x.colGrad(m)
+	x.zg(m, x.normParams())
+	x.norm(m, n, x.r, gn+re(x.stats))
+	m.drop(x.r + sv(x.stats)) // the layer's input, saved by the layer below, read last here
+	x.zr(m, x.normParams())
+}
+
+// embedForward is the token embedding (vocabulary-parallel: Shoeybi et al. 2019 §3, its Partial
+// output all-reduced, or reduce-scattered over the sequence under sequence parallel), for GPT the
+// learned position embedding added to it, and embedding dropout. The result is the first layer's
+// input, saved.
+func (x *xf) embedForward(m *emitter) {
+	last := func(isLast bool, b units.Bytes) units.Bytes { // the first layer's input is saved
+		if isLast {
+			m.save(b)
+			return 0
+		}
+		return b
+	}
+	hasPos, hasDrop := x.learned, x.dropout
+	x.zg(m, x.vocab*x.h)
+	m.save(units.Bytes(x.b * x.s * 4)) // token ids, read by the embedding's backward
+	out := x.bsh
+	if x.t > 1 {
+		m.elementwise(0, x.bsh, x.bsh, 0) // vocabulary-parallel: Partial
+		kind := strategies.OpAllReduce
+		if x.sp {
+			kind = strategies.OpReduceScatter
+		}
+		out = x.r
+		m.tpColl(kind, x.bsh, last(!hasPos && !hasDrop, x.r), x.bsh)
+	} else {
+		m.elementwise(0, x.bsh, last(!hasPos && !hasDrop, x.bsh), 0)
+	}
+	if hasPos {
+		x.zg(m, x.positions*x.h)
+		m.elementwise(0, x.bsh, x.bsh, 0)
+		pos := x.bsh
+		if x.sp {
+			m.elementwise(0, x.bsh, x.r, x.bsh) // slice: Replicate -> Shard(seq), no communication
+			pos = x.r
+		}
+		x.add(m, int64(x.r)/x.e, last(!hasDrop, x.r), out+pos)
+		out = x.r
+	}
+	if hasDrop {
+		m.save(x.r + x.mask)
+		x.dropoutOp(m, 0, out)
+	}
+}
+
+// embedBackward starts with the two gradients of the first layer's input live.
+func (x *xf) embedBackward(m *emitter) {
+	x.join(m)
+	if x.dropout {
+		x.dropoutOp(m, x.r, x.r)
+		m.drop(x.mask)
+	}
+	bsh := x.b * x.s * x.h
+	if x.learned {
+		if x.sp {
+			m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, 0)
+		}
+		x.zg(m, x.positions*x.h)
+		m.elementwise(units.FLOPs(bsh), x.bsh, 0, ifB(x.sp, x.bsh))
+		x.zr(m, x.positions*x.h)
+	}
+	if x.sp {
+		m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, x.r)
+	}
+	x.zg(m, x.vocab*x.h)
+	m.elementwise(units.FLOPs(bsh), x.bsh, 0, ifB(x.sp, x.bsh)+ifB(!x.sp, x.r))
+	m.drop(units.Bytes(x.b * x.s * 4))
+	x.zr(m, x.vocab*x.h)
+}
+
+// headForward is the final norm, the output head (column-parallel over the vocabulary, tied or
+// not) and the cross-entropy loss on the all-gathered logits.
+func (x *xf) headForward(m *emitter) {
+	rows := x.b * x.s
+	n := int64(x.r) / x.e
+	x.zg(m, x.normParams())
+	m.save(ifB(!x.sp, x.r) + x.stats)
+	x.norm(m, n, ifB(x.sp, x.r), 0)
+	if x.sp {
+		m.save(x.bsh)
+		m.tpColl(strategies.OpAllGather, x.bsh, 0, x.r)
+	}
+	logits := units.Bytes(rows * x.vocab * x.e)
+	full := units.Bytes(rows * x.fullVocab * x.e)
+	x.zg(m, x.vocab*x.h)
+	m.save(ifB(x.t == 1, full))
+	m.linear(rows, x.h, x.vocab, x.e, true, ifB(x.t > 1, logits), 0)
+	if x.t > 1 {
+		m.save(full)
+		m.tpColl(strategies.OpAllGather, full, 0, logits)
+	}
+	nl := rows * x.fullVocab
+	m.save(units.Bytes(rows * 4)) // targets
+	m.elementwise(units.FLOPs(5*nl), units.Bytes(2*nl*x.e), 4, 4)
+}
+
+// headBackward ends with the gradient of the last layer's output live.
+func (x *xf) headBackward(m *emitter) {
+	rows := x.b * x.s
+	n := int64(x.r) / x.e
+	nl := rows * x.fullVocab
+	full := units.Bytes(nl * x.e)
+	m.elementwise(units.FLOPs(5*nl), units.Bytes(2*nl*x.e), full, 0)
+	m.drop(full + units.Bytes(rows*4))
+	g := full
+	if x.t > 1 {
+		g = units.Bytes(rows * x.vocab * x.e)
+		m.elementwise(0, full, g, full) // slice of the replicated logits' gradient
+	}
+	x.zg(m, x.vocab*x.h)
+	m.linear(rows, x.h, x.vocab, x.e, true, x.bsh, g)
+	m.drop(ifB(x.sp, x.bsh) + ifB(!x.sp, x.r))
+	x.zr(m, x.vocab*x.h)
+	gn := x.colGrad(m)
+	x.zg(m, x.normParams())
+	x.norm(m, n, x.r, gn)
+	m.drop(x.r + x.stats) // the last layer's output
+	x.zr(m, x.normParams())
+}
