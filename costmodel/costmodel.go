@@ -270,6 +270,11 @@ func Predict(p *strategies.Program, hw *hardware.Hardware) (*Result, error) {
 	// Per pipeline rank: the sum over its virtual stages.
 	type rankT struct{ perMicro, compute, comm, overlapF, overlapB, opt, optComm, dp, last, bwd units.Seconds }
 	ranks := make([]rankT, pp)
+	rankBytes := make([]map[string]units.Bytes, pp)
+	rankTime := make([]map[string]units.Seconds, pp)
+	for i := range ranks {
+		rankBytes[i], rankTime[i] = map[string]units.Bytes{}, map[string]units.Seconds{}
+	}
 	for _, s := range p.Stages {
 		t := c.stage(s)
 		rt := &ranks[s.Rank]
@@ -288,9 +293,18 @@ func Predict(p *strategies.Program, hw *hardware.Hardware) (*Result, error) {
 		rt.dp += t.dpComm
 		rt.last = max(rt.last, t.lastBucket)
 		for d, x := range t.commByDim {
-			r.CommTime[d] = max(r.CommTime[d], x)
+			rankTime[s.Rank][d] += x
 		}
 		for d, b := range p.CommBytes(s) {
+			rankBytes[s.Rank][d] += b
+		}
+	}
+	// A pipeline rank sends what all its model chunks send; report the busiest rank.
+	for i := range ranks {
+		for d, x := range rankTime[i] {
+			r.CommTime[d] = max(r.CommTime[d], x)
+		}
+		for d, b := range rankBytes[i] {
 			r.CommBytes[d] = max(r.CommBytes[d], b)
 		}
 	}

@@ -522,6 +522,9 @@ func transformerModelFLOPs(c *model.Transformer, batch, seq int) units.FLOPs {
 type rankSum struct {
 	perMicro, compute, comm, opt, optComm, dp, last, bwd units.Seconds
 	mem                                                  Memory
+	// bytes sent and communication time per step, summed over the rank's stages
+	sent     [nDims]units.Bytes
+	commTime [nDims]units.Seconds
 }
 
 // assemble turns the stage kinds into the Totals, the way Predict and Coster.Memory do.
@@ -543,10 +546,6 @@ func assemble(p *pricer, st strategies.Strategy, hw *hardware.Hardware, pb, gb, 
 			count = float64(pp*v - 2)
 		}
 		flops += units.FLOPs(count) * s.flops
-		for d := range nDims {
-			out.CommTime[d] = max(out.CommTime[d], m*s.commTime[d]+s.optTime[d])
-			out.CommBytes[d] = max(out.CommBytes[d], units.Bytes(mb)*s.sent[d]+s.optSent[d])
-		}
 	}
 
 	// Pipeline ranks: rank 0 holds the first stage and v-1 middle ones, rank pp-1 v-1 middle ones
@@ -572,6 +571,10 @@ func assemble(p *pricer, st strategies.Strategy, hw *hardware.Hardware, pb, gb, 
 				be = max(0, s.bOverlap-s.bCompute)
 			}
 			k := units.Seconds(c)
+			for d := range nDims {
+				rs.sent[d] += units.Bytes(c) * (units.Bytes(mb)*s.sent[d] + s.optSent[d])
+				rs.commTime[d] += k * (m*s.commTime[d] + s.optTime[d])
+			}
 			rs.compute += k * (s.fCompute + s.bCompute)
 			rs.comm += k * (s.fComm + s.bComm + fe + be)
 			rs.perMicro += k * (s.fCompute + s.bCompute + s.fComm + s.bComm + fe + be)
@@ -619,6 +622,12 @@ func assemble(p *pricer, st strategies.Strategy, hw *hardware.Hardware, pb, gb, 
 		}
 		if worst < 0 && ri.mem.Peak > 0 || worst >= 0 && ri.mem.Peak > ranks[worst].mem.Peak {
 			worst = i
+		}
+	}
+	for i := range nr {
+		for d := range nDims {
+			out.CommBytes[d] = max(out.CommBytes[d], ranks[i].sent[d])
+			out.CommTime[d] = max(out.CommTime[d], ranks[i].commTime[d])
 		}
 	}
 	rt := &ranks[slow]

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"tpsim/hardware"
 	"tpsim/model"
 	"tpsim/strategies"
 	"tpsim/units"
@@ -356,6 +357,47 @@ func TestProgramActivationsKorthikanti(t *testing.T) {
 					t.Errorf("tp=%d sp=%v recompute=%s: the Program keeps %.0f bytes per layer, Korthikanti et al. (with the deviations above) %.0f", tp, sp, rc, got, want)
 				}
 			}
+		}
+	}
+}
+
+// With the interleaved schedule a pipeline rank runs several model chunks, and it sends what all
+// of them send (Narayanan et al. 2021 §2.2.2: interleaving multiplies the pipeline communication
+// by the number of chunks).
+func TestInterleavedCommBytesPerRank(t *testing.T) {
+	m, err := model.Transformer{Hidden: 64, Layers: 8, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32, Batch: 8}.Build("g", "gpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := strategies.Parse("pp=2,tp=2,vpp=2,schedule=interleaved,gbs=8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := strategies.Lower(m, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw, err := hardware.Load("a100-80g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Predict(p, hw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{strategies.DimPP, strategies.DimTP} {
+		var want units.Bytes
+		for rank := 0; rank < st.Mesh.PP; rank++ {
+			var sum units.Bytes
+			for _, s := range p.Stages {
+				if s.Rank == rank {
+					sum += p.CommBytes(s)[d]
+				}
+			}
+			want = max(want, sum)
+		}
+		if r.CommBytes[d] != want {
+			t.Errorf("%s: Predict says %v bytes per rank, the busiest rank's chunks send %v", d, float64(r.CommBytes[d]), float64(want))
 		}
 	}
 }
