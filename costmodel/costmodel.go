@@ -100,6 +100,7 @@ func IsComm(op *strategies.Op) bool {
 func (c *Coster) Compute(op *strategies.Op) units.Seconds {
 	hw := c.HW
 	mem := units.Seconds(float64(op.MemBytes) / (float64(hw.Device.MemBandwidth) * hw.Efficiency.MemMax))
+	mem = max(mem, c.kernelTime(op))
 	if op.FLOPs <= 0 {
 		return c.shared(mem)
 	}
@@ -114,6 +115,49 @@ func (c *Coster) Compute(op *strategies.Op) units.Seconds {
 // shared adds the fixed per-op time and the slowdown of ranks sharing cores (the host profile).
 func (c *Coster) shared(t units.Seconds) units.Seconds {
 	return units.Seconds(c.slowdown) * (t + c.HW.Efficiency.OpOverhead)
+}
+
+// KernelKey names the kernel of a compute op for hardware.Efficiency.KernelRates: "gelu",
+// "layernorm", "cross_entropy", "attention", "adam", ... with ".backward" for backward ops; ""
+// for matrix products, which the GEMM efficiency prices.
+func KernelKey(op *strategies.Op, optimizer string) string {
+	var k string
+	switch op.Kind {
+	case strategies.OpAct:
+		k = op.Act
+	case strategies.OpNorm:
+		k = "layernorm"
+		if op.Norm == model.KindRMSNorm {
+			k = "rmsnorm"
+		}
+	case strategies.OpLoss:
+		k = "cross_entropy"
+		if op.Loss == model.KindMSE {
+			k = "mse"
+		}
+	case strategies.OpStep:
+		return optimizer
+	case strategies.OpAttention, strategies.OpEmbedding, strategies.OpAdd, strategies.OpMul, strategies.OpBias, strategies.OpDropout:
+		k = string(op.Kind)
+	default:
+		return ""
+	}
+	if op.Phase == strategies.Backward && op.Fwd >= 0 {
+		k += ".backward"
+	}
+	return k
+}
+
+// kernelTime is the time of op at its kernel's measured rate, 0 when the hardware has none.
+func (c *Coster) kernelTime(op *strategies.Op) units.Seconds {
+	rates := c.HW.Efficiency.KernelRates
+	if len(rates) == 0 || op.Elems == 0 {
+		return 0
+	}
+	if r, ok := rates[KernelKey(op, c.P.Strategy.Optimizer)]; ok {
+		return units.Seconds(float64(op.Elems) / r)
+	}
+	return 0
 }
 
 // gemmSize is the FLOPs of one GEMM of op: a linear backward is two GEMMs of the forward size.

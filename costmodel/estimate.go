@@ -42,6 +42,9 @@ type Estimator struct {
 // NewEstimator checks m and returns its Estimator on hw. It returns an error for an invalid model
 // or one Estimate does not cover (use Predict for those).
 func NewEstimator(m *model.Model, hw *hardware.Hardware) (*Estimator, error) {
+	if len(hw.Efficiency.KernelRates) > 0 {
+		return nil, fmt.Errorf("costmodel: hardware %q has per-kernel rates (a calibrated host profile), which Estimate does not price; use Predict(strategies.Lower(m, st), hw)", hw.Name)
+	}
 	e := &Estimator{m: m, hw: hw}
 	if m.Transformer != nil {
 		if err := m.Transformer.Validate(); err != nil {

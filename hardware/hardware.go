@@ -57,6 +57,11 @@ type Efficiency struct {
 	// OpOverhead is a fixed time every op pays besides its roofline time (kernel launch on a GPU,
 	// dispatch and allocation on the host); 0 when not modelled.
 	OpOverhead units.Seconds `json:"op_overhead_s,omitempty"`
+	// KernelRates is, per kernel, the elements per second it reaches when it is slower than the
+	// roofline (CPU code computing tanh or exp is; GPU kernels are memory-bound and need none).
+	// Keys are costmodel.KernelKey names ("gelu", "gelu.backward", "layernorm", "attention",
+	// "cross_entropy", "adam", ...); an op's elements are strategies.Op.Elems.
+	KernelRates map[string]float64 `json:"kernel_elems_per_s,omitempty"`
 }
 
 // Hardware is a device, the levels of the network joining many of them, and the efficiencies
@@ -193,6 +198,11 @@ func (h *Hardware) problems() []string {
 	}
 	if !fraction(e.MemMax) {
 		add("efficiency.mem_max_fraction = %g must be in (0, 1]: the achieved fraction of memory bandwidth for elementwise ops, e.g. 0.84", e.MemMax)
+	}
+	for _, k := range sortedKeys(e.KernelRates) {
+		if r := e.KernelRates[k]; !finitePositive(r) {
+			add("efficiency.kernel_elems_per_s.%s = %g must be positive: elements per second of that kernel", k, r)
+		}
 	}
 	if e.OpOverhead < 0 || math.IsInf(float64(e.OpOverhead), 0) || math.IsNaN(float64(e.OpOverhead)) {
 		add("efficiency.op_overhead_s = %g must be zero or positive: a fixed time per op, e.g. 5e-6", float64(e.OpOverhead))

@@ -285,6 +285,7 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 	// QK^T and (softmax)V: 2 x 2*b*s*s*h FLOPs over the local heads (Narayanan et al. 2021 §5.1
 	// counts the full s x s product, without causal savings; so does tpsim).
 	op.FLOPs = units.FLOPs(4 * float64(mb) * float64(s) * float64(sFull) * float64(heads*mod.HeadDim))
+	op.Elems = int64(mb) * int64(heads) * int64(s) * int64(sFull)
 	probBytes := int64(mb) * int64(heads) * int64(s) * int64(sFull) * int64(b.p.ActBytes)
 	op.MemBytes = qv.Bytes() + b.v(o).Bytes() + units.Bytes(2*probBytes)
 	if b.dropout() > 0 {
@@ -414,7 +415,7 @@ func (b *builder) optimizer() {
 	}
 	// Adam: about 10 FLOPs per parameter (two moment updates, bias corrections, sqrt, divide);
 	// memory traffic reads and writes parameters, gradients and optimizer state.
-	emit(Op{Kind: OpStep, Module: "optimizer", Params: b.paramNames(s), FLOPs: units.FLOPs(10 * local),
+	emit(Op{Kind: OpStep, Module: "optimizer", Params: b.paramNames(s), FLOPs: units.FLOPs(10 * local), Elems: local,
 		MemBytes: units.Bytes(local * int64(2*(p.ParamBytes+p.OptBytes)+p.GradBytes))})
 	if st.ZeRO == 1 || st.ZeRO == 2 {
 		n := units.Bytes(total * int64(p.ParamBytes))

@@ -89,7 +89,7 @@ func (b *builder) differentiate() {
 		case OpLoss:
 			y := fop.In[0]
 			g := newGrad(y, Placement{Kind: Replicate})
-			emitB(Op{Kind: OpLoss, Loss: fop.Loss, Module: fop.Module, Fwd: te.op, Out: []ValueID{g}, Scale: fop.Scale,
+			emitB(Op{Kind: OpLoss, Loss: fop.Loss, Module: fop.Module, Fwd: te.op, Out: []ValueID{g}, Scale: fop.Scale, Elems: fop.Elems,
 				Saved: []ValueID{saved(s.Index, fop.In[0]), fop.In[1]}, FLOPs: fop.FLOPs, MemBytes: fop.MemBytes, GradInput: true})
 			addGrad(y, g, Placement{Kind: Replicate})
 		case OpSend:
@@ -264,7 +264,7 @@ func (b *builder) sumGrad(grads map[vkey][]contrib, k vkey, module string) (Valu
 		v := b.v(g)
 		out := b.val(v.Name+".sum", v.Shape, pl)
 		n := elems(v.Shape)
-		b.stage.Backward = append(b.stage.Backward, Op{Kind: OpAdd, Phase: Backward, Fwd: -1, Module: module, In: []ValueID{g, c.id}, Out: []ValueID{out},
+		b.stage.Backward = append(b.stage.Backward, Op{Kind: OpAdd, Phase: Backward, Fwd: -1, Module: module, In: []ValueID{g, c.id}, Out: []ValueID{out}, Elems: n,
 			FLOPs: units.FLOPs(n), MemBytes: units.Bytes(3 * n * int64(v.Elem))})
 		g = out
 	}
@@ -321,7 +321,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 	sv := func(ids ...ValueID) []ValueID {
 		return mapIDs(ids, func(id ValueID) ValueID { return saved(s.Index, id) })
 	}
-	op := Op{Kind: fop.Kind, Module: fop.Module, Fwd: fi, In: []ValueID{g}, Param: fop.Param, Bias: fop.Bias, Act: fop.Act, Norm: fop.Norm,
+	op := Op{Kind: fop.Kind, Module: fop.Module, Fwd: fi, In: []ValueID{g}, Param: fop.Param, Bias: fop.Bias, Act: fop.Act, Norm: fop.Norm, Elems: fop.Elems,
 		VocabLo: fop.VocabLo, VocabHi: fop.VocabHi, Heads: fop.Heads, KVHeads: fop.KVHeads, HeadDim: fop.HeadDim}
 	needIn := func(i int) bool { return i < len(fop.In) && b.needsGrad[vkey{s.Index, fop.In[i]}] }
 	if b.st.ZeRO == 3 && fop.Param != "" {

@@ -109,6 +109,14 @@ func (b *builder) emit(op Op) int {
 	}
 	op.Phase = Forward
 	op.Fwd = -1
+	if op.Elems == 0 && op.Kind != OpLinear && !op.Kind.IsCollective() && op.Kind != OpSlice && op.Kind != OpSend && op.Kind != OpRecv {
+		switch {
+		case op.Kind == OpLoss:
+			op.Elems = s.Values[op.In[0]].Elems()
+		case len(op.Out) > 0:
+			op.Elems = s.Values[op.Out[0]].Elems()
+		}
+	}
 	s.Forward = append(s.Forward, op)
 	i := len(s.Forward) - 1
 	b.tape = append(b.tape, tapeEntry{s.Index, i})

@@ -149,6 +149,11 @@ type Op struct {
 	Params []string // gradient or parameter buckets for data-parallel and ZeRO collectives
 	Peer   int      // pipeline stage sent to / received from
 
+	// Elems is the natural size of a kernel that is not a matrix product, the unit of a
+	// hardware's kernel rates: output elements of elementwise ops and embeddings, input elements
+	// of norms, logits of the loss, attention scores (batch x heads x seq x seq) of attention, and
+	// local parameters of the optimizer step. Backward ops keep their forward op's Elems.
+	Elems int64
 	// Costs. FLOPs counts multiply-adds as 2; MemBytes is the bytes the op reads and writes;
 	// SentBytes is what this rank sends (DESIGN.md table); FullBytes is the collective's whole tensor.
 	FLOPs     units.FLOPs
