@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"tpsim/exec/calibrate"
+	"tpsim/hardware"
+	"tpsim/units"
+)
+
+const calibrateHelp = `Usage: tpsim calibrate [flags]
+
+Measure this machine through the kernels and collectives that 'tpsim exec' runs, each in
+isolation (never a model's training step): matrix multiply over the seed-mlp and gpt-tiny shapes
+and larger ones, elementwise bandwidth from KiB to tens of MiB with exec's per-op bookkeeping, ring
+all-reduce, all-gather and reduce-scatter on 2..8 goroutine ranks from 4 bytes to 32 MiB, and how
+compute slows down when 1..8 goroutines share the cores. Fits the "host" hardware profile that the
+cost model prices host runs with, prints what it measured and the profile, and caches it (see
+below) for 'tpsim compare'. Takes about 15 s on 2 cores (--quick: about 2 s, coarser).
+
+The cache lives under the user cache directory (tpsim/host.json in $XDG_CACHE_HOME or ~/.cache on
+Linux, ~/Library/Caches on macOS); it goes stale when the CPU, core count, GOMAXPROCS, Go version or
+calibration format changes. Progress goes to stderr.
+
+Examples:
+  tpsim calibrate
+  tpsim calibrate --out host.json && tpsim predict --hardware host.json --model gpt-tiny --strategy tp=2
+  tpsim calibrate --quick --json
+`
+
+// calibrateOptions are the flags of tpsim calibrate.
+type calibrateOptions struct {
+	Out   string // also write the profile here
+	Quick bool
+	JSON  bool
+}
+
+func runCalibrate(args []string, stdout, stderr io.Writer) int {
+	o, fs, err := parseCalibrate(args)
+	if err == nil {
+		err = o.run(stdout, stderr)
+	}
+	return finish("calibrate", fs, calibrateHelp, err, stdout, stderr)
+}
+
+func parseCalibrate(args []string) (*calibrateOptions, *pflag.FlagSet, error) {
+	o := &calibrateOptions{}
+	fs := newFlagSet("calibrate")
+	fs.StringVar(&o.Out, "out", "", "also write the profile to FILE (hardware JSON, for --hardware FILE)")
+	fs.BoolVar(&o.Quick, "quick", false, "fewer points and shorter timings: about 5 s, a coarser profile")
+	fs.BoolVar(&o.JSON, "json", false, "print the profile as hardware JSON instead of the tables")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return o, fs, err
+	}
+	if fs.Changed("out") && strings.TrimSpace(o.Out) == "" {
+		return o, fs, usagef("--out needs a file name, e.g. --out host.json")
+	}
+	return o, fs, nil
+}
+
+func (o *calibrateOptions) run(stdout, stderr io.Writer) error {
+	if o.Out != "" {
+		// Refuse a path that cannot be written before spending the calibration's seconds.
+		dir := filepath.Dir(o.Out)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("--out %s: directory %s does not exist; create it or choose another path", o.Out, dir)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	hw, rep, err := calibrate.Run(ctx, calibrate.Options{Quick: o.Quick, Progress: stderr})
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		err = hw.Save(stdout)
+	} else {
+		err = writeCalibration(stdout, hw, rep)
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if o.Out != "" {
+		var buf bytes.Buffer
+		if err := hw.Save(&buf); err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.Out, buf.Bytes(), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("cannot write the profile: %v; choose a writable --out path", err))
+		} else {
+			fmt.Fprintf(stderr, "tpsim calibrate: wrote %s\n", o.Out)
+		}
+	}
+	if path, err := calibrate.SaveCache(hw); err != nil {
+		errs = append(errs, err)
+	} else {
+		fmt.Fprintf(stderr, "tpsim calibrate: cached %s\n", path)
+	}
+	return errors.Join(errs...)
+}
+
+// writeCalibration prints what was measured, how well the fits match, and the profile.
+func writeCalibration(w io.Writer, hw *hardware.Hardware, r *calibrate.Report) error {
+	ew := &errWriter{w: w}
+	mode := ""
+	if r.Quick {
+		mode = ", quick"
+	}
+	ew.printf("host: %s\n", r.Machine)
+	ew.printf("calibrated %s in %.1f s%s", r.Date, float64(r.Duration), mode)
+	if r.OtherCPU >= 0 {
+		ew.printf("; other processes used %.0f%% of the CPU meanwhile", 100*r.OtherCPU)
+	}
+	ew.printf("\n")
+
+	g := r.GEMMFit
+	ew.printf("\nMatrix multiply (kernels.MatMul, fp32, median time per call)\n")
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  SHAPE MxKxN\tWHERE\tTIME\tGFLOP/S\tFIT\n")
+	for _, p := range r.GEMM {
+		fmt.Fprintf(tw, "  %s\t%s\t%v\t%.3g\t%+.0f%%\n", p.Shape, p.What, p.Time, p.Rate/1e9, 100*p.RelErr)
+	}
+	tw.Flush()
+	ew.printf("  fit: time = f / %v + %v; %s\n", g.Rate, g.Intercept, fitLine(g.Fit))
+
+	e, b := r.ElemFit, r.Bookkeeping
+	ew.printf("\nElementwise ops (bytes as the cost model counts them; as exec = with output allocation and bookkeeping;\n  fit = the profile's price against as exec)\n")
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  KERNEL\tBUFFER\tBYTES\tALONE\tGB/S\tAS EXEC\tGB/S\tFIT\n")
+	for _, p := range r.Elementwise {
+		fmt.Fprintf(tw, "  %s\t%v\t%v\t%v\t%.3g\t%v\t%.3g\t%+.0f%%\n", p.Kernel, units.Bytes(4*p.Elems), p.Bytes, p.KernelTime,
+			float64(p.Bytes)/float64(p.KernelTime)/1e9, p.AsExec, float64(p.Bytes)/float64(p.AsExec)/1e9, 100*p.RelErr)
+	}
+	tw.Flush()
+	ew.printf("  profile (add as exec): time = %v per op + bytes / %v; %s\n", e.Overhead, e.Bandwidth, fitLine(e.Fit))
+	ew.printf("  add alone: %v per call + bytes / %v; %s\n", e.KernelOverhead, e.KernelBW, fitLine(e.KernelFit))
+	for _, k := range e.ByKernel {
+		if k.Kernel == "add" {
+			continue // the profile's line above
+		}
+		ew.printf("  %s as exec, fitted alone: %v per op + bytes / %v; %s\n", k.Kernel, k.Overhead, k.Bandwidth, fitLine(k.Fit))
+	}
+	ew.printf("  exec's bookkeeping per op (maps, allocator, clock, trace event): %v; make: %v + zeroing at %v\n",
+		b.Fixed, b.AllocFixed, b.AllocBandwidth)
+
+	if len(r.Checks) > 0 {
+		ew.printf("\nOther kernels at gpt-tiny sizes, against the profile's price (roofline + per-op overhead)\n")
+		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  KERNEL\tWHAT\tTIME\tPRICED\tRATIO\n")
+		for _, c := range r.Checks {
+			fmt.Fprintf(tw, "  %s\t%s\t%v\t%v\t%.2f\n", c.Name, c.What, c.Time, c.Priced, c.Ratio)
+		}
+		tw.Flush()
+	}
+
+	c := r.CollFit
+	ew.printf("\nCollectives (exec/comm ring on goroutine ranks; time of the slowest rank per call)\n")
+	var sizes []units.Bytes
+	seen := map[units.Bytes]bool{}
+	for _, p := range r.Collectives {
+		if !seen[p.Bytes] {
+			seen[p.Bytes] = true
+			sizes = append(sizes, p.Bytes)
+		}
+	}
+	sortBytes(sizes)
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  KIND\tRANKS")
+	for _, s := range sizes {
+		fmt.Fprintf(tw, "\t%v", s)
+	}
+	fmt.Fprintf(tw, "\tFIT RMS\tMAX\n")
+	for _, f := range c.ByKindP {
+		fmt.Fprintf(tw, "  %s\t%d", f.Kind, f.P)
+		for _, s := range sizes {
+			cell := "-"
+			for _, p := range r.Collectives {
+				if p.Kind == f.Kind && p.P == f.P && p.Bytes == s {
+					cell = p.Time.String()
+				}
+			}
+			fmt.Fprintf(tw, "\t%s", cell)
+		}
+		fmt.Fprintf(tw, "\t%.0f%%\t%+.0f%%\n", 100*f.RMSRelErr, 100*f.MaxRelErr)
+	}
+	tw.Flush()
+	ew.printf("  fit, one level: time = steps x %v + fraction x bytes / %v; %s\n", c.Latency, c.Bandwidth, fitLine(c.Fit))
+	ew.printf("  fitted to each kind alone:\n")
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "    KIND\tLATENCY/STEP\tBANDWIDTH\tFIT RMS\n")
+	for _, f := range c.ByKind {
+		fmt.Fprintf(tw, "    %s\t%v\t%v\t%.0f%%\n", f.Kind, f.Latency, f.Bandwidth, 100*f.RMSRelErr)
+	}
+	tw.Flush()
+	ew.printf("  fitted to each group size alone:\n")
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "    RANKS\tLATENCY/STEP\tBANDWIDTH\tFIT RMS\n")
+	for _, f := range c.ByP {
+		fmt.Fprintf(tw, "    %d\t%v\t%v\t%.0f%%\n", f.P, f.Latency, f.Bandwidth, 100*f.RMSRelErr)
+	}
+	tw.Flush()
+
+	ew.printf("\nContention (k goroutines doing the same work at once: wall time over one alone)\n")
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  K\tMIX (PROFILE)\tGEMM ONLY\tADD ONLY\n")
+	cell := func(v float64) string {
+		if v == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", v)
+	}
+	for _, p := range r.Contention {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", p.K, cell(p.Mix), cell(p.GEMM), cell(p.Elementwise))
+	}
+	tw.Flush()
+	ew.printf("  mix: one 256x256x256 GEMM, then %d adds of 65,536 floats (about as long alone)\n", r.ContentionAdds)
+
+	ef := hw.Efficiency
+	l := hw.Levels[0]
+	ew.printf("\nProfile %q (every figure's source is in the JSON: --json or --out)\n", hw.Name)
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  device\t%s\n", hw.Device.Name)
+	fmt.Fprintf(tw, "  peak fp32 = bf16\t%v\n", hw.Device.Peak["fp32"])
+	fmt.Fprintf(tw, "  GEMM efficiency\t%.3g x f/(f + %v)\n", ef.GEMMMax, ef.GEMMHalfFLOPs)
+	fmt.Fprintf(tw, "  memory bandwidth\t%v (x %.3g)\n", hw.Device.MemBandwidth, ef.MemMax)
+	fmt.Fprintf(tw, "  per-op overhead\t%v\n", ef.OpOverhead)
+	fmt.Fprintf(tw, "  memory\t%s\n", memString(hw.Device.Memory))
+	fmt.Fprintf(tw, "  level %s\tall ranks, %v per ring step, %v (efficiency %.3g)\n", l.Name, l.Latency, l.Bandwidth, l.Efficiency)
+	fmt.Fprintf(tw, "  cores\t%d\n", hw.Cores)
+	sl := make([]string, len(hw.Slowdown))
+	for i, v := range hw.Slowdown {
+		sl[i] = fmt.Sprintf("%.2f", v)
+	}
+	fmt.Fprintf(tw, "  slowdown k=1..%d\t%s\n", len(sl), strings.Join(sl, " "))
+	tw.Flush()
+	if len(r.Notes) > 0 {
+		ew.printf("\nNotes\n")
+		for _, n := range r.Notes {
+			ew.printf("  - %s\n", n)
+		}
+	}
+	return ew.err
+}
+
+// fitLine is "relative error rms 12%, max +30% over 24 points".
+func fitLine(f calibrate.Fit) string {
+	return fmt.Sprintf("relative error rms %.0f%%, max %+.0f%% over %d points", 100*f.RMSRelErr, 100*f.MaxRelErr, f.Points)
+}
+
+func sortBytes(v []units.Bytes) {
+	for i := 1; i < len(v); i++ {
+		for j := i; j > 0 && v[j] < v[j-1]; j-- {
+			v[j], v[j-1] = v[j-1], v[j]
+		}
+	}
+}

@@ -1,0 +1,439 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"strings"
+	"time"
+
+	"tpsim/hardware"
+	"tpsim/units"
+)
+
+// seed is the seed of every input the calibration generates (no global random source).
+const seed = 20240601
+
+// Options configure Run.
+type Options struct {
+	// Quick measures fewer points for shorter times (about 2 s instead of 15 s on 2 cores): for
+	// tests and a first look; the profile is coarser and says so in its notes.
+	Quick bool
+	// Progress receives one line per phase as the calibration runs; nil discards them.
+	Progress io.Writer
+}
+
+// Report is everything Run measured and fitted, for the table `tpsim calibrate` prints.
+type Report struct {
+	Machine  Machine       `json:"machine"`
+	Date     string        `json:"date"`
+	Quick    bool          `json:"quick"`
+	Duration units.Seconds `json:"duration_s"`
+
+	GEMM    []GEMMPoint `json:"gemm"`
+	GEMMFit GEMMFit     `json:"gemm_fit"`
+
+	Elementwise []ElemPoint   `json:"elementwise"`
+	ElemFit     ElemFit       `json:"elementwise_fit"`
+	Bookkeeping Bookkeeping   `json:"bookkeeping"`
+	Checks      []KernelCheck `json:"checks"`
+
+	Collectives []CollPoint `json:"collectives"`
+	CollFit     CollFit     `json:"collective_fit"`
+
+	Contention []ContentionPoint `json:"contention"`
+	// ContentionAdds is the number of adds in the mix, after its one GEMM.
+	ContentionAdds int `json:"contention_adds"`
+
+	Memory       units.Bytes `json:"memory_bytes"`
+	MemorySource string      `json:"memory_source"`
+	// OtherCPU is the share of the machine's CPU time that other processes (or, in a virtual
+	// machine, other guests: steal time) used while the calibration ran; -1 when unknown (it is
+	// read from /proc on Linux). The figures are this machine's as shared with them.
+	OtherCPU float64  `json:"other_cpu_share"`
+	Notes    []string `json:"notes"`
+}
+
+// busyShare is the OtherCPU above which the notes warn that the machine was busy.
+const busyShare = 0.1
+
+// plan is what Run measures and for how long.
+type plan struct {
+	gemm                  []gemmShape
+	gemmS                 sampler
+	elemSizes, allocSizes []int
+	elemS, bookS, checkS  sampler
+	coll                  collPlan
+	collS                 sampler
+	maxK                  int
+	parts                 []int // contention ks at which the GEMM and elementwise halves are measured
+	contS                 sampler
+}
+
+func defaultPlan() plan {
+	return plan{
+		gemm:       gemmGrid,
+		gemmS:      sampler{60 * time.Millisecond, 5},
+		elemSizes:  elemSizes,
+		allocSizes: allocSizes,
+		elemS:      sampler{40 * time.Millisecond, 5},
+		bookS:      sampler{20 * time.Millisecond, 5},
+		checkS:     sampler{20 * time.Millisecond, 5},
+		coll: collPlan{ranks: []int{2, 3, 4, 5, 6, 7, 8}, elems: []int{1, 64, 1 << 10, 1 << 14, 1 << 18, 1 << 21},
+			bigElems: []int{1 << 23}, bigRanks: []int{2, 4, 8}},
+		collS: sampler{40 * time.Millisecond, 5},
+		maxK:  8,
+		parts: []int{2, 4, 8},
+		contS: sampler{15 * time.Millisecond, 5},
+	}
+}
+
+func quickPlan() plan {
+	var shapes []gemmShape
+	for _, i := range quickGEMM {
+		shapes = append(shapes, gemmGrid[i])
+	}
+	return plan{
+		gemm:       shapes,
+		gemmS:      sampler{15 * time.Millisecond, 3},
+		elemSizes:  quickElemSizes,
+		allocSizes: allocSizes[:4],
+		elemS:      sampler{6 * time.Millisecond, 3},
+		bookS:      sampler{5 * time.Millisecond, 3},
+		checkS:     sampler{5 * time.Millisecond, 3},
+		coll:       collPlan{ranks: []int{2, 4, 8}, elems: []int{1, 1 << 10, 1 << 16, 1 << 20}},
+		collS:      sampler{8 * time.Millisecond, 3},
+		maxK:       8,
+		contS:      sampler{6 * time.Millisecond, 3},
+	}
+}
+
+// Run measures this machine through exec's kernels and collectives, each in isolation, and
+// returns the fitted "host" profile (it satisfies hardware.Validate) and the report of what was
+// measured. It never runs a model's training step. It returns ctx's error if ctx is done first.
+func Run(ctx context.Context, o Options) (*hardware.Hardware, *Report, error) {
+	p := defaultPlan()
+	if o.Quick {
+		p = quickPlan()
+	}
+	return run(ctx, p, o)
+}
+
+func run(ctx context.Context, p plan, o Options) (*hardware.Hardware, *Report, error) {
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(progress, "calibrate: "+format+"\n", a...) }
+	start := time.Now()
+	cpu0 := sampleCPU()
+	r := &Report{Machine: Fingerprint(), Date: start.UTC().Format("2006-01-02 15:04 UTC"), Quick: o.Quick}
+	phase := func(name string, fn func() error) error {
+		runtime.GC() // start each phase without the previous one's garbage
+		t := time.Now()
+		say("%s ...", name)
+		if err := fn(); err != nil {
+			return err
+		}
+		say("%s done in %.1f s", name, time.Since(t).Seconds())
+		return nil
+	}
+	var err error
+	if err = phase(fmt.Sprintf("matrix multiply, %d shapes", len(p.gemm)), func() error {
+		r.GEMM, err = measureGEMM(ctx, p.gemm, p.gemmS)
+		return err
+	}); err != nil {
+		return nil, nil, err
+	}
+	if err = phase(fmt.Sprintf("elementwise bandwidth, %d sizes, and exec's per-op bookkeeping", len(p.elemSizes)), func() error {
+		if r.Elementwise, err = measureElementwise(ctx, p.elemSizes, p.elemS); err != nil {
+			return err
+		}
+		if r.Bookkeeping, err = measureBookkeeping(ctx, p.allocSizes, p.bookS); err != nil {
+			return err
+		}
+		r.Checks, err = measureChecks(ctx, p.checkS)
+		return err
+	}); err != nil {
+		return nil, nil, err
+	}
+	r.ElemFit = fitElementwise(r.Elementwise)
+	r.GEMMFit = fitGEMM(r.GEMM, float64(r.ElemFit.KernelOverhead))
+	for i := range r.Checks {
+		r.Checks[i].price(r.GEMMFit, r.ElemFit)
+	}
+	say("  GEMM %.3g GFLOP/s asymptotic (fit rms %.0f%%); elementwise %.3g GB/s + %.3g µs per op (fit rms %.0f%%)",
+		float64(r.GEMMFit.Rate)/1e9, 100*r.GEMMFit.RMSRelErr, float64(r.ElemFit.Bandwidth)/1e9, float64(r.ElemFit.Overhead)*1e6, 100*r.ElemFit.RMSRelErr)
+
+	if err = phase(fmt.Sprintf("collectives on %v goroutine ranks", p.coll.ranks), func() error {
+		r.Collectives, err = measureCollectives(ctx, p.coll, p.collS, func(n int) { say("  %d ranks", n) })
+		return err
+	}); err != nil {
+		return nil, nil, err
+	}
+	r.CollFit = fitCollectives(r.Collectives)
+	say("  latency %.3g µs per ring step, bandwidth %.3g GB/s (fit rms %.0f%%)",
+		float64(r.CollFit.Latency)*1e6, float64(r.CollFit.Bandwidth)/1e9, 100*r.CollFit.RMSRelErr)
+
+	if err = phase(fmt.Sprintf("contention, 1..%d goroutines at once", p.maxK), func() error {
+		r.Contention, r.ContentionAdds, err = measureContention(ctx, p.maxK, p.parts, p.contS)
+		return err
+	}); err != nil {
+		return nil, nil, err
+	}
+
+	mem, how, ok := physicalMemory()
+	if !ok {
+		mem, how = fallbackMemory, "fallback"
+	}
+	r.Memory, r.MemorySource = units.Bytes(mem), how
+	r.OtherCPU = otherLoad(cpu0, sampleCPU())
+	r.Duration = units.Seconds(time.Since(start).Seconds())
+	h := profile(r)
+	r.Notes = notes(r, h)
+	h.Notes = strings.Join(r.Notes, " ")
+	if err := h.Validate(); err != nil {
+		// The fits keep every figure positive; reaching this is a bug in this package.
+		panic(fmt.Sprintf("calibrate: fitted profile does not validate: %v", err))
+	}
+	say("done in %.1f s", float64(r.Duration))
+	return h, r, nil
+}
+
+// positive returns v when it is a finite positive number, else fallback.
+func positive(v, fallback float64) float64 {
+	if v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {
+		return v
+	}
+	return fallback
+}
+
+// sig rounds v to 4 significant digits: the measurements are good to a few percent, and a
+// profile that prints 20811413568.102207 FLOP/s claims more.
+func sig(v float64) float64 {
+	if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return v
+	}
+	scale := math.Pow(10, 3-math.Floor(math.Log10(math.Abs(v))))
+	return math.Round(v*scale) / scale
+}
+
+// profile builds the host Hardware from the fits, rounded by sig.
+func profile(r *Report) *hardware.Hardware {
+	g, e, c := r.GEMMFit, r.ElemFit, r.CollFit
+	// Floors that keep a degenerate fit valid: the best rate any point reached.
+	var bestBW, bestLink, minStep float64
+	for _, p := range r.Elementwise {
+		bestBW = max(bestBW, float64(p.Bytes)/float64(p.AsExec))
+	}
+	minStep = math.Inf(1)
+	for _, p := range r.Collectives {
+		st, fr := ringShape(p.Kind, p.P)
+		bestLink = max(bestLink, fr*float64(p.Bytes)/float64(p.Time))
+		minStep = min(minStep, float64(p.Time)/st)
+	}
+	bw := sig(positive(float64(e.Bandwidth), bestBW))
+	linkBW := sig(positive(float64(c.Bandwidth), bestLink))
+	lat := sig(positive(float64(c.Latency), minStep))
+	peak := units.FLOPsPerSecond(sig(positive(float64(g.Peak), 1e9)))
+
+	slow := make([]float64, len(r.Contention))
+	for i, p := range r.Contention {
+		slow[i] = max(1, p.Mix)
+	}
+	if len(slow) > 0 {
+		slow[0] = 1
+	}
+	slow = monotone(slow)
+	for i := range slow {
+		slow[i] = math.Round(slow[i]*1000) / 1000 // three decimals say all the measurement can
+	}
+	fp := r.Machine
+	h := &hardware.Hardware{
+		Name: "host",
+		Device: hardware.Device{
+			Name:         fmt.Sprintf("%s (%d cores)", fp.CPU, fp.NumCPU),
+			Peak:         map[string]units.FLOPsPerSecond{"fp32": peak, "bf16": peak},
+			Memory:       r.Memory,
+			MemBandwidth: units.BytesPerSecond(bw),
+		},
+		Cores:    fp.NumCPU,
+		Slowdown: slow,
+		Levels: []hardware.Level{{Name: "host", Size: 0, Bandwidth: units.BytesPerSecond(linkBW), Latency: units.Seconds(lat),
+			Efficiency: 1}},
+		Efficiency: hardware.Efficiency{GEMMMax: min(1, sig(positive(g.Max, 1))), GEMMHalfFLOPs: units.FLOPs(sig(float64(g.HalfFLOPs))), MemMax: 1,
+			OpOverhead: units.Seconds(sig(max(0, float64(e.Overhead))))},
+	}
+	h.Efficiency.KernelRates = map[string]float64{}
+	for _, c := range r.Checks {
+		if c.Key != "" && c.Time > 0 {
+			h.Efficiency.KernelRates[c.Key] = sig(float64(c.Elems) / float64(c.Time))
+		}
+	}
+	mode := ""
+	if r.Quick {
+		mode = ", quick mode"
+	}
+	h.Source = fmt.Sprintf("measured by tpsim calibrate (format %d%s) on %s, %s, in %.1f s: exec's float32 kernels (gonum pure-Go BLAS) and goroutine collectives (exec/comm), each in isolation; no training step of any model was run. Each point is the median of several repetitions of a fixed time budget.",
+		FormatVersion, mode, fp, r.Date, float64(r.Duration))
+	h.Sources = sources(r, h)
+	return h
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
+
+// fitText is "rms 12%, max -30% over 24 points".
+func fitText(f Fit) string {
+	return fmt.Sprintf("relative error rms %s, max %+.0f%% over %d points", pct(f.RMSRelErr), 100*f.MaxRelErr, f.Points)
+}
+
+func sources(r *Report, h *hardware.Hardware) map[string]string {
+	g, e, c, b := r.GEMMFit, r.ElemFit, r.CollFit, r.Bookkeeping
+	s := map[string]string{}
+	s["device.peak_flops.fp32"] = fmt.Sprintf("measured: kernels.MatMul (beta 0, dense data in [0.5, 1.5)) on %d shapes: the seed-mlp and gpt-tiny products and larger ones up to 1024x1024x1024; time(f) = f/rate + intercept fitted by least squares on relative time error (%s); peak = max(fitted rate %v, best measured %v)",
+		len(r.GEMM), fitText(g.Fit), g.Rate, g.Best)
+	s["device.peak_flops.bf16"] = "set equal to fp32: exec computes in float32 whatever a strategy's precision says, so a mixed-precision strategy on host is priced as it runs"
+	if r.MemorySource == "fallback" {
+		s["device.memory_bytes"] = fmt.Sprintf("assumed %v: the physical memory could not be read on %s; edit it to this machine's RAM", units.Bytes(fallbackMemory), r.Machine.GOOS)
+	} else {
+		s["device.memory_bytes"] = "physical RAM: " + r.MemorySource
+	}
+	s["device.mem_bandwidth_bytes_per_s"] = fmt.Sprintf("measured: kernels.Add (dst = a + b, a streaming, memory-bound loop) as exec runs an op (output allocated with make, exec's map and allocator bookkeeping, two clock reads and a trace event) on %d sizes from %v to %v per buffer; time = op_overhead + bytes/bandwidth fitted by least squares on relative time error (%s), bytes as the cost model counts them (12 per element); the kernel alone fits %v + %v per call (%s). ReLU, measured beside it, is not memory-bound (see notes)",
+		len(r.Elementwise)/len(elemKernels), units.Bytes(4*r.Elementwise[0].Elems), units.Bytes(4*r.Elementwise[len(r.Elementwise)-1].Elems),
+		fitText(e.Fit), e.KernelBW, e.KernelOverhead, fitText(e.KernelFit))
+	s["efficiency.mem_max_fraction"] = "1: mem_bandwidth_bytes_per_s is the achieved rate fitted, not a datasheet figure"
+	s["efficiency.op_overhead_s"] = fmt.Sprintf("measured: the fixed time of the elementwise fit above, as exec runs ops; it covers exec's per-op bookkeeping (measured alone: %v for the values map, allocator maps, two time.Since and a trace event), make's fixed cost (%v; make zeroes at %v, which the bandwidth absorbs) and a kernel call (%v)",
+		b.Fixed, b.AllocFixed, b.AllocBandwidth, e.KernelOverhead)
+	s["efficiency.gemm_max_fraction"] = fmt.Sprintf("fitted GEMM rate %v / peak %v", g.Rate, g.Peak)
+	s["efficiency.gemm_half_flops"] = fmt.Sprintf("(fitted GEMM intercept %v - the elementwise kernel call %v that op_overhead_s already charges) x fitted rate %v; floor 1 FLOP", g.Intercept, e.KernelOverhead, g.Rate)
+	ranks := map[int]bool{}
+	var lo, hi units.Bytes = math.MaxFloat64, 0
+	for _, p := range r.Collectives {
+		ranks[p.P] = true
+		lo, hi = min(lo, p.Bytes), max(hi, p.Bytes)
+	}
+	coll := fmt.Sprintf("measured: exec/comm ring all_reduce, all_gather and reduce_scatter on %v goroutine ranks, %v to %v (the full tensor), slowest rank, median over repetitions; one level t = steps x latency_s + fraction x n/bandwidth (all-reduce 2(p-1) steps and 2(p-1)/p, the others p-1 and (p-1)/p) fitted to all %d points by least squares on relative time error: %s; per kind and group size in the calibration report",
+		sortedInts(ranks), lo, hi, len(r.Collectives), fitText(c.Fit))
+	s["levels.host.devices"] = "0 = unbounded: one level joins every goroutine rank of this machine"
+	s["levels.host.bandwidth_bytes_per_s"] = coll
+	s["levels.host.latency_s"] = coll
+	s["levels.host.efficiency"] = "1: bandwidth_bytes_per_s is the achieved rate fitted"
+	s["cores"] = "runtime.NumCPU()"
+	for _, c := range r.Checks {
+		if c.Key != "" {
+			s["efficiency.kernel_elems_per_s."+c.Key] = fmt.Sprintf("measured: %s (%s) alone, %d elements in %v (median of repetitions): elements per second, as strategies.Op.Elems counts them", c.Name, c.What, c.Elems, c.Time)
+		}
+	}
+	var per []string
+	for _, p := range r.Contention {
+		per = append(per, fmt.Sprintf("%.2f", p.Mix))
+	}
+	s["slowdown"] = fmt.Sprintf("measured: k = 1..%d goroutines each running the same mix (one kernels.MatMul %dx%dx%d, which gonum splits over GOMAXPROCS workers, then %d kernels.Add of %d floats, about as long alone), wall time with k over wall time alone, median of repetitions interleaved over k (%s), made non-decreasing by isotonic regression (more goroutines on the same cores are never faster)",
+		len(r.Contention), contM, contK, contN, r.ContentionAdds, contElems, strings.Join(per, ", "))
+	return s
+}
+
+// notes are the caveats of the profile, in numbers.
+func notes(r *Report, h *hardware.Hardware) []string {
+	var out []string
+	fp := r.Machine
+	if r.Quick {
+		out = append(out, "Quick calibration: fewer points and shorter timings; run `tpsim calibrate` without --quick for the full profile.")
+	}
+	if r.OtherCPU > busyShare {
+		out = append(out, fmt.Sprintf("Other processes used %.0f%% of the machine's CPU time while it was calibrated: the figures are slower and noisier than this machine alone; run `tpsim calibrate` again when it is idle.", 100*r.OtherCPU))
+	}
+	out = append(out, fmt.Sprintf("Ranks are goroutines sharing %d cores: when k ranks compute at once every op takes slowdown[k-1] times longer (%s at k=%d).",
+		fp.NumCPU, fmt.Sprintf("%.2f", h.Slowdown[len(h.Slowdown)-1]), len(h.Slowdown)))
+	// GEMM.
+	g := r.GEMMFit
+	var minR, maxR float64 = math.Inf(1), 0
+	for _, p := range r.GEMM {
+		minR, maxR = min(minR, p.Rate), max(maxR, p.Rate)
+	}
+	out = append(out, fmt.Sprintf("Matrix products reach %.3g to %.3g GFLOP/s (gonum's pure-Go Sgemm runs a product with at least 4 blocks of 64x64 in its output on GOMAXPROCS goroutines, smaller ones on one core); one line time = f/%.3g GFLOP/s + %v fits them with %s.",
+		minR/1e9, maxR/1e9, float64(g.Rate)/1e9, g.Intercept, fitText(g.Fit)))
+	out = append(out, "They were timed on dense data: gonum skips zero elements of the left operand, so a product whose input has zeros (after ReLU) runs faster than priced.")
+	out = append(out, "bf16 is priced as fp32: exec computes in float32.")
+	// Elementwise: in cache and out of it, and the kernels the bandwidth does not describe.
+	var small, large *ElemPoint
+	for i := range r.Elementwise {
+		p := &r.Elementwise[i]
+		if !fittedKernel(p.Kernel) {
+			continue
+		}
+		if small == nil && p.Elems >= 1<<14 {
+			small = p
+		}
+		large = p
+	}
+	if small != nil && large != nil && small != large {
+		rate := func(p *ElemPoint) float64 { return float64(p.Bytes) / float64(p.AsExec) / 1e9 }
+		out = append(out, fmt.Sprintf("Elementwise adds as exec runs them (with the output's allocation: fresh pages are faulted in above a few MiB) move %.3g GB/s at %v per buffer and %.3g GB/s at %v; the fitted %.3g GB/s and %v per op match them with %s.",
+			rate(small), units.Bytes(4*small.Elems), rate(large), units.Bytes(4*large.Elems), float64(r.ElemFit.Bandwidth)/1e9, r.ElemFit.Overhead, fitText(r.ElemFit.Fit)))
+	}
+	for _, k := range r.ElemFit.ByKernel {
+		if fittedKernel(k.Kernel) {
+			continue
+		}
+		var ratios []float64
+		for _, p := range r.Elementwise {
+			if p.Kernel == k.Kernel {
+				ratios = append(ratios, float64(p.AsExec)/float64(p.Model))
+			}
+		}
+		if m := median(ratios); m > 1.5 || m < 1/1.5 {
+			out = append(out, fmt.Sprintf("%s on random signs is not memory-bound (a mispredicted branch per element or so): as exec runs it, %v + %v per op, a median %.2gx the profile's price.",
+				k.Kernel, k.Overhead, k.Bandwidth, m))
+		}
+	}
+	for _, c := range r.Checks {
+		if c.Ratio > 2 || c.Ratio < 0.5 {
+			out = append(out, fmt.Sprintf("%s (%s) takes %v alone but is priced %v (%.2gx): the profile's one bandwidth and per-op overhead do not describe this kernel.",
+				c.Name, c.What, c.Time, c.Priced, c.Ratio))
+		}
+	}
+	// Collectives: does one level fit every group size?
+	c := r.CollFit
+	var in, over []CollPFit
+	for _, f := range c.ByP {
+		if f.P <= fp.NumCPU {
+			in = append(in, f)
+		} else {
+			over = append(over, f)
+		}
+	}
+	if len(in) > 0 && len(over) > 0 {
+		a, b := in[len(in)-1], over[len(over)-1]
+		ratio := float64(a.Bandwidth) / float64(b.Bandwidth)
+		if ratio > 1.5 || ratio < 1/1.5 || c.RMSRelErr > 0.3 {
+			out = append(out, fmt.Sprintf("One level does not fit every group size: alone, %d ranks (no more than the %d cores) fit %v per step and %v, %d ranks (sharing cores) %v and %v; the profile's level is the least-squares compromise (%s). Collectives of more ranks than cores are slower than priced at large sizes.",
+				a.P, fp.NumCPU, a.Latency, a.Bandwidth, b.P, b.Latency, b.Bandwidth, fitText(c.Fit)))
+		}
+	}
+	if len(c.ByKind) > 1 {
+		lo, hi := c.ByKind[0], c.ByKind[0]
+		for _, k := range c.ByKind {
+			if k.Bandwidth < lo.Bandwidth {
+				lo = k
+			}
+			if k.Bandwidth > hi.Bandwidth {
+				hi = k
+			}
+		}
+		if float64(hi.Bandwidth) > 1.5*float64(lo.Bandwidth) {
+			var parts []string
+			for _, k := range c.ByKind {
+				parts = append(parts, fmt.Sprintf("%s %v per step and %v", k.Kind, k.Latency, k.Bandwidth))
+			}
+			out = append(out, fmt.Sprintf("The kinds of collective move bytes at different rates (each fitted alone: %s): all-gather only copies chunks, reduce-scatter also adds them; one level prices them all alike.",
+				strings.Join(parts, "; ")))
+		}
+	}
+	if r.MemorySource == "fallback" {
+		out = append(out, fmt.Sprintf("The physical memory could not be read; device.memory_bytes is an assumed %v.", units.Bytes(fallbackMemory)))
+	}
+	return out
+}

@@ -1,0 +1,173 @@
+package calibrate
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"tpsim/exec/kernels"
+)
+
+// ContentionPoint is how much longer work takes when k goroutines do it at once on the shared
+// cores: wall time with k over wall time alone (each goroutine does the same work). 0 means not
+// measured.
+type ContentionPoint struct {
+	K int `json:"k"`
+	// Mix is the unit of the profile's slowdown: one GEMM and elementwise adds that take about as
+	// long alone as the GEMM.
+	Mix float64 `json:"mix"`
+	// GEMM and Elementwise are the two halves of the mix alone.
+	GEMM        float64 `json:"gemm"`
+	Elementwise float64 `json:"elementwise"`
+}
+
+// contention shapes: a mid-size GEMM (gonum splits it over GOMAXPROCS workers: 16 blocks of 64x64)
+// and an add of gpt-tiny's activation size (256 x 256 floats, 256 KiB, serial).
+const (
+	contM, contK, contN = 256, 256, 256
+	contElems           = 1 << 16
+)
+
+// contWork is one goroutine's buffers: the inputs are shared read-only, the outputs its own.
+type contWork struct {
+	a, b, x, y []float32 // shared inputs
+	c, z       []float32 // own outputs
+}
+
+func (w *contWork) gemm() { kernels.MatMul(w.c, w.a, w.b, contM, contK, contN, false, false, 1, 0) }
+func (w *contWork) add()  { kernels.Add(w.z, w.x, w.y) }
+
+// measureContention measures the slowdown of k = 1..maxK goroutines running the mix, and the
+// GEMM and elementwise parts alone for the ks in parts. Each k is timed reps times; the median
+// counts. units is chosen so that one goroutine alone takes about s.budget.
+func measureContention(ctx context.Context, maxK int, parts []int, s sampler) ([]ContentionPoint, int, error) {
+	rng := kernels.NewRand(seed + 2)
+	shared := contWork{a: make([]float32, contM*contK), b: make([]float32, contK*contN),
+		x: make([]float32, contElems), y: make([]float32, contElems)}
+	for _, v := range [][]float32{shared.a, shared.b, shared.x, shared.y} {
+		kernels.FillUniform(v, rng, 0.5, 1.5)
+	}
+	work := make([]*contWork, maxK)
+	for i := range work {
+		w := shared
+		w.c, w.z = make([]float32, contM*contN), make([]float32, contElems)
+		work[i] = &w
+	}
+	one := sampler{budget: s.budget / 4, reps: 3}
+	tg, err := one.seconds(ctx, work[0].gemm)
+	if err != nil {
+		return nil, 0, err
+	}
+	ta, err := one.seconds(ctx, work[0].add)
+	if err != nil {
+		return nil, 0, err
+	}
+	adds := max(1, int(tg/ta+0.5))
+	mix := func(w *contWork) {
+		w.gemm()
+		for range adds {
+			w.add()
+		}
+	}
+	kinds := []struct {
+		fn   func(*contWork)
+		one  float64
+		set  func(*ContentionPoint, float64)
+		only []int
+	}{
+		{mix, tg + float64(adds)*ta, func(p *ContentionPoint, v float64) { p.Mix = v }, nil},
+		{(*contWork).gemm, tg, func(p *ContentionPoint, v float64) { p.GEMM = v }, parts},
+		{(*contWork).add, ta, func(p *ContentionPoint, v float64) { p.Elementwise = v }, parts},
+	}
+	pts := make([]ContentionPoint, maxK)
+	for k := range pts {
+		pts[k].K = k + 1
+	}
+	for _, kd := range kinds {
+		units := itersFor(s.budget, kd.one)
+		var ks []int
+		for k := 1; k <= maxK; k++ {
+			if kd.only == nil || k == 1 || contains(kd.only, k) {
+				ks = append(ks, k)
+			}
+		}
+		// Repetitions on the outside, so that a burst of load from another process lands on one
+		// repetition of every k rather than on every repetition of one k.
+		times := make([][]float64, len(ks))
+		for range s.reps {
+			for i, k := range ks {
+				if err := ctx.Err(); err != nil {
+					return nil, 0, err
+				}
+				times[i] = append(times[i], concurrently(work[:k], units, kd.fn))
+			}
+		}
+		alone := median(times[0])
+		for i, k := range ks {
+			// Sharing cores never speeds a goroutine up; a ratio below 1 is noise.
+			kd.set(&pts[k-1], max(1, median(times[i])/alone))
+		}
+	}
+	return pts, adds, nil
+}
+
+// monotone returns the non-decreasing sequence closest to v in least squares (isotonic
+// regression by pooling adjacent violators; Barlow et al. 1972, "Statistical Inference under
+// Order Restrictions", ch. 1): k+1 goroutines sharing the cores are never faster than k, so a
+// dip in the measured ratios is noise.
+func monotone(v []float64) []float64 {
+	type block struct {
+		sum float64
+		n   int
+	}
+	var bs []block
+	for _, x := range v {
+		bs = append(bs, block{x, 1})
+		for len(bs) > 1 && bs[len(bs)-2].sum/float64(bs[len(bs)-2].n) > bs[len(bs)-1].sum/float64(bs[len(bs)-1].n) {
+			last := bs[len(bs)-1]
+			bs = bs[:len(bs)-1]
+			bs[len(bs)-1].sum += last.sum
+			bs[len(bs)-1].n += last.n
+		}
+	}
+	out := make([]float64, 0, len(v))
+	for _, b := range bs {
+		for range b.n {
+			out = append(out, b.sum/float64(b.n))
+		}
+	}
+	return out
+}
+
+// concurrently starts one goroutine per work item, releases them together, lets each run fn
+// units times and returns the wall time until the last finishes, in seconds.
+func concurrently(work []*contWork, units int, fn func(*contWork)) float64 {
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	for _, w := range work {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			for range units {
+				fn(w)
+			}
+		}()
+	}
+	ready.Wait()
+	t := time.Now()
+	close(start)
+	done.Wait()
+	return time.Since(t).Seconds()
+}
+
+func contains(v []int, x int) bool {
+	for _, y := range v {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

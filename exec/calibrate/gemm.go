@@ -1,0 +1,152 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+
+	"tpsim/exec/kernels"
+	"tpsim/units"
+)
+
+// gemmShape is one kernels.MatMul call: dst [M, N] = op(a) [M, K] · op(b) [K, N].
+type gemmShape struct {
+	M, K, N        int
+	TransA, TransB bool
+	What           string
+}
+
+// The GEMM grid: the products exec runs for the presets, and a few larger ones.
+//
+// seed-mlp (Linear(100,1000)-ReLU-Linear(1000,10), batch 10): kernels.LinearForward is
+// MatMul(y, x, W, batch, in, out, false, true); LinearBackwardInput MatMul(dx, dy, W, batch, out,
+// in, false, false); LinearBackwardWeight MatMul(dW, dy, x, out, batch, in, true, false).
+//
+// gpt-tiny (hidden 64, FFN 256, 4 heads of 16, vocabulary 256, batch 8 x 32 tokens = 256 rows):
+// qkv 64->192, attention projection 64->64, fc1 64->256, fc2 256->64, head 64->256, each forward,
+// backward-input and backward-weight; tp=2 shards of qkv and fc1; the per-head products of
+// attention (32 x 16 x 32 scores, 32 x 32 x 16 values).
+var gemmGrid = []gemmShape{
+	{10, 100, 1000, false, true, "seed-mlp 0 forward"},
+	{10, 1000, 10, false, true, "seed-mlp 2 forward"},
+	{10, 10, 1000, false, false, "seed-mlp 2 backward input"},
+	{10, 1000, 100, false, false, "seed-mlp 0 backward input"},
+	{10, 10, 1000, true, false, "seed-mlp 2 backward weight"},
+	{1000, 10, 100, true, false, "seed-mlp 0 backward weight"},
+	{10, 100, 500, false, true, "seed-mlp 0 forward, tp=2 shard"},
+	{256, 64, 192, false, true, "gpt-tiny qkv forward"},
+	{256, 64, 64, false, true, "gpt-tiny attn proj forward"},
+	{256, 64, 256, false, true, "gpt-tiny fc1 / head forward"},
+	{256, 256, 64, false, true, "gpt-tiny fc2 forward"},
+	{256, 192, 64, false, false, "gpt-tiny qkv backward input"},
+	{256, 256, 64, false, false, "gpt-tiny fc1 backward input"},
+	{256, 64, 256, false, false, "gpt-tiny fc2 backward input"},
+	{192, 256, 64, true, false, "gpt-tiny qkv backward weight"},
+	{256, 256, 64, true, false, "gpt-tiny fc1 backward weight"},
+	{64, 256, 256, true, false, "gpt-tiny fc2 backward weight"},
+	{256, 64, 96, false, true, "gpt-tiny qkv forward, tp=2 shard"},
+	{256, 64, 128, false, true, "gpt-tiny fc1 forward, tp=2 shard"},
+	{32, 16, 32, false, true, "gpt-tiny attention scores, one head"},
+	{32, 32, 16, false, false, "gpt-tiny attention values, one head"},
+	{512, 512, 512, false, true, "larger"},
+	{1024, 512, 1024, false, true, "larger"},
+	{1024, 1024, 1024, false, true, "larger"},
+}
+
+// quickGEMM indexes the shapes Quick mode measures.
+var quickGEMM = []int{0, 1, 5, 7, 10, 16, 19, 21}
+
+// FLOPs of a product: 2MKN (one multiply and one add per term).
+func (s gemmShape) FLOPs() float64 { return 2 * float64(s.M) * float64(s.K) * float64(s.N) }
+
+// String is "256x64x192 A·Bᵀ".
+func (s gemmShape) String() string {
+	a, b := "A", "B"
+	if s.TransA {
+		a = "Aᵀ"
+	}
+	if s.TransB {
+		b = "Bᵀ"
+	}
+	return fmt.Sprintf("%dx%dx%d %s·%s", s.M, s.K, s.N, a, b)
+}
+
+// GEMMPoint is one measured matrix product.
+type GEMMPoint struct {
+	Shape  string        `json:"shape"` // "MxKxN A·Bᵀ"
+	What   string        `json:"what"`  // where exec runs this product
+	FLOPs  units.FLOPs   `json:"flops"`
+	Time   units.Seconds `json:"time_s"` // median time of one call
+	Rate   float64       `json:"flops_per_s"`
+	Model  units.Seconds `json:"model_s"` // the fitted line's time
+	RelErr float64       `json:"rel_err"` // (model - time)/time
+}
+
+// GEMMFit is the line time(f) = f/Rate + Intercept fitted to the products, and the profile
+// figures drawn from it.
+type GEMMFit struct {
+	// Rate is the asymptotic rate 1/slope; Intercept the fixed time per call.
+	Rate      units.FLOPsPerSecond `json:"rate_flops_per_s"`
+	Intercept units.Seconds        `json:"intercept_s"`
+	// Best is the highest rate any product reached.
+	Best units.FLOPsPerSecond `json:"best_flops_per_s"`
+	// Peak = max(Rate, Best), Max = Rate/Peak and HalfFLOPs = (Intercept - the elementwise
+	// kernel's call time) x Rate: the figures of the profile.
+	Peak      units.FLOPsPerSecond `json:"peak_flops_per_s"`
+	Max       float64              `json:"gemm_max_fraction"`
+	HalfFLOPs units.FLOPs          `json:"gemm_half_flops"`
+	Fit
+}
+
+// measureGEMM times kernels.MatMul (beta = 0, dense data drawn from a fixed seed) over shapes.
+func measureGEMM(ctx context.Context, shapes []gemmShape, s sampler) ([]GEMMPoint, error) {
+	rng := kernels.NewRand(seed)
+	var out []GEMMPoint
+	for _, sh := range shapes {
+		// Dense data in [0.5, 1.5): gonum's Sgemm skips a zero element of A, so zeros would
+		// flatter it (see the notes).
+		a := make([]float32, sh.M*sh.K)
+		b := make([]float32, sh.K*sh.N)
+		c := make([]float32, sh.M*sh.N)
+		kernels.FillUniform(a, rng, 0.5, 1.5)
+		kernels.FillUniform(b, rng, 0.5, 1.5)
+		t, err := s.seconds(ctx, func() { kernels.MatMul(c, a, b, sh.M, sh.K, sh.N, sh.TransA, sh.TransB, 1, 0) })
+		if err != nil {
+			return nil, err
+		}
+		f := sh.FLOPs()
+		out = append(out, GEMMPoint{Shape: sh.String(), What: sh.What, FLOPs: units.FLOPs(f), Time: units.Seconds(t), Rate: f / t})
+	}
+	return out, nil
+}
+
+// fitGEMM fits time = f/Rate + Intercept (fit2, relative least squares) and fills each point's
+// model time. kernelCall is the fixed time of an elementwise kernel call, which the profile's
+// OpOverhead already charges every op; it is taken off the intercept so that a GEMM does not
+// pay it twice.
+func fitGEMM(pts []GEMMPoint, kernelCall float64) GEMMFit {
+	f, one, t := make([]float64, len(pts)), make([]float64, len(pts)), make([]float64, len(pts))
+	var best float64
+	for i, p := range pts {
+		f[i], one[i], t[i] = float64(p.FLOPs), 1, float64(p.Time)
+		best = max(best, p.Rate)
+	}
+	slope, icept := fit2(f, one, t)
+	if !(slope > 0) {
+		// Cannot happen with real timings (time grows with f); keep the profile valid.
+		slope = 1 / best
+	}
+	g := GEMMFit{Rate: units.FLOPsPerSecond(1 / slope), Intercept: units.Seconds(icept), Best: units.FLOPsPerSecond(best)}
+	g.Peak = max(g.Rate, g.Best)
+	g.Max = float64(g.Rate) / float64(g.Peak)
+	// GEMMHalfFLOPs must be positive; 1 FLOP stands for "no fixed time left".
+	g.HalfFLOPs = units.FLOPs(max(1, (icept-kernelCall)/slope))
+	errs := make([]float64, len(pts))
+	for i := range pts {
+		m := slope*f[i] + icept
+		pts[i].Model = units.Seconds(m)
+		pts[i].RelErr = relErr(m, t[i])
+		errs[i] = pts[i].RelErr
+	}
+	g.Fit = summarise(errs)
+	return g
+}
