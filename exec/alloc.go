@@ -13,25 +13,55 @@ const (
 // Categories lists the memory categories in report order.
 var Categories = []string{CatParams, CatGrads, CatOptimizer, CatActivations, CatWorkspace, CatComm}
 
-// allocator accounts live bytes per category and their peaks. It is used by one rank only.
+// allocator accounts live bytes per category and their peaks, and recycles freed buffers by
+// length (a step allocates the same tensors as the last, so after the first step exec allocates
+// nothing and the garbage collector has no work). It is used by one rank only.
 type allocator struct {
 	live, peak map[string]int64
 	total      int64
 	peakTotal  int64
+	f32s       map[int][][]float32
+	i32s       map[int][][]int32
 }
 
 func newAllocator() *allocator {
-	return &allocator{live: map[string]int64{}, peak: map[string]int64{}}
+	return &allocator{live: map[string]int64{}, peak: map[string]int64{}, f32s: map[int][][]float32{}, i32s: map[int][][]int32{}}
 }
 
+// f32 returns a zeroed buffer of n floats accounted to cat.
 func (a *allocator) f32(cat string, n int) []float32 {
 	a.add(cat, int64(n)*4)
+	if l := a.f32s[n]; len(l) > 0 {
+		b := l[len(l)-1]
+		a.f32s[n] = l[:len(l)-1]
+		clear(b)
+		return b
+	}
 	return make([]float32, n)
 }
 
+// putF32 frees b, which f32 returned for cat.
+func (a *allocator) putF32(cat string, b []float32) {
+	a.free(cat, int64(len(b))*4)
+	a.f32s[len(b)] = append(a.f32s[len(b)], b)
+}
+
+// i32 returns a zeroed buffer of n int32 accounted to cat.
 func (a *allocator) i32(cat string, n int) []int32 {
 	a.add(cat, int64(n)*4)
+	if l := a.i32s[n]; len(l) > 0 {
+		b := l[len(l)-1]
+		a.i32s[n] = l[:len(l)-1]
+		clear(b)
+		return b
+	}
 	return make([]int32, n)
+}
+
+// putI32 frees b, which i32 returned for cat.
+func (a *allocator) putI32(cat string, b []int32) {
+	a.free(cat, int64(len(b))*4)
+	a.i32s[len(b)] = append(a.i32s[len(b)], b)
 }
 
 func (a *allocator) add(cat string, b int64) {

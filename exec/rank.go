@@ -154,20 +154,20 @@ func category(v *strategies.Value) string {
 func (r *rank) release(op *strategies.Op) {
 	for _, id := range op.Free {
 		v := r.s.Value(id)
-		if _, ok := r.f32[id]; ok {
+		if b, ok := r.f32[id]; ok {
 			delete(r.f32, id)
-			r.alloc.free(category(v), v.Elems()*4)
+			r.alloc.putF32(category(v), b)
 		}
-		if _, ok := r.i32[id]; ok {
+		if b, ok := r.i32[id]; ok {
 			delete(r.i32, id)
-			r.alloc.free(category(v), v.Elems()*4)
+			r.alloc.putI32(category(v), b)
 		}
 	}
 }
 
 // scratch is a workspace buffer for the duration of one op.
 func (r *rank) scratch(n int) []float32 { return r.alloc.f32(CatWorkspace, n) }
-func (r *rank) unscratch(b []float32)   { r.alloc.free(CatWorkspace, int64(len(b))*4) }
+func (r *rank) unscratch(b []float32)   { r.alloc.putF32(CatWorkspace, b) }
 
 func rows(v *strategies.Value) int {
 	n := 1
@@ -294,7 +294,7 @@ func (r *rank) embedding(op *strategies.Op, bwd bool) {
 		// Learned positions: row b*S+s reads position s (a workspace buffer of its own).
 		seq := yv.Shape[1]
 		ids = r.alloc.i32(CatWorkspace, n)
-		defer r.alloc.free(CatWorkspace, int64(n)*4)
+		defer r.alloc.putI32(CatWorkspace, ids)
 		for i := range ids {
 			ids[i] = int32(i % seq)
 		}
@@ -559,7 +559,7 @@ func (r *rank) gradCollective(op *strategies.Op) error {
 		n += len(r.grads[name])
 	}
 	buf := r.alloc.f32(CatComm, n)
-	defer r.alloc.free(CatComm, int64(n)*4)
+	defer r.alloc.putF32(CatComm, buf)
 	off := 0
 	for _, name := range op.Params {
 		off += copy(buf[off:], r.grads[name])

@@ -304,7 +304,7 @@ func sources(r *Report, h *hardware.Hardware) map[string]string {
 		len(r.Elementwise)/len(elemKernels), units.Bytes(4*r.Elementwise[0].Elems), units.Bytes(4*r.Elementwise[len(r.Elementwise)-1].Elems),
 		fitText(e.Fit), e.KernelBW, e.KernelOverhead, fitText(e.KernelFit))
 	s["efficiency.mem_max_fraction"] = "1: mem_bandwidth_bytes_per_s is the achieved rate fitted, not a datasheet figure"
-	s["efficiency.op_overhead_s"] = fmt.Sprintf("measured: the fixed time of the elementwise fit above, as exec runs ops; it covers exec's per-op bookkeeping (measured alone: %v for the values map, allocator maps, two time.Since and a trace event), make's fixed cost (%v; make zeroes at %v, which the bandwidth absorbs) and a kernel call (%v)",
+	s["efficiency.op_overhead_s"] = fmt.Sprintf("measured: the fixed time of the elementwise fit above, as exec runs ops; it covers exec's per-op bookkeeping (measured alone: %v for the values map, allocator maps, two time.Since and a trace event), a fresh allocation's fixed cost (%v, zeroing at %v; exec recycles buffers, clearing them, which the bandwidth absorbs) and a kernel call (%v)",
 		b.Fixed, b.AllocFixed, b.AllocBandwidth, e.KernelOverhead)
 	s["efficiency.gemm_max_fraction"] = fmt.Sprintf("fitted GEMM rate %v / peak %v", g.Rate, g.Peak)
 	s["efficiency.gemm_half_flops"] = fmt.Sprintf("(fitted GEMM intercept %v - the elementwise kernel call %v that op_overhead_s already charges) x fitted rate %v; floor 1 FLOP", g.Intercept, e.KernelOverhead, g.Rate)

@@ -118,18 +118,20 @@ type opEvent struct {
 
 // opBook mimics, field for field, what exec's rank does around every op: exec/rank.go rank.exec
 // (two time.Since, an event appended), rank.value (a map lookup per operand; for the output a
-// miss, an allocator add and make), rank.release (a map delete and an allocator free), and
+// miss, an allocator add and a recycled buffer cleared), rank.release (a map delete and the buffer
+// back to the allocator's pool), and
 // exec/alloc.go's per-category live and peak maps.
 type opBook struct {
 	t0             time.Time
 	vals           map[int][]float32
+	pool           map[int][][]float32 // exec's allocator recycles freed buffers by length
 	live, peak     map[string]int64
 	total, peakTot int64
 	events         []opEvent
 }
 
 func newOpBook() *opBook {
-	return &opBook{t0: time.Now(), vals: map[int][]float32{}, live: map[string]int64{}, peak: map[string]int64{},
+	return &opBook{t0: time.Now(), vals: map[int][]float32{}, pool: map[int][][]float32{}, live: map[string]int64{}, peak: map[string]int64{},
 		events: make([]opEvent, 0, 1024)}
 }
 
@@ -139,6 +141,12 @@ func (b *opBook) alloc(cat string, n int) []float32 {
 	b.total += by
 	b.peak[cat] = max(b.peak[cat], b.live[cat])
 	b.peakTot = max(b.peakTot, b.total)
+	if l := b.pool[n]; len(l) > 0 {
+		v := l[len(l)-1]
+		b.pool[n] = l[:len(l)-1]
+		clear(v)
+		return v
+	}
 	return make([]float32, n)
 }
 
@@ -156,6 +164,7 @@ func (b *opBook) free(id int) {
 		delete(b.vals, id)
 		b.live["workspace"] -= int64(len(v)) * 4
 		b.total -= int64(len(v)) * 4
+		b.pool[len(v)] = append(b.pool[len(v)], v)
 	}
 }
 
