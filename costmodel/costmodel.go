@@ -102,19 +102,31 @@ func (c *Coster) Compute(op *strategies.Op) units.Seconds {
 	mem := units.Seconds(float64(op.MemBytes) / (float64(hw.Device.MemBandwidth) * hw.Efficiency.MemMax))
 	mem = max(mem, c.kernelTime(op))
 	if op.FLOPs <= 0 {
-		return c.shared(mem)
+		return c.shared(op, mem)
 	}
 	eff := 1.0
 	if op.Kind == strategies.OpLinear || op.Kind == strategies.OpAttention {
 		eff = hw.GEMMEfficiency(gemmSize(op))
 	}
 	flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * eff))
-	return c.shared(max(flop, mem))
+	return c.shared(op, max(flop, mem))
 }
 
-// shared adds the fixed per-op time and the slowdown of ranks sharing cores (the host profile).
-func (c *Coster) shared(t units.Seconds) units.Seconds {
-	return units.Seconds(c.slowdown) * (t + c.HW.Efficiency.OpOverhead)
+// shared adds the fixed per-op time and the slowdown of ranks sharing cores. On a profile with
+// Cores (the host), every rank runs the same op at once, so an op that keeps n cores busy alone
+// asks for devices x n cores: it slows by that over Cores when that is more (processor sharing;
+// calibrate's contention table measures it). Other profiles use the measured Slowdown, 1 for
+// devices of their own.
+func (c *Coster) shared(op *strategies.Op, t units.Seconds) units.Seconds {
+	s := c.slowdown
+	if hw := c.HW; hw.Cores > 0 && hw.GEMMParallelBlock > 0 {
+		n := 1
+		if op.Kind == strategies.OpLinear {
+			n = hw.OpCores(op.M, op.N)
+		}
+		s = max(1, float64(c.P.Strategy.Mesh.Devices()*n)/float64(hw.Cores))
+	}
+	return units.Seconds(s) * (t + c.HW.Efficiency.OpOverhead)
 }
 
 // KernelKey names the kernel of a compute op for hardware.Efficiency.KernelRates: "gelu",

@@ -73,6 +73,12 @@ type Hardware struct {
 	// Cores is the number of processor cores that all ranks share when they run on one machine
 	// (the host profile: goroutine ranks time-share the CPU); 0 means every rank has its own device.
 	Cores int `json:"cores,omitempty"`
+	// GEMMParallelBlock and GEMMParallelMinBlocks describe the BLAS of a CPU profile: a matrix
+	// product whose M x N output has at least GEMMParallelMinBlocks tiles of GEMMParallelBlock
+	// squared runs on all Cores, smaller ones on one (gonum's pure-Go Sgemm: blockSize 64,
+	// minParBlock 4). 0 when every rank has its own device.
+	GEMMParallelBlock     int `json:"gemm_parallel_block,omitempty"`
+	GEMMParallelMinBlocks int `json:"gemm_parallel_min_blocks,omitempty"`
 	// Slowdown[k-1] is how much longer an op takes when k ranks compute at once on the shared
 	// cores (measured by tpsim calibrate; Slowdown[0] = 1). Past its end, time shares out
 	// evenly: the last entry times k/len. Empty when every rank has its own device.
@@ -299,4 +305,17 @@ func (h *Hardware) ComputeSlowdown(ranks int) float64 {
 		return h.Slowdown[ranks-1]
 	}
 	return h.Slowdown[n-1] * float64(ranks) / float64(n)
+}
+
+// OpCores is how many of the shared cores a matrix product of an M x N output keeps busy when it
+// runs alone: all Cores when the BLAS splits it, else one.
+func (h *Hardware) OpCores(m, n int) int {
+	b := h.GEMMParallelBlock
+	if h.Cores <= 1 || b <= 0 || h.GEMMParallelMinBlocks <= 0 {
+		return 1
+	}
+	if ((m+b-1)/b)*((n+b-1)/b) >= h.GEMMParallelMinBlocks {
+		return h.Cores
+	}
+	return 1
 }

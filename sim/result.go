@@ -57,7 +57,11 @@ func (e *engine) result(p *strategies.Program, opt Options) *Result {
 			prevEnd = n.end
 		}
 	}
+	// The remainder, rounded to zero when it is only floating-point noise.
 	res.Bubble = res.Step - res.Compute - res.CommExposed - res.Optimizer
+	if res.Bubble < 1e-9*res.Step {
+		res.Bubble = 0
+	}
 	for r := range busy {
 		if res.Step > 0 {
 			res.Utilization[r] = busy[r] / float64(res.Step)

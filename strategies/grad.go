@@ -321,7 +321,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 	sv := func(ids ...ValueID) []ValueID {
 		return mapIDs(ids, func(id ValueID) ValueID { return saved(s.Index, id) })
 	}
-	op := Op{Kind: fop.Kind, Module: fop.Module, Fwd: fi, In: []ValueID{g}, Param: fop.Param, Bias: fop.Bias, Act: fop.Act, Norm: fop.Norm, Elems: fop.Elems,
+	op := Op{Kind: fop.Kind, Module: fop.Module, Fwd: fi, In: []ValueID{g}, Param: fop.Param, Bias: fop.Bias, Act: fop.Act, Norm: fop.Norm, Elems: fop.Elems, M: fop.M, N: fop.N, K: fop.K,
 		VocabLo: fop.VocabLo, VocabHi: fop.VocabHi, Heads: fop.Heads, KVHeads: fop.KVHeads, HeadDim: fop.HeadDim}
 	needIn := func(i int) bool { return i < len(fop.In) && b.needsGrad[vkey{s.Index, fop.In[i]}] }
 	if b.st.ZeRO == 3 && fop.Param != "" {

@@ -154,6 +154,9 @@ type Op struct {
 	// of norms, logits of the loss, attention scores (batch x heads x seq x seq) of attention, and
 	// local parameters of the optimizer step. Backward ops keep their forward op's Elems.
 	Elems int64
+	// M, N, K are a linear op's forward GEMM: rows x out = (rows x in)(in x out) on this rank;
+	// its backward multiplies the same sizes (dx: M x K, dW: N x K).
+	M, N, K int
 	// Costs. FLOPs counts multiply-adds as 2; MemBytes is the bytes the op reads and writes;
 	// SentBytes is what this rank sends (DESIGN.md table); FullBytes is the collective's whole tensor.
 	FLOPs     units.FLOPs

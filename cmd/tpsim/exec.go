@@ -101,6 +101,12 @@ func (o *execOptions) config() (exec.Config, error) {
 	if err != nil {
 		return exec.Config{}, err
 	}
+	return o.configFor(m, mesh)
+}
+
+// configFor is config with the model loaded and the mesh parsed.
+func (o *execOptions) configFor(m *model.Model, mesh strategies.Mesh) (exec.Config, error) {
+	var err error
 	st := strategies.Default(mesh)
 	st.Precision = strategies.PrecisionFP32
 	if st.Optimizer, err = parseOptimizer(o.Optimizer); err != nil {

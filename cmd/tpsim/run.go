@@ -30,11 +30,12 @@ var commands = []command{
 	{"models", "list the preset models with their parameter counts", runModels},
 	{"hardware", "list the hardware presets, or show one", runHardware},
 	{"exec", "really train sharded on local goroutine ranks and check against one device", runExec},
+	{"compare", "predict and measure strategies side by side on this machine; figures, report, recommendation", runCompare},
 	{"calibrate", "measure this machine's kernels and collectives and fit the host hardware profile", runCalibrate},
 }
 
 // planned are commands DESIGN.md names that later issues add; asking for one says so.
-var planned = []string{"sim", "compare", "plan", "plot"}
+var planned = []string{"sim", "plan", "plot"}
 
 func commandNames() []string {
 	names := make([]string, len(commands))

@@ -241,7 +241,7 @@ func profile(r *Report) *hardware.Hardware {
 
 	slow := make([]float64, len(r.Contention))
 	for i, p := range r.Contention {
-		slow[i] = max(1, p.Mix)
+		slow[i] = max(1, p.Synced)
 	}
 	if len(slow) > 0 {
 		slow[0] = 1
@@ -259,7 +259,9 @@ func profile(r *Report) *hardware.Hardware {
 			Memory:       r.Memory,
 			MemBandwidth: units.BytesPerSecond(bw),
 		},
-		Cores:    fp.NumCPU,
+		Cores: fp.NumCPU,
+		// gonum's pure-Go Sgemm (blas/gonum/gonum.go: blockSize 64, minParBlock 4), which exec uses.
+		GEMMParallelBlock: 64, GEMMParallelMinBlocks: 4,
 		Slowdown: slow,
 		Levels: []hardware.Level{{Name: "host", Size: 0, Bandwidth: units.BytesPerSecond(linkBW), Latency: units.Seconds(lat),
 			Efficiency: 1}},
@@ -321,6 +323,8 @@ func sources(r *Report, h *hardware.Hardware) map[string]string {
 	s["levels.host.latency_s"] = coll
 	s["levels.host.efficiency"] = "1: bandwidth_bytes_per_s is the achieved rate fitted"
 	s["cores"] = "runtime.NumCPU()"
+	s["gemm_parallel_block"] = "gonum.org/v1/gonum/blas/gonum/gonum.go blockSize = 64: exec's GEMM splits an output into 64 x 64 tiles"
+	s["gemm_parallel_min_blocks"] = "gonum.org/v1/gonum/blas/gonum/gonum.go minParBlock = 4: with fewer tiles the product runs on one goroutine, with more on GOMAXPROCS workers"
 	for _, c := range r.Checks {
 		if c.Key != "" {
 			s["efficiency.kernel_elems_per_s."+c.Key] = fmt.Sprintf("measured: %s (%s) alone, %d elements in %v (median of repetitions): elements per second, as strategies.Op.Elems counts them", c.Name, c.What, c.Elems, c.Time)
@@ -328,9 +332,9 @@ func sources(r *Report, h *hardware.Hardware) map[string]string {
 	}
 	var per []string
 	for _, p := range r.Contention {
-		per = append(per, fmt.Sprintf("%.2f", p.Mix))
+		per = append(per, fmt.Sprintf("%.2f", p.Synced))
 	}
-	s["slowdown"] = fmt.Sprintf("measured: k = 1..%d goroutines each running the same mix (one kernels.MatMul %dx%dx%d, which gonum splits over GOMAXPROCS workers, then %d kernels.Add of %d floats, about as long alone), wall time with k over wall time alone, median of repetitions interleaved over k (%s), made non-decreasing by isotonic regression (more goroutines on the same cores are never faster)",
+	s["slowdown"] = fmt.Sprintf("measured: k = 1..%d goroutine ranks of an exec/comm world each running the same mix (one kernels.MatMul %dx%dx%d, which gonum splits over GOMAXPROCS workers, then %d kernels.Add of %d floats, about as long alone) and meeting in an all-reduce of one float after each, as exec's ranks meet at collectives; wall time with k over wall time alone, median of repetitions interleaved over k (%s), made non-decreasing by isotonic regression (more goroutines on the same cores are never faster)",
 		len(r.Contention), contM, contK, contN, r.ContentionAdds, contElems, strings.Join(per, ", "))
 	return s
 }

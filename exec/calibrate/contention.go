@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"tpsim/exec/comm"
 	"tpsim/exec/kernels"
 )
 
@@ -13,9 +14,13 @@ import (
 // measured.
 type ContentionPoint struct {
 	K int `json:"k"`
-	// Mix is the unit of the profile's slowdown: one GEMM and elementwise adds that take about as
+	// Mix is one GEMM and elementwise adds that take about as
 	// long alone as the GEMM.
 	Mix float64 `json:"mix"`
+	// Synced is Mix with the goroutines meeting after every unit in an exec/comm all-reduce of
+	// one float, as exec's ranks meet at their collectives: a rank that finishes its share first
+	// waits for the others to be scheduled. The profile's slowdown is this one.
+	Synced float64 `json:"synced"`
 	// GEMM and Elementwise are the two halves of the mix alone.
 	GEMM        float64 `json:"gemm"`
 	Elementwise float64 `json:"elementwise"`
@@ -76,6 +81,7 @@ func measureContention(ctx context.Context, maxK int, parts []int, s sampler) ([
 		only []int
 	}{
 		{mix, tg + float64(adds)*ta, func(p *ContentionPoint, v float64) { p.Mix = v }, nil},
+		{nil, tg + float64(adds)*ta, func(p *ContentionPoint, v float64) { p.Synced = v }, nil},
 		{(*contWork).gemm, tg, func(p *ContentionPoint, v float64) { p.GEMM = v }, parts},
 		{(*contWork).add, ta, func(p *ContentionPoint, v float64) { p.Elementwise = v }, parts},
 	}
@@ -99,7 +105,16 @@ func measureContention(ctx context.Context, maxK int, parts []int, s sampler) ([
 				if err := ctx.Err(); err != nil {
 					return nil, 0, err
 				}
-				times[i] = append(times[i], concurrently(work[:k], units, kd.fn))
+				var t float64
+				if kd.fn == nil {
+					var err error
+					if t, err = synced(ctx, work[:k], units, mix); err != nil {
+						return nil, 0, err
+					}
+				} else {
+					t = concurrently(work[:k], units, kd.fn)
+				}
+				times[i] = append(times[i], t)
 			}
 		}
 		alone := median(times[0])
@@ -170,4 +185,29 @@ func contains(v []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// synced runs fn units times on one goroutine rank per work item of an exec/comm world, the
+// ranks meeting in an all-reduce of one float after every unit, and returns the wall time.
+func synced(ctx context.Context, work []*contWork, units int, fn func(*contWork)) (float64, error) {
+	w, err := comm.NewWorld([]comm.Dim{{Name: "k", Size: len(work)}}, comm.WithTimeout(time.Minute))
+	if err != nil {
+		return 0, err
+	}
+	t := time.Now()
+	err = w.Run(ctx, func(c *comm.Comm) error {
+		g, err := c.Group("k")
+		if err != nil {
+			return err
+		}
+		buf := make([]float32, 1)
+		for range units {
+			fn(work[c.Rank()])
+			if err := g.AllReduce(buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return time.Since(t).Seconds(), err
 }

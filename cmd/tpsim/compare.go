@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"tpsim/costmodel"
+	"tpsim/exec"
+	"tpsim/exec/calibrate"
+	"tpsim/hardware"
+	"tpsim/model"
+	"tpsim/reports"
+	"tpsim/sim"
+	"tpsim/strategies"
+)
+
+const compareHelp = `Usage: tpsim compare [flags]
+
+Run every strategy twice on a mesh of local goroutine ranks: predicted by the cost model (and laid
+out by the simulator) from this machine's calibrated profile, and measured by really training with
+exec. Shows the trade-offs side by side (step time and where it goes, memory per rank by category,
+bytes sent per mesh dimension), the accuracy of the prediction, and which strategy to use for
+speed, for memory and for communication, with the reasons in numbers.
+
+With no flags it compares single, data, tensor and hybrid parallel for gpt-tiny on 1, 2 and 4
+ranks, calibrating this machine first if no profile is cached (about 15 s), and writes
+results.json, results.csv, report.md and figures (PNG and SVG) to tpsim-out/.
+
+Examples:
+  tpsim compare
+  tpsim compare --model seed-mlp --meshes 1,2,4 --plan "0=colwise,2=rowwise"
+  tpsim compare --strategies dp,tp --meshes 2,4,8 --steps 20 --out results/
+`
+
+// compareOptions are the flags of tpsim compare.
+type compareOptions struct {
+	Model       string
+	Meshes      []int
+	Strategies  []string
+	Plan        string
+	Steps       int
+	Batch       int
+	Seed        uint64
+	Optimizer   string
+	Hardware    string
+	Out         string
+	JSON        bool
+	Recalibrate bool
+}
+
+// strategyNames are the strategy families compare runs.
+var strategyNames = []string{"single", "dp", "tp", "hybrid"}
+
+func runCompare(args []string, stdout, stderr io.Writer) int {
+	o, fs, err := parseCompare(args)
+	if err == nil {
+		err = o.run(stdout, stderr)
+	}
+	return finish("compare", fs, compareHelp, err, stdout, stderr)
+}
+
+func parseCompare(args []string) (*compareOptions, *pflag.FlagSet, error) {
+	o := &compareOptions{}
+	fs := newFlagSet("compare")
+	var meshes, strats string
+	fs.StringVar(&o.Model, "model", "gpt-tiny", "model: a preset name or a config.json (small enough to train here, without dropout)")
+	fs.StringVar(&meshes, "meshes", "1,2,4", "numbers of ranks to run each strategy on")
+	fs.StringVar(&strats, "strategies", strings.Join(strategyNames, ","), "strategies: single, dp (data parallel), tp (tensor parallel), hybrid (dp=2 x tp)")
+	fs.StringVar(&o.Plan, "plan", "megatron", "tensor-parallel plan for tp and hybrid: a style, \"megatron\", a map or a JSON file")
+	fs.IntVar(&o.Steps, "steps", 10, "optimizer steps per run (the first is a warm-up)")
+	fs.IntVar(&o.Batch, "batch", 0, "global batch in samples (0: the model's)")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
+	fs.StringVar(&o.Optimizer, "optimizer", "sgd", "sgd or adam")
+	fs.StringVar(&o.Hardware, "hardware", "host", "profile to predict with: host (this machine, calibrated and cached) or a hardware JSON file")
+	fs.StringVar(&o.Out, "out", "tpsim-out", "directory for results.json, results.csv, report.md and the figures")
+	fs.BoolVar(&o.JSON, "json", false, "print results.json to stdout as well")
+	fs.BoolVar(&o.Recalibrate, "recalibrate", false, "calibrate this machine again even if a profile is cached")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return o, fs, err
+	}
+	for _, part := range strings.Split(meshes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 1 {
+			return o, fs, usagef("--meshes: %q is not a positive number of ranks; write e.g. --meshes 1,2,4", part)
+		}
+		if n > 64 {
+			return o, fs, usagef("--meshes: %d ranks is more goroutine ranks than compare runs (64 at most)", n)
+		}
+		o.Meshes = append(o.Meshes, n)
+	}
+	for _, s := range strings.Split(strats, ",") {
+		s = strings.ToLower(strings.TrimSpace(s))
+		if !contains(strategyNames, s) {
+			return o, fs, usagef("--strategies: unknown strategy %q; valid: %s", s, strings.Join(strategyNames, ", "))
+		}
+		o.Strategies = append(o.Strategies, s)
+	}
+	if o.Steps < 2 {
+		return o, fs, usagef("--steps=%d; compare needs at least 2 steps (one warm-up, one measured)", o.Steps)
+	}
+	if o.Batch < 0 {
+		return o, fs, usagef("--batch=%d; it must be positive (or 0 for the model's batch)", o.Batch)
+	}
+	if _, err := parseOptimizer(o.Optimizer); err != nil {
+		return o, fs, err
+	}
+	return o, fs, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// gridPoint is one (strategy, mesh) to run.
+type gridPoint struct {
+	Strategy string
+	Mesh     strategies.Mesh
+}
+
+// grid lists the (strategy, mesh) pairs of the options; pairs a strategy cannot have (hybrid on
+// fewer than 4 ranks, single on more than 1) are left out, and returned with the reason.
+func (o *compareOptions) grid() (pts []gridPoint, skipped []skippedRow) {
+	seen := map[string]bool{}
+	add := func(s string, m strategies.Mesh) {
+		k := s + m.String()
+		if !seen[k] {
+			seen[k] = true
+			pts = append(pts, gridPoint{s, m})
+		}
+	}
+	for _, s := range o.Strategies {
+		for _, n := range o.Meshes {
+			one := strategies.Mesh{PP: 1, DP: 1, CP: 1, TP: 1}
+			switch s {
+			case "single":
+				add(s, one)
+			case "dp":
+				if n == 1 {
+					continue
+				}
+				one.DP = n
+				add(s, one)
+			case "tp":
+				if n == 1 {
+					continue
+				}
+				one.TP = n
+				add(s, one)
+			case "hybrid":
+				if n < 4 || n%2 != 0 {
+					skipped = append(skipped, skippedRow{s, fmt.Sprint(n), "hybrid is dp=2 x tp=n/2 and needs an even number of ranks, at least 4"})
+					continue
+				}
+				one.DP, one.TP = 2, n/2
+				add(s, one)
+			}
+		}
+	}
+	return pts, skipped
+}
+
+type skippedRow struct {
+	Strategy string `json:"strategy"`
+	Mesh     string `json:"mesh"`
+	Reason   string `json:"reason"`
+}
+
+// resultRow is one row of results.json: the reports.Row (predicted, measured, simulated samples)
+// and the errors of the prediction.
+type resultRow struct {
+	reports.Row
+	Errors     rowErrors `json:"errors"`
+	MaxRelDiff float64   `json:"max_rel_diff_vs_single"`
+	Loss       []float64 `json:"loss"`
+	Plan       string    `json:"plan"`
+}
+
+type rowErrors struct {
+	// StepTimeAPE is |predicted - measured| / measured of the step time.
+	StepTimeAPE float64 `json:"step_time_ape"`
+	// SimStepTimeAPE is the same for the simulator.
+	SimStepTimeAPE float64 `json:"sim_step_time_ape"`
+	// CommBytesAbs is |predicted - measured| bytes per mesh dimension.
+	CommBytesAbs map[string]float64 `json:"comm_bytes_abs_error"`
+	// MemoryRel is |predicted - measured| / measured per memory category.
+	MemoryRel map[string]float64 `json:"memory_rel_error"`
+}
+
+type compareSummary struct {
+	Rows                  int                `json:"rows"`
+	StepTimeMAPE          float64            `json:"step_time_mape"`
+	StepTimeMaxAPE        float64            `json:"step_time_max_ape"`
+	SimStepTimeMAPE       float64            `json:"sim_step_time_mape"`
+	CommBytesMaxAbsError  float64            `json:"comm_bytes_max_abs_error"`
+	MemoryMaxRelError     map[string]float64 `json:"memory_max_rel_error"`
+	MaxRelDiffVsSingle    float64            `json:"max_rel_diff_vs_single"`
+	WorstStepTimeStrategy string             `json:"worst_step_time_row"`
+}
+
+// compareResults is results.json.
+type compareResults struct {
+	Model          string             `json:"model"`
+	Params         int64              `json:"params"`
+	Batch          int                `json:"batch"`
+	Steps          int                `json:"steps"`
+	Seed           uint64             `json:"seed"`
+	Optimizer      string             `json:"optimizer"`
+	Plan           string             `json:"plan"`
+	Rows           []resultRow        `json:"rows"`
+	Skipped        []skippedRow       `json:"skipped"`
+	Summary        compareSummary     `json:"summary"`
+	Recommendation []recommendation   `json:"recommendation"`
+	Profile        *hardware.Hardware `json:"calibration_profile"`
+}
+
+// hostProfile returns the hardware to predict with, calibrating when the host profile is missing
+// or stale.
+func (o *compareOptions) hostProfile(ctx context.Context, stderr io.Writer) (*hardware.Hardware, error) {
+	if o.Hardware != "host" {
+		return hardware.Load(o.Hardware)
+	}
+	if !o.Recalibrate {
+		h, err := calibrate.Cached()
+		if err == nil {
+			fmt.Fprintf(stderr, "tpsim compare: using the cached host profile (%s)\n", h.Source)
+			return h, nil
+		}
+		var stale *calibrate.StaleError
+		switch {
+		case errors.Is(err, calibrate.ErrNoCache):
+			fmt.Fprintf(stderr, "tpsim compare: no host profile cached; calibrating this machine first (about 15 s)\n")
+		case errors.As(err, &stale):
+			fmt.Fprintf(stderr, "tpsim compare: the cached host profile is stale (%v); calibrating again\n", err)
+		default:
+			fmt.Fprintf(stderr, "tpsim compare: the cached host profile cannot be used (%v); calibrating again\n", err)
+		}
+	}
+	h, _, err := calibrate.Run(ctx, calibrate.Options{Progress: stderr})
+	if err != nil {
+		return nil, err
+	}
+	if path, err := calibrate.SaveCache(h); err != nil {
+		fmt.Fprintf(stderr, "tpsim compare: could not cache the profile: %v\n", err)
+	} else {
+		fmt.Fprintf(stderr, "tpsim compare: host profile cached in %s\n", path)
+	}
+	return h, nil
+}
+
+func (o *compareOptions) run(stdout, stderr io.Writer) error {
+	m, err := model.Load(o.Model)
+	if err != nil {
+		return err
+	}
+	pts, skipped := o.grid()
+	if len(pts) == 0 {
+		return usagef("the strategies %v on meshes %v give nothing to run; add 1 to --meshes for single, 2 or more for dp and tp, 4 or more for hybrid", o.Strategies, o.Meshes)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return fmt.Errorf("cannot create the output directory: %v; pass --out a writable path", err)
+	}
+	hw, err := o.hostProfile(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	opt, _ := parseOptimizer(o.Optimizer)
+	res := &compareResults{Model: m.Name, Params: m.Params(), Steps: o.Steps, Seed: o.Seed, Optimizer: opt, Plan: o.Plan, Profile: hw}
+	var ref *exec.Result
+	var timelines [][]reports.Span
+	var timelineTitles []string
+	for i, pt := range pts {
+		eo := &execOptions{Model: o.Model, Mesh: pt.Mesh.String(), Plan: o.Plan, Steps: o.Steps, Batch: o.Batch, Seed: o.Seed, Optimizer: opt}
+		cfg, err := eo.configFor(m, pt.Mesh)
+		if err != nil {
+			skipped = append(skipped, skippedRow{pt.Strategy, pt.Mesh.String(), err.Error()})
+			fmt.Fprintf(stderr, "tpsim compare: [%d/%d] %s %s skipped: %v\n", i+1, len(pts), pt.Strategy, pt.Mesh, err)
+			continue
+		}
+		res.Batch = cfg.Strategy.GBS
+		prog, err := exec.Lowered(cfg)
+		if err != nil {
+			skipped = append(skipped, skippedRow{pt.Strategy, pt.Mesh.String(), err.Error()})
+			fmt.Fprintf(stderr, "tpsim compare: [%d/%d] %s %s skipped: %v\n", i+1, len(pts), pt.Strategy, pt.Mesh, err)
+			continue
+		}
+		// Predict first, from the Program and the profile alone.
+		pred, err := costmodel.Predict(prog, hw)
+		if err != nil {
+			return err
+		}
+		coster, err := costmodel.NewCoster(prog, hw)
+		if err != nil {
+			return err
+		}
+		simRes, err := sim.Simulate(prog, coster, sim.Options{Spans: true})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "tpsim compare: [%d/%d] %s %s: predicted %v, running %d steps...\n", i+1, len(pts), pt.Strategy, pt.Mesh, pred.Time.Step, o.Steps)
+		if ref == nil {
+			if ref, err = exec.Run(ctx, exec.Single(cfg)); err != nil {
+				return err
+			}
+		}
+		meas, err := exec.Run(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		row := makeRow(pt, cfg, pred, simRes, meas, ref)
+		fmt.Fprintf(stderr, "tpsim compare:        measured %v (error %+.0f%%)\n", unitsSeconds(row.Measured.Time.Step), 100*(row.Predicted.Time.Step-row.Measured.Time.Step)/row.Measured.Time.Step)
+		res.Rows = append(res.Rows, row)
+		if pt.Mesh.Devices() > 1 {
+			timelineTitles = []string{fmt.Sprintf("simulated %s %s", pt.Strategy, pt.Mesh), fmt.Sprintf("measured %s %s (step %d)", pt.Strategy, pt.Mesh, meas.Breakdown.StepIndex)}
+			timelines = [][]reports.Span{simSpans(simRes, pt.Mesh), measuredSpans(meas)}
+		}
+	}
+	if len(res.Rows) == 0 {
+		return fmt.Errorf("no strategy could run: %v", skipped)
+	}
+	res.Skipped = skipped
+	res.Summary = summarize(res.Rows)
+	res.Recommendation = recommend(res, hw)
+	if err := writeCompare(o.Out, res, timelineTitles, timelines); err != nil {
+		return err
+	}
+	if o.JSON {
+		return writeJSON(stdout, res)
+	}
+	return writeCompareTable(stdout, res, o.Out)
+}
+
+func unitsSeconds(s float64) string { return fmt.Sprintf("%.3g ms", s*1e3) }
