@@ -30,7 +30,7 @@ func TestRunDispatch(t *testing.T) {
 		{"help", []string{"help"}, exitOK, []string{"Commands:"}, nil, false, true},
 		{"help predict", []string{"help", "predict"}, exitOK, []string{"Usage: tpsim predict", "--strategy"}, nil, false, true},
 		{"unknown command lists valid ones", []string{"frobnicate"}, exitUsage, nil, []string{`unknown command "frobnicate"`, "predict, models, hardware"}, true, false},
-		{"planned command says not yet", []string{"compare"}, exitUsage, nil, []string{`"compare" is not available yet`, "predict"}, true, false},
+		{"planned command says not yet", []string{"plot"}, exitUsage, nil, []string{`"plot" is not available yet`, "predict"}, true, false},
 		{"flag before command", []string{"--json"}, exitUsage, nil, []string{"needs a command"}, true, false},
 	}
 	for _, c := range cases {
