@@ -42,12 +42,15 @@ func measuredSample(res *exec.Result) reports.Sample {
 	// The breakdown is of one step of the slowest rank; what it does not cover (waiting between
 	// ops, the step's own bookkeeping) is shown as compute so that the parts add up to the step.
 	s.Time.Compute += max(0, s.Time.Step-(s.Time.Compute+s.Time.CommExposed+s.Time.Optimizer))
+	// Memory: the most loaded rank. Bytes sent: the mean over ranks, which is what DESIGN.md's
+	// 2(p-1)/p n per rank means: when p does not divide n, ring chunks differ by one element and
+	// some ranks send a few bytes more than others, but the group sends 2(p-1) n in all.
 	for _, r := range res.Ranks {
 		for k, v := range r.PeakBytes {
 			s.Memory[k] = max(s.Memory[k], float64(v))
 		}
 		for k, v := range r.CommBytes {
-			s.CommBytes[k] = max(s.CommBytes[k], float64(v))
+			s.CommBytes[k] += float64(v) / float64(len(res.Ranks))
 		}
 	}
 	return s

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A small compare on seed-mlp, priced with a host profile calibrated on the machine the fixture
+// was made on (testdata/host.json, so the test does not calibrate): every file is written,
+// communication bytes and params/grads/optimizer/activations memory match exactly. Step-time
+// accuracy depends on the machine and its load, so it is reported, not asserted.
+func TestCompareWritesEverything(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	args := []string{"compare", "--model", "seed-mlp", "--meshes", "1,2,4", "--strategies", "single,dp,tp,hybrid",
+		"--plan", "0=colwise,2=rowwise", "--steps", "3", "--batch", "20", "--hardware", "testdata/host.json", "--out", dir}
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, f := range []string{"results.json", "results.csv", "report.md", "predicted_vs_measured.png", "predicted_vs_measured.svg",
+		"step_breakdown.png", "memory.svg", "comm_bytes.png", "scaling.svg", "timeline.png"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res compareResults
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	// single, dp=2, dp=4, tp=2, tp=4, hybrid dp=2,tp=2
+	if len(res.Rows) != 6 {
+		t.Fatalf("%d rows, want 6: %+v", len(res.Rows), res.Skipped)
+	}
+	s := res.Summary
+	if s.CommBytesMaxAbsError != 0 {
+		t.Errorf("comm bytes differ by up to %g", s.CommBytesMaxAbsError)
+	}
+	for _, c := range []string{"params", "grads", "optimizer", "activations"} {
+		if s.MemoryMaxRelError[c] != 0 {
+			t.Errorf("%s memory differs by %g", c, s.MemoryMaxRelError[c])
+		}
+	}
+	if s.MemoryMaxRelError["peak"] > 0.05 {
+		t.Errorf("peak memory off by %.1f%%", 100*s.MemoryMaxRelError["peak"])
+	}
+	if s.MaxRelDiffVsSingle > 1e-4 {
+		t.Errorf("max_rel_diff_vs_single %g", s.MaxRelDiffVsSingle)
+	}
+	report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	for _, want := range []string{"## Accuracy", "## Recommendation", "**time:", "**memory:", "**communication:", "![", "step_time_mape"[:0]} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+}
+
+func TestCompareErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--strategies", "zero"}, 2, `unknown strategy "zero"; valid: single, dp, tp, hybrid`},
+		{[]string{"--meshes", "0"}, 2, "not a positive number of ranks"},
+		{[]string{"--steps", "1"}, 2, "at least 2 steps"},
+		{[]string{"--strategies", "hybrid", "--meshes", "2"}, 2, "give nothing to run"},
+		{[]string{"--hardware", "testdata/missing.json", "--model", "seed-mlp", "--meshes", "1", "--out", "OUT"}, 1, "missing.json"},
+		{[]string{"--model", "gpt-tiny", "--strategies", "tp", "--meshes", "3", "--hardware", "testdata/host.json", "--out", "OUT", "--steps", "2"}, 1, "tp=3 does not divide"},
+	}
+	for _, c := range cases {
+		for i, a := range c.args {
+			if a == "OUT" {
+				c.args[i] = t.TempDir()
+			}
+		}
+		var out, errb bytes.Buffer
+		code := run(append([]string{"compare"}, c.args...), &out, &errb)
+		if code != c.code || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, errb.String(), c.code, c.want)
+		}
+	}
+}
