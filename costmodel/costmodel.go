@@ -65,6 +65,22 @@ type Result struct {
 	Assumptions []string `json:"assumptions"`
 }
 
+// SetTime sets the step time and its breakdown (the simulator's, say) and the figures that follow
+// from it: MFU and HFU against peak, TFLOP/s per GPU and tokens per second for tokens per step.
+func (r *Result) SetTime(t Time, peak units.FLOPsPerSecond, tokens int64) {
+	r.Time = t
+	dev := float64(r.Devices)
+	step := float64(t.Step)
+	r.MFU, r.HFU, r.ModelTFLOPsPerGPU, r.HardwareTFLOPsPerGPU, r.TokensPerS = 0, 0, 0, 0, 0
+	if step > 0 && dev > 0 {
+		r.MFU = float64(r.FLOPs.Model) / (step * float64(peak) * dev)
+		r.HFU = float64(r.FLOPs.Hardware) / (step * float64(peak) * dev)
+		r.ModelTFLOPsPerGPU = float64(r.FLOPs.Model) / step / dev / 1e12
+		r.HardwareTFLOPsPerGPU = float64(r.FLOPs.Hardware) / step / dev / 1e12
+		r.TokensPerS = float64(tokens) / step
+	}
+}
+
 // Coster prices single ops; the simulator uses it for its events.
 type Coster struct {
 	P  *strategies.Program
@@ -389,15 +405,7 @@ func Predict(p *strategies.Program, hw *hardware.Hardware) (*Result, error) {
 
 	r.FLOPs.Model = ModelFLOPs(p.Model, st.GBS, st.Seq)
 	r.FLOPs.Hardware = c.HardwareFLOPs()
-	dev := float64(mesh.Devices())
-	step := float64(r.Time.Step)
-	if step > 0 {
-		r.MFU = float64(r.FLOPs.Model) / (step * float64(c.peak) * dev)
-		r.HFU = float64(r.FLOPs.Hardware) / (step * float64(c.peak) * dev)
-		r.ModelTFLOPsPerGPU = float64(r.FLOPs.Model) / step / dev / 1e12
-		r.HardwareTFLOPsPerGPU = float64(r.FLOPs.Hardware) / step / dev / 1e12
-		r.TokensPerS = float64(p.Tokens) / step
-	}
+	r.SetTime(r.Time, c.peak, p.Tokens)
 	r.Feasible = r.Memory.Peak <= hw.Device.Memory
 	if !r.Feasible {
 		r.Reason = fmt.Sprintf("needs %v per device (params %v, grads %v, optimizer %v, activations %v), %s has %v",

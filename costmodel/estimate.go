@@ -179,6 +179,9 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals) (strategies.Stra
 	var have [nKinds]bool
 	var modelFLOPs units.FLOPs
 	if m.Transformer != nil {
+		if m.Transformer.Layers%nv != 0 {
+			return st, 0, fmt.Errorf("costmodel: %d layers do not split evenly over %d pipeline stages; Estimate prices even stages, use Predict(strategies.Lower(m, st), hw)", m.Transformer.Layers, nv)
+		}
 		x := newXF(&p, m, st, eb, pb, gb)
 		n := int64(m.Transformer.Layers / nv)
 		x.stages(n, nv, &stages, &have)

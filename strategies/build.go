@@ -125,10 +125,10 @@ func (b *builder) transformer() (ValueID, error) {
 	x = b.hiddenDropout("embed.dropout", x)
 	layers := root.Child("layers")
 	nv := len(p.Stages)
-	per := t.Layers / nv
+	stageOf := StageLayers(t.Layers, nv)
 	for li, blk := range layers.Children {
 		// Narayanan et al. 2021 §2.2.2: with v model chunks, device i holds chunks i, i+p, ...
-		vs := li / per
+		vs := stageOf[li]
 		if vs != b.stage.Index {
 			x = b.sendRecv(x, p.Stages[vs])
 			b.stage.LayerLo = li
@@ -456,4 +456,33 @@ func (b *builder) hiddenDropout(fqn string, x ValueID) ValueID {
 	b.emit(Op{Kind: OpDropout, Module: fqn, P: pd, In: []ValueID{x}, Out: []ValueID{y, mask},
 		FLOPs: units.FLOPs(n), MemBytes: units.Bytes(n * int64(2*b.p.ActBytes+1))})
 	return y
+}
+
+// StageLayers assigns each of layers transformer layers to one of stages pipeline stages, in
+// order. When stages does not divide layers, every stage gets the rounded-up count except that
+// the first and last stages, which also hold the embedding and the output head, give up a layer
+// first (then the second and second-to-last, and so on), as Llama 3 §3.3.2 balances 126 layers
+// over 16 stages: 7 on the first and last, 8 on the others.
+func StageLayers(layers, stages int) []int {
+	c := (layers + stages - 1) / stages
+	count := make([]int, stages)
+	for i := range count {
+		count[i] = c
+	}
+	surplus := c*stages - layers
+	for lo, hi := 0, stages-1; surplus > 0; lo, hi = lo+1, hi-1 {
+		count[lo]--
+		surplus--
+		if surplus > 0 && hi != lo {
+			count[hi]--
+			surplus--
+		}
+	}
+	out := make([]int, 0, layers)
+	for s, n := range count {
+		for range n {
+			out = append(out, s)
+		}
+	}
+	return out
 }

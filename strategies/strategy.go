@@ -267,8 +267,11 @@ func (st Strategy) Validate(m *model.Model) error {
 		return fmt.Errorf("strategies: tp=%d does not divide the vocabulary %d; pad the vocabulary to a multiple of %d (Megatron pads to 128*tp) or try tp in %s",
 			ms.TP, t.Vocab, ms.TP, intsString(valid(gcd(t.Vocab, gcd(t.Heads, t.KVHeads)))))
 	}
-	if t.Layers%ms.PP != 0 {
-		return fmt.Errorf("strategies: pp=%d does not divide %d layers; try pp in %s", ms.PP, t.Layers, intsString(valid(t.Layers)))
+	if t.Layers < ms.PP {
+		return fmt.Errorf("strategies: pp=%d is more pipeline stages than the %d layers; use pp<=%d", ms.PP, t.Layers, t.Layers)
+	}
+	if st.Schedule == ScheduleInterleaved && t.Layers%ms.PP != 0 {
+		return fmt.Errorf("strategies: the interleaved schedule needs pp=%d to divide the %d layers; try pp in %s", ms.PP, t.Layers, intsString(valid(t.Layers)))
 	}
 	if st.Schedule == ScheduleInterleaved && (t.Layers/ms.PP)%st.VPP != 0 {
 		return fmt.Errorf("strategies: vpp=%d does not divide the %d layers per pipeline stage; try vpp in %s", st.VPP, t.Layers/ms.PP, intsString(divisors(t.Layers/ms.PP)))

@@ -86,3 +86,33 @@ func TestLowerFamilies(t *testing.T) {
 		}
 	}
 }
+
+// Llama 3 §3.3.2: 126 layers on 16 stages, one layer fewer on the first and the last.
+func TestStageLayers(t *testing.T) {
+	cases := []struct {
+		layers, stages int
+		want           []int // layers per stage
+	}{
+		{126, 16, []int{7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7}},
+		{8, 4, []int{2, 2, 2, 2}},
+		{10, 4, []int{2, 3, 3, 2}},
+		{5, 4, []int{1, 1, 2, 1}},
+	}
+	for _, c := range cases {
+		got := make([]int, c.stages)
+		prev := 0
+		for i, s := range StageLayers(c.layers, c.stages) {
+			if s < prev || (i > 0 && s > prev+1) {
+				t.Fatalf("%d/%d: stages not in order: %v", c.layers, c.stages, StageLayers(c.layers, c.stages))
+			}
+			got[s]++
+			prev = s
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("%d layers on %d stages: %v, want %v", c.layers, c.stages, got, c.want)
+				break
+			}
+		}
+	}
+}

@@ -69,26 +69,36 @@ func runPredict(args []string, stdout, stderr io.Writer) int {
 func parsePredict(args []string) (*predictOptions, *pflag.FlagSet, error) {
 	o := &predictOptions{}
 	fs := newFlagSet("predict")
+	o.register(fs)
+	fs.BoolVar(&o.JSON, "json", false, "print the prediction as JSON")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return o, fs, err
+	}
+	return o, fs, o.check(fs)
+}
+
+// register adds the flags that describe what to price (shared by predict and sim).
+func (o *predictOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Model, "model", defaultModel, "model: a preset name (see 'tpsim models') or a Hugging Face config.json")
 	fs.StringVar(&o.Hardware, "hardware", defaultHardware, "hardware: a preset name (see 'tpsim hardware') or a hardware JSON file")
 	fs.StringVar(&o.Strategy, "strategy", defaultStrategy, `strategy, e.g. "dp=24,tp=8,pp=8,mbs=1,gbs=2304,recompute=full,sp=off,zero=0"`)
 	fs.IntVar(&o.Seq, "seq", 0, "sequence length in tokens; overrides the strategy's seq and the model's default")
 	fs.StringVar(&o.Precision, "precision", "", "mixed (bf16 with fp32 Adam state) or fp32; overrides the strategy's precision")
 	fs.StringVar(&o.Plan, "plan", "", `tensor-parallel plan: a style ("colwise"), "megatron", a map ("0=colwise,2=rowwise") or a JSON file`)
-	fs.BoolVar(&o.JSON, "json", false, "print the prediction as JSON")
-	if err := parseFlags(fs, args, 0); err != nil {
-		return o, fs, err
-	}
+}
+
+// check validates the registered flags' values.
+func (o *predictOptions) check(fs *pflag.FlagSet) error {
 	if fs.Changed("seq") && o.Seq <= 0 {
-		return o, fs, usagef("--seq=%d must be a positive number of tokens", o.Seq)
+		return usagef("--seq=%d must be a positive number of tokens", o.Seq)
 	}
 	if fs.Changed("precision") {
 		o.Precision = strings.ToLower(strings.TrimSpace(o.Precision))
 		if o.Precision != strategies.PrecisionMixed && o.Precision != strategies.PrecisionFP32 {
-			return o, fs, usagef("--precision=%q is not valid; use %s or %s", o.Precision, strategies.PrecisionMixed, strategies.PrecisionFP32)
+			return usagef("--precision=%q is not valid; use %s or %s", o.Precision, strategies.PrecisionMixed, strategies.PrecisionFP32)
 		}
 	}
-	return o, fs, nil
+	return nil
 }
 
 // prediction is a Result with the inputs it was computed from.

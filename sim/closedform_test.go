@@ -1,0 +1,149 @@
+package sim
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"tpsim/costmodel"
+	"tpsim/hardware"
+	"tpsim/model"
+	"tpsim/strategies"
+	"tpsim/units"
+)
+
+func lowerT(t testing.TB, m *model.Model, s string) *strategies.Program {
+	t.Helper()
+	st, err := strategies.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := strategies.Lower(m, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func near(a, b units.Seconds) bool {
+	return math.Abs(float64(a-b)) <= 1e-9*math.Max(math.Abs(float64(a)), math.Abs(float64(b)))+1e-15
+}
+
+// With overlap off the simulated step is the closed form's: on one pipeline stage every op
+// runs in Program order on the critical path, so the step is m (t_f + t_b) plus the optimizer
+// phase, for every strategy family without pipelining, on real hardware costs.
+func TestOverlapOffEqualsClosedForm(t *testing.T) {
+	gpt, err := model.Transformer{Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32,
+		Bias: true, Learned: true, Batch: 16}.Build("gpt", "gpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	llama, err := model.Transformer{Hidden: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128, Vocab: 256, Seq: 32,
+		Gated: true, RMSNorm: true, Batch: 16}.Build("llama", "llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mlp, err := model.MLP("mlp", model.KindReLU, 16, 100, 1000, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw, err := hardware.Load("h100-sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	families := []string{"dp=1", "dp=4", "tp=2", "tp=2,sp=on", "dp=2,tp=2", "dp=4,zero=1", "dp=4,zero=2", "dp=4,zero=3",
+		"tp=2,recompute=full", "tp=2,recompute=selective", "cp=2", "dp=2,mbs=2", "dp=2,precision=fp32,optimizer=sgd"}
+	for _, m := range []*model.Model{gpt, llama, mlp} {
+		for _, f := range families {
+			if m == mlp && (f == "cp=2" || f == "tp=2,sp=on" || strings.HasPrefix(f, "tp=2,re")) {
+				continue
+			}
+			p := lowerT(t, m, f+",overlap=off")
+			c, err := costmodel.NewCoster(p, hw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Simulate(p, c, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := costmodel.Predict(p, hw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := want.Time
+			if !near(res.Step, w.Step) || !near(res.Compute, w.Compute) || !near(res.CommExposed, w.CommExposed) || !near(res.Optimizer, w.Optimizer) {
+				t.Errorf("%s %s: simulated %+v, closed form %+v", m.Name, f, res, w)
+			}
+			// With overlap on, the simulator never takes longer.
+			p = lowerT(t, m, f+",overlap=on")
+			c, _ = costmodel.NewCoster(p, hw)
+			on, err := Simulate(p, c, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if on.Step > res.Step*(1+1e-12) {
+				t.Errorf("%s %s: overlap on %v is slower than off %v", m.Name, f, on.Step, res.Step)
+			}
+		}
+	}
+}
+
+// Pipelines: with uniform stages (only the layers cost time, unitCoster) the simulated 1F1B,
+// GPipe and interleaved steps equal Narayanan et al.'s closed form (m + (p-1)/v)(t_f + t_b).
+func TestPipelineEqualsClosedForm(t *testing.T) {
+	for _, c := range []struct {
+		s      string
+		layers int
+	}{
+		{"pp=4,gbs=8,schedule=1f1b", 4}, {"pp=4,gbs=8,schedule=gpipe", 4}, {"pp=2,gbs=6,schedule=1f1b", 4},
+		{"pp=4,vpp=2,gbs=8,schedule=interleaved", 8}, {"pp=2,vpp=3,gbs=4,schedule=interleaved", 6}, {"pp=4,dp=2,gbs=16,schedule=1f1b", 8},
+	} {
+		m, err := model.Transformer{Hidden: 64, Layers: c.layers, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32, Batch: 8}.Build("g", "gpt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := lowerT(t, m, c.s+",overlap=off")
+		cost := unitCoster{fwd: 1, bwd: 2}
+		res, err := Simulate(p, cost, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := p.Strategy
+		perRank := units.Seconds(c.layers/st.Mesh.PP) * (cost.fwd + cost.bwd)
+		mb := units.Seconds(p.Microbatches)
+		want := (mb + units.Seconds(st.Mesh.PP-1)/units.Seconds(st.VPP)) * perRank
+		if !near(res.Step, want) {
+			t.Errorf("%s: simulated %v, closed form %v", c.s, res.Step, want)
+		}
+	}
+}
+
+// BenchmarkLlama3_405B simulates Llama 3 405B on 16,384 H100s (tp=8, pp=16, dp=128, its global
+// batch of 2048 sequences: 16 microbatches per pipeline) and reports events per second.
+func BenchmarkLlama3_405B(b *testing.B) {
+	m, err := model.Preset("llama3-405b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := lowerT(b, m, "tp=8,pp=16,dp=128,sp=on,recompute=full")
+	hw, err := hardware.Load("h100-sxm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := costmodel.NewCoster(p, hw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var events int
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := Simulate(p, c, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		events = res.Events
+	}
+	b.ReportMetric(float64(events), "events/op")
+	b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
