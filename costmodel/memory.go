@@ -26,57 +26,58 @@ func StageActivations(s *strategies.Stage) units.Bytes {
 // StageWorkspace is the largest sum of transient (not saved) values alive at once while one
 // microbatch's forward and backward run, following the Program's Free lists.
 func StageWorkspace(s *strategies.Stage) units.Bytes {
-	live := make([]bool, len(s.Values))
-	var cur, peak units.Bytes
-	walk := func(ops []strategies.Op) {
-		for i := range ops {
-			op := &ops[i]
-			for _, id := range op.Out {
-				if id >= 0 && !live[id] && !s.Values[id].Saved {
-					live[id] = true
-					cur += s.Values[id].Bytes()
-				}
-			}
-			peak = max(peak, cur)
-			for _, id := range op.Free {
-				if live[id] {
-					live[id] = false
-					cur -= s.Values[id].Bytes()
-				}
-			}
-		}
-	}
-	walk(s.Forward)
-	walk(s.Backward)
-	return peak
+	w, _ := stageLiveness(s)
+	return w
 }
 
 // StageLive is the most bytes of one microbatch's values alive at once while its forward and
 // backward run, saved and transient together, following the Program's Free lists.
 func StageLive(s *strategies.Stage) units.Bytes {
-	live := make([]bool, len(s.Values))
-	var cur, peak units.Bytes
+	_, l := stageLiveness(s)
+	return l
+}
+
+// stageLiveness walks one microbatch's forward and backward: an op's inputs and outputs are
+// live while it runs, the values of its Free list are freed after it. It returns the peak of the
+// transient values (outputs not saved for backward) and the peak of all values.
+func stageLiveness(s *strategies.Stage) (transient, all units.Bytes) {
+	live := make([]bool, len(s.Values))  // in the count of all values
+	liveT := make([]bool, len(s.Values)) // in the count of transient values
+	var cur, curT units.Bytes
 	for _, ops := range [][]strategies.Op{s.Forward, s.Backward} {
 		for i := range ops {
 			op := &ops[i]
-			for _, list := range [][]strategies.ValueID{op.In, op.Out} {
+			for li, list := range [][]strategies.ValueID{op.Out, op.In} {
 				for _, id := range list {
-					if id >= 0 && !live[id] {
+					if id < 0 {
+						continue
+					}
+					b := s.Values[id].Bytes()
+					if !live[id] {
 						live[id] = true
-						cur += s.Values[id].Bytes()
+						cur += b
+					}
+					// Transient: the outputs that are not kept for backward.
+					if li == 0 && !liveT[id] && !s.Values[id].Saved {
+						liveT[id] = true
+						curT += b
 					}
 				}
 			}
-			peak = max(peak, cur)
+			all, transient = max(all, cur), max(transient, curT)
 			for _, id := range op.Free {
 				if live[id] {
 					live[id] = false
 					cur -= s.Values[id].Bytes()
 				}
+				if liveT[id] {
+					liveT[id] = false
+					curT -= s.Values[id].Bytes()
+				}
 			}
 		}
 	}
-	return peak
+	return transient, all
 }
 
 // StageComm is the largest gradient bucket of s: gradients are packed into one flat buffer per
