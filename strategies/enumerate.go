@@ -10,14 +10,16 @@ import (
 
 // The search space of Enumerate. Every knob the closed-form cost model prices is searched:
 //
-//	mesh       pp x dp x cp x tp = the device count, every ordered factorisation
+//	mesh       pp x dp x cp x tp = the device count, every ordered factorisation (pp up to the
+//	           layers; stages hold an equal share of layers, or as equal as StageLayers makes them)
 //	mbs        the divisors of the global batch
 //	zero       0, 1, 2, 3 (0 only when dp = 1)
 //	recompute  none, selective, full (transformers)
 //	sp         off, on (on only when tp > 1): tensor-parallel activations all-reduced, or
 //	           reduce-scattered and all-gathered (Korthikanti et al. 2022 §4.2.2)
 //	schedule   1f1b (pp = 1: the only one, a pipeline of one stage has no schedule), and with
-//	           pp > 1 interleaved 1F1B with each vpp > 1 that divides the layers per stage, then GPipe
+//	           pp > 1 interleaved 1F1B with each vpp > 1 that divides the layers per stage (pp
+//	           dividing the layers), then GPipe
 //	overlap    on, off (data-parallel gradient reduction and ZeRO-3 gathers under compute)
 //
 // Precision, optimizer and bucket size are not searched: they come from the base strategy (Fix).
@@ -30,7 +32,7 @@ const (
 	RejectHeads       = "tp does not divide heads"
 	RejectFFN         = "tp does not divide the MLP width"
 	RejectVocab       = "tp does not divide the vocabulary"
-	RejectLayers      = "pp does not divide layers"
+	RejectLayers      = "pp exceeds layers"
 	RejectSeqCP       = "cp does not divide the sequence"
 	RejectNoLayers    = "pp or cp on a model without layers"
 	RejectBatch       = "batch not divisible"
@@ -40,6 +42,7 @@ const (
 	RejectSPSeq       = "sequence not divisible by cp x tp (sp)"
 	RejectNotLayered  = "recompute or sp on a model without layers"
 	RejectInterPP     = "interleaved needs pp > 1"
+	RejectInterLayers = "interleaved needs pp to divide layers"
 	RejectVPPSchedule = "vpp needs the interleaved schedule"
 	RejectVPP         = "vpp does not divide layers per stage"
 	RejectInterMicro  = "interleaved: microbatches not a multiple of pp"
@@ -47,7 +50,7 @@ const (
 
 // RejectReasons lists the reasons in the order they are checked.
 var RejectReasons = []string{RejectHeads, RejectFFN, RejectVocab, RejectLayers, RejectSeqCP, RejectNoLayers, RejectBatch,
-	RejectZeroDP, RejectZeroPP, RejectSPTP, RejectSPSeq, RejectNotLayered, RejectInterPP, RejectVPPSchedule, RejectVPP, RejectInterMicro}
+	RejectZeroDP, RejectZeroPP, RejectSPTP, RejectSPSeq, RejectNotLayered, RejectInterPP, RejectInterLayers, RejectVPPSchedule, RejectVPP, RejectInterMicro}
 
 // Enumeration order of the recompute modes and schedules (Candidate.Recompute, Candidate.Schedule).
 var (
@@ -430,7 +433,7 @@ func (e *enumerator) meshReason(ms Mesh) string {
 		return RejectFFN
 	case t.Vocab%ms.TP != 0:
 		return RejectVocab
-	case t.Layers%ms.PP != 0:
+	case t.Layers < ms.PP:
 		return RejectLayers
 	case e.seq%ms.CP != 0:
 		return RejectSeqCP
@@ -481,6 +484,9 @@ func (e *enumerator) mesh(ms Mesh) {
 							switch {
 							case ms.PP == 1:
 								e.reject(RejectInterPP, n)
+								continue
+							case e.t != nil && e.t.Layers%ms.PP != 0:
+								e.reject(RejectInterLayers, n)
 								continue
 							case e.t != nil && (e.t.Layers/ms.PP)%s.vpp != 0:
 								e.reject(RejectVPP, n)

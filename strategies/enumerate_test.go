@@ -87,6 +87,7 @@ func TestEnumerateMatchesValidate(t *testing.T) {
 		{"llama-tiny 8 devices", tinyLlama(t, 4), 8, 8},
 		{"gpt-tiny 4 devices", tinyGPT(t, 2), 4, 12},
 		{"gpt-tiny 6 devices", tinyGPT(t, 6), 6, 6},
+		{"gpt-tiny uneven stages", tinyGPT(t, 6), 4, 8},
 		{"gpt-tiny 1 device", tinyGPT(t, 2), 1, 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -244,4 +245,26 @@ func TestSortedReasons(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
+}
+
+// ParseFix never panics, and what it accepts enumerates without panicking.
+func FuzzParseFix(f *testing.F) {
+	for _, s := range []string{"tp=8", "tp=8,zero=1,recompute=full", "", "tp=0", "vpp=2,schedule=gpipe", "sp=on,overlap=off", "x=1", "tp=2,tp=2", "gbs=8,seq=16"} {
+		f.Add(s)
+	}
+	m, err := model.Transformer{Hidden: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128, Vocab: 256, Seq: 32, Batch: 8}.Build("fuzz", "llama")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		fix, err := ParseFix(s)
+		if err != nil {
+			return
+		}
+		st := fix.Strategy
+		if st.Mesh.Devices() > 64 || st.GBS > 64 || st.MBS > 64 || st.Seq > 64 || st.VPP > 8 {
+			return
+		}
+		_, _ = Enumerate(m, 8, EnumerateOptions{Fix: fix})
+	})
 }

@@ -54,6 +54,16 @@ func TestCompareWritesEverything(t *testing.T) {
 	if s.MaxRelDiffVsSingle > 1e-4 {
 		t.Errorf("max_rel_diff_vs_single %g", s.MaxRelDiffVsSingle)
 	}
+	// tpsim plot regenerates the figures from results.json alone.
+	plotDir := t.TempDir()
+	if code := run([]string{"plot", "--in", filepath.Join(dir, "results.json"), "--out", plotDir}, &out, &errb); code != 0 {
+		t.Fatalf("plot: exit %d: %s", code, errb.String())
+	}
+	for _, f := range []string{"predicted_vs_measured.svg", "step_breakdown.png", "memory.png", "comm_bytes.svg", "scaling.png"} {
+		if _, err := os.Stat(filepath.Join(plotDir, f)); err != nil {
+			t.Errorf("plot did not write %s", f)
+		}
+	}
 	report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
 	for _, want := range []string{"## Accuracy", "## Recommendation", "**time:", "**memory:", "**communication:", "![", "step_time_mape"[:0]} {
 		if !strings.Contains(string(report), want) {

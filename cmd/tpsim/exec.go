@@ -371,6 +371,11 @@ func writeTrace(path string, res *exec.Result) error {
 				Start: e.Start.Seconds(), Dur: (e.End - e.Start).Seconds(), Args: map[string]any{"step": e.Step}})
 		}
 	}
+	return writeTraceFile(path, spans)
+}
+
+// writeTraceFile writes spans as a Chrome trace to path.
+func writeTraceFile(path string, spans []reports.Span) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("cannot write the trace: %v; pass --trace a writable path", err)

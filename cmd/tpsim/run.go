@@ -30,12 +30,13 @@ var commands = []command{
 	{"models", "list the preset models with their parameter counts", runModels},
 	{"hardware", "list the hardware presets, or show one", runHardware},
 	{"exec", "really train sharded on local goroutine ranks and check against one device", runExec},
+	{"sim", "lay one step out on a timeline with the discrete-event simulator; critical path, trace", runSim},
+	{"plot", "redraw the figures of a compare from its results.json", runPlot},
 	{"compare", "predict and measure strategies side by side on this machine; figures, report, recommendation", runCompare},
 	{"calibrate", "measure this machine's kernels and collectives and fit the host hardware profile", runCalibrate},
+	{"plan", "search every strategy for a model on N devices, rank them and explain the winner", runPlan},
+	{"validate", "check the cost model against published training runs (predicted vs published, APE per row)", runValidate},
 }
-
-// planned are commands DESIGN.md names that later issues add; asking for one says so.
-var planned = []string{"sim", "plan", "plot"}
 
 func commandNames() []string {
 	names := make([]string, len(commands))
@@ -65,12 +66,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return c.run(args[1:], stdout, stderr)
 		}
 	}
-	for _, p := range planned {
-		if p == name {
-			fmt.Fprintf(stderr, "tpsim: %q is not available yet; available commands: %s\n", name, strings.Join(commandNames(), ", "))
-			return exitUsage
-		}
-	}
 	if strings.HasPrefix(name, "-") {
 		fmt.Fprintf(stderr, "tpsim: flag %s needs a command first; commands: %s (run 'tpsim --help')\n", name, strings.Join(commandNames(), ", "))
 		return exitUsage
@@ -91,7 +86,6 @@ func usage(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Not available yet: %s.\n", strings.Join(planned, ", "))
 	fmt.Fprintln(w, "Run 'tpsim <command> --help' for a command's flags.")
 }
 

@@ -25,12 +25,11 @@ func TestRunDispatch(t *testing.T) {
 		emptyError bool
 	}{
 		{"no command prints usage", nil, exitUsage, nil, []string{"Usage: tpsim <command>", "predict", "models", "hardware"}, true, false},
-		{"--help", []string{"--help"}, exitOK, []string{"Commands:", "predict", "models", "hardware", "Not available yet"}, nil, false, true},
+		{"--help", []string{"--help"}, exitOK, []string{"Commands:", "predict", "models", "hardware", "plan", "validate"}, nil, false, true},
 		{"-h", []string{"-h"}, exitOK, []string{"Commands:"}, nil, false, true},
 		{"help", []string{"help"}, exitOK, []string{"Commands:"}, nil, false, true},
 		{"help predict", []string{"help", "predict"}, exitOK, []string{"Usage: tpsim predict", "--strategy"}, nil, false, true},
 		{"unknown command lists valid ones", []string{"frobnicate"}, exitUsage, nil, []string{`unknown command "frobnicate"`, "predict, models, hardware"}, true, false},
-		{"planned command says not yet", []string{"plot"}, exitUsage, nil, []string{`"plot" is not available yet`, "predict"}, true, false},
 		{"flag before command", []string{"--json"}, exitUsage, nil, []string{"needs a command"}, true, false},
 	}
 	for _, c := range cases {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
@@ -123,15 +122,7 @@ func writeSimTrace(path string, res *sim.Result) error {
 			Name: string(s.Kind) + " " + s.Module, Cat: cat, Start: float64(s.Start), Dur: float64(s.End - s.Start),
 			Args: map[string]any{"microbatch": s.Micro, "stage": s.Stage}})
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("cannot write the trace: %v; pass --trace a writable path", err)
-	}
-	if err := reports.WriteChromeTrace(f, spans); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeTraceFile(path, spans)
 }
 
 func writeSim(w io.Writer, r *simReport, n int) error {

@@ -1,0 +1,476 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"tpsim/costmodel"
+	"tpsim/hardware"
+	"tpsim/model"
+	"tpsim/reports"
+	"tpsim/search"
+	"tpsim/strategies"
+	"tpsim/units"
+)
+
+const planHelp = `Usage: tpsim plan [flags]
+
+Search every strategy for a model on N devices: every mesh pp x dp x cp x tp, microbatch size,
+ZeRO stage 0-3, recompute none/selective/full, sequence parallel on/off, pipeline schedule
+(1F1B, interleaved with each vpp, GPipe) and overlap on/off. Each valid candidate is priced with
+the closed-form cost model; those that do not fit in device memory are dropped; the rest are
+ranked by the objective, the best few re-ranked with the simulator, and the winner explained:
+the model's size against device memory, where each mesh dimension runs on the hardware, and what
+the runner-up would save and cost.
+
+Objectives:
+  time      step time
+  memory    peak memory per device
+  comm      bytes per device per step over the slowest link the job uses (InfiniBand across
+            nodes, NVLink inside one node), counting every mesh dimension whose groups reach it
+  balanced  the least max(step / fastest step, peak / smallest peak): the candidate whose worse
+            relative loss against the best of each objective is least
+
+Examples:
+  tpsim plan --model gpt3-175b --hardware a100-80g --gpus 256 --global-batch 512
+  tpsim plan --model llama2-7b --gpus 8 --objective memory
+  tpsim plan --model llama2-70b --gpus 64 --fix "tp=8,recompute=full" --json
+  tpsim plan --model gpt3-13b --gpus 32 --out plan-13b     (writes plan.csv, plan.json, pareto.png/svg)
+
+--fix takes the keys of a strategy (pp, dp, cp, tp, mbs, zero, recompute, sp, schedule, vpp,
+overlap; precision, optimizer and bucket_mb set what is not searched). --sim auto simulates the
+top candidates when their timelines are small enough to take well under a second; on always; off
+never.
+`
+
+// Defaults of tpsim plan.
+const (
+	planDefaultTop = 10
+	// planSimBudget is the most simulator events (search.SimEvents) --sim auto spends: about
+	// 0.3 s of one core at the simulator's 0.6 us per event.
+	planSimBudget = 500_000
+)
+
+// planOptions are the flags of tpsim plan.
+type planOptions struct {
+	Model       string
+	Hardware    string
+	GPUs        int
+	GlobalBatch int
+	Seq         int
+	Objective   string
+	Top         int
+	Fix         string
+	Sim         string // auto, on, off
+	JSON        bool
+	Out         string
+	// Workers is the number of goroutines that price candidates (0: one per CPU).
+	Workers int
+}
+
+func runPlan(args []string, stdout, stderr io.Writer) int {
+	o, fs, err := parsePlan(args)
+	if err == nil {
+		err = o.run(stdout)
+	}
+	return finish("plan", fs, planHelp, err, stdout, stderr)
+}
+
+// parsePlan reads the flags of tpsim plan.
+func parsePlan(args []string) (*planOptions, *pflag.FlagSet, error) {
+	o := &planOptions{}
+	fs := newFlagSet("plan")
+	fs.StringVar(&o.Model, "model", defaultModel, "model: a preset name (see 'tpsim models') or a Hugging Face config.json")
+	fs.StringVar(&o.Hardware, "hardware", defaultHardware, "hardware: a preset name (see 'tpsim hardware') or a hardware JSON file")
+	fs.IntVar(&o.GPUs, "gpus", 8, "number of devices")
+	fs.IntVar(&o.GlobalBatch, "global-batch", 0, "global batch in sequences (samples); 0 = the model's default")
+	fs.IntVar(&o.Seq, "seq", 0, "sequence length in tokens; 0 = the model's default")
+	fs.StringVar(&o.Objective, "objective", search.Time, "what to minimise: time, memory, comm or balanced")
+	fs.IntVar(&o.Top, "top", planDefaultTop, "how many of the best candidates to list")
+	fs.StringVar(&o.Fix, "fix", "", `knobs not to search, e.g. "tp=8" or "tp=8,zero=1,recompute=full"`)
+	fs.StringVar(&o.Sim, "sim", "auto", "re-rank the top candidates with the simulator: auto, on or off")
+	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
+	fs.StringVar(&o.Out, "out", "", "directory to write plan.csv, plan.json and the Pareto figure (pareto.png, pareto.svg)")
+	fs.IntVar(&o.Workers, "workers", 0, "goroutines pricing candidates (0 = one per CPU); the result does not depend on it")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return o, fs, err
+	}
+	if o.GPUs < 1 {
+		return o, fs, usagef("--gpus=%d must be at least 1", o.GPUs)
+	}
+	if o.GlobalBatch < 0 {
+		return o, fs, usagef("--global-batch=%d must be positive (or 0 for the model's)", o.GlobalBatch)
+	}
+	if o.Seq < 0 {
+		return o, fs, usagef("--seq=%d must be positive (or 0 for the model's)", o.Seq)
+	}
+	if o.Top < 1 {
+		return o, fs, usagef("--top=%d must be at least 1", o.Top)
+	}
+	if o.Workers < 0 {
+		return o, fs, usagef("--workers=%d must be 0 (one per CPU) or more", o.Workers)
+	}
+	obj, err := search.ParseObjective(o.Objective)
+	if err != nil {
+		return o, fs, usagef("--objective=%q is not valid; use one of %s", o.Objective, strings.Join(search.Objectives, ", "))
+	}
+	o.Objective = obj
+	o.Sim = strings.ToLower(strings.TrimSpace(o.Sim))
+	if o.Sim != "auto" && o.Sim != "on" && o.Sim != "off" {
+		return o, fs, usagef("--sim=%q is not valid; use auto, on or off", o.Sim)
+	}
+	if _, err := strategies.ParseFix(o.Fix); err != nil {
+		return o, fs, usagef("--fix: %v", err)
+	}
+	return o, fs, nil
+}
+
+// planEntry is one of the top candidates: the keys of `tpsim predict --json`, its rank, and the
+// simulated step time when the simulator re-ranked it.
+type planEntry struct {
+	Rank int `json:"rank"`
+	*costmodel.Result
+	SimStep *float64 `json:"sim_step_s,omitempty"`
+}
+
+// planPoint is one candidate of the Pareto front.
+type planPoint struct {
+	Strategy string  `json:"strategy"`
+	Step     float64 `json:"step_s"`
+	Peak     float64 `json:"peak_bytes"`
+}
+
+// planOutput is what --json prints.
+type planOutput struct {
+	Model       string         `json:"model"`
+	Hardware    string         `json:"hardware"`
+	GPUs        int            `json:"gpus"`
+	GlobalBatch int            `json:"global_batch"`
+	Seq         int            `json:"seq"`
+	Objective   string         `json:"objective"`
+	Fix         string         `json:"fix"`
+	Searched    int            `json:"searched"`
+	Feasible    int            `json:"feasible"`
+	Rejected    map[string]int `json:"rejected"`
+	Top         []planEntry    `json:"top"`
+	Front       []planPoint    `json:"pareto_front"`
+	Simulated   int            `json:"simulated"`
+	Explanation string         `json:"explanation"`
+}
+
+// planRun is a finished search with everything the outputs need.
+type planRun struct {
+	ev    *search.Evaluator
+	evals []search.Eval
+	res   *search.Result
+	order []int
+	out   *planOutput
+}
+
+// search runs the whole search.
+func (o *planOptions) search() (*planRun, error) {
+	m, err := model.Load(o.Model)
+	if err != nil {
+		return nil, err
+	}
+	hw, err := hardware.Load(o.Hardware)
+	if err != nil {
+		return nil, err
+	}
+	fix, err := strategies.ParseFix(o.Fix)
+	if err != nil {
+		return nil, err
+	}
+	space, err := strategies.Enumerate(m, o.GPUs, strategies.EnumerateOptions{GBS: o.GlobalBatch, Seq: o.Seq, Fix: fix})
+	if err != nil {
+		return nil, err
+	}
+	ev, err := search.NewEvaluator(m, hw, space, o.GPUs)
+	if err != nil {
+		return nil, err
+	}
+	evals := planEvaluate(ev, o.Workers)
+	res, err := search.Rank(space, evals, o.Objective, o.Top)
+	if err != nil {
+		return nil, err
+	}
+	order := res.Top
+	sims := planSimulate(ev, res, o.Sim)
+	nsim := 0
+	for _, s := range sims {
+		if s > 0 {
+			nsim++
+		}
+	}
+	if nsim >= 2 {
+		order = search.Rerank(res, evals, sims)
+	}
+	out := &planOutput{Model: m.Name, Hardware: hw.Name, GPUs: o.GPUs, GlobalBatch: space.Base.GBS, Seq: space.Base.Seq,
+		Objective: res.Objective, Fix: fix.String(), Searched: res.Searched, Feasible: res.Feasible, Rejected: res.Rejected,
+		Top: []planEntry{}, Front: []planPoint{}, Simulated: nsim}
+	simOf := map[int]units.Seconds{}
+	for j, s := range sims {
+		if s > 0 {
+			simOf[res.Top[j]] = s
+		}
+	}
+	for r, i := range order {
+		est, err := costmodel.Estimate(m, space.Strategy(i), hw)
+		if err != nil {
+			return nil, err
+		}
+		e := planEntry{Rank: r + 1, Result: est}
+		if s, ok := simOf[i]; ok {
+			v := float64(s)
+			e.SimStep = &v
+		}
+		out.Top = append(out.Top, e)
+	}
+	for _, i := range res.Front {
+		out.Front = append(out.Front, planPoint{Strategy: search.Label(space.Strategy(i)), Step: float64(evals[i].Step), Peak: float64(evals[i].Peak)})
+	}
+	lines := search.Explain(ev, evals, res, order)
+	lines = append(lines, planSimNote(ev, res, sims, o.Sim))
+	out.Explanation = strings.Join(lines, "\n")
+	return &planRun{ev: ev, evals: evals, res: res, order: order, out: out}, nil
+}
+
+// planWorkers is the number of goroutines for n candidates.
+func planWorkers(workers, n int) int {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	// Below a few thousand candidates a goroutine costs more than it saves.
+	return max(1, min(workers, n/4096))
+}
+
+// planEvaluate prices every candidate, the space split into contiguous chunks, one goroutine
+// each, each writing its own part of one slice: the result is the same however it is split.
+func planEvaluate(ev *search.Evaluator, workers int) []search.Eval {
+	n := len(ev.Space.Candidates)
+	evals := make([]search.Eval, n)
+	chunks := search.Chunks(n, planWorkers(workers, n))
+	if len(chunks) == 1 {
+		ev.EvaluateRange(0, n, evals)
+		return evals
+	}
+	var wg sync.WaitGroup
+	for _, c := range chunks {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			ev.EvaluateRange(lo, hi, evals[lo:hi])
+		}(c[0], c[1])
+	}
+	wg.Wait()
+	return evals
+}
+
+// planSimulate simulates the top candidates the mode allows (auto: the longest prefix of the top
+// within planSimBudget events; on: all; off: none), in parallel. A zero entry was not simulated.
+func planSimulate(ev *search.Evaluator, res *search.Result, mode string) []units.Seconds {
+	n := planSimCount(ev, res, mode)
+	sims := make([]units.Seconds, n)
+	if n < 2 {
+		return sims[:0]
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for j := 0; j < n; j++ {
+		wg.Add(1)
+		go func(j int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if s, err := search.Simulate(ev.Model, ev.HW, ev.Space.Strategy(res.Top[j])); err == nil {
+				sims[j] = s
+			}
+		}(j)
+	}
+	wg.Wait()
+	return sims
+}
+
+// planSimCount is how many of the top candidates the mode simulates.
+func planSimCount(ev *search.Evaluator, res *search.Result, mode string) int {
+	switch mode {
+	case "off":
+		return 0
+	case "on":
+		return len(res.Top)
+	}
+	total := 0
+	for j, i := range res.Top {
+		total += search.SimEvents(ev.Model, ev.Space.Strategy(i))
+		if total > planSimBudget {
+			return j
+		}
+	}
+	return len(res.Top)
+}
+
+// planSimNote says what the simulator did.
+func planSimNote(ev *search.Evaluator, res *search.Result, sims []units.Seconds, mode string) string {
+	n := 0
+	for _, s := range sims {
+		if s > 0 {
+			n++
+		}
+	}
+	switch {
+	case len(res.Top) < 2:
+		return "Simulator: nothing to re-rank."
+	case mode == "off":
+		return "Simulator: off (--sim off); the ranking is the closed form's."
+	case n < 2:
+		need := search.SimEvents(ev.Model, ev.Space.Strategy(res.Top[0]))
+		return fmt.Sprintf("Simulator: not run; the top candidates' timelines are too long for --sim auto (about %d events, %.1f s each): use --sim on to re-rank them.",
+			need, float64(need)*0.6e-6)
+	}
+	return fmt.Sprintf("Simulator: re-ranked the top %d candidates by simulated step time (discrete-event timeline of the lowered Program).", n)
+}
+
+func (o *planOptions) run(w io.Writer) error {
+	pr, err := o.search()
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if o.JSON {
+		err = writeJSON(&buf, pr.out)
+	} else {
+		err = planWriteText(&buf, pr)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	if o.Out != "" {
+		if err := planWriteFiles(o.Out, pr); err != nil {
+			return err
+		}
+	}
+	if pr.res.Feasible == 0 {
+		return errors.New("no strategy is feasible; the explanation above says why")
+	}
+	return nil
+}
+
+// planTable returns the ranked table: header and rows.
+func planTable(pr *planRun) ([]string, [][]string) {
+	header := []string{"rank", "strategy", "step_s", "tokens_per_s", "mfu", "peak_gib", "pp_bytes", "dp_bytes", "cp_bytes", "tp_bytes", "sim_step_s"}
+	var rows [][]string
+	for _, e := range pr.out.Top {
+		sim := ""
+		if e.SimStep != nil {
+			sim = strconv.FormatFloat(*e.SimStep, 'g', 4, 64)
+		}
+		st, _ := strategies.Parse(e.Strategy)
+		rows = append(rows, []string{strconv.Itoa(e.Rank), search.Label(st),
+			strconv.FormatFloat(float64(e.Time.Step), 'g', 4, 64),
+			strconv.FormatFloat(e.TokensPerS, 'f', 0, 64),
+			strconv.FormatFloat(e.MFU, 'f', 3, 64),
+			strconv.FormatFloat(e.Memory.Peak.GiB(), 'f', 2, 64),
+			strconv.FormatFloat(float64(e.CommBytes["pp"]), 'g', 4, 64),
+			strconv.FormatFloat(float64(e.CommBytes["dp"]), 'g', 4, 64),
+			strconv.FormatFloat(float64(e.CommBytes["cp"]), 'g', 4, 64),
+			strconv.FormatFloat(float64(e.CommBytes["tp"]), 'g', 4, 64),
+			sim})
+	}
+	return header, rows
+}
+
+// planWriteText prints the human form.
+func planWriteText(w io.Writer, pr *planRun) error {
+	out := pr.out
+	ew := &errWriter{w: w}
+	ew.printf("%s on %d x %s, global batch %d, sequence %d, objective %s", out.Model, out.GPUs, out.Hardware, out.GlobalBatch, out.Seq, out.Objective)
+	if out.Fix != "" {
+		ew.printf(", fixed %s", out.Fix)
+	}
+	ew.printf("\nsearched %s combinations: %s feasible", commas(int64(out.Searched)), commas(int64(out.Feasible)))
+	if len(out.Rejected) > 0 {
+		var parts []string
+		for _, k := range strategies.SortedReasons(out.Rejected) {
+			parts = append(parts, fmt.Sprintf("%s %s", k, commas(int64(out.Rejected[k]))))
+		}
+		ew.printf("; rejected: %s", strings.Join(parts, ", "))
+	}
+	ew.printf("\n\n")
+	if len(out.Top) > 0 {
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "#\tstrategy\tstep\ttokens/s\tMFU\tpeak/device\tpp bytes\tdp bytes\tcp bytes\ttp bytes\tsimulated\t\n")
+		for _, e := range out.Top {
+			st, _ := strategies.Parse(e.Strategy)
+			sim := "-"
+			if e.SimStep != nil {
+				sim = units.Seconds(*e.SimStep).String()
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%.1f%%\t%.1f GiB\t%v\t%v\t%v\t%v\t%s\t\n", e.Rank, search.Label(st), e.Time.Step,
+				commas(int64(e.TokensPerS+0.5)), 100*e.MFU, e.Memory.Peak.GiB(),
+				e.CommBytes["pp"], e.CommBytes["dp"], e.CommBytes["cp"], e.CommBytes["tp"], sim)
+		}
+		tw.Flush()
+		ew.printf("\n")
+	}
+	ew.printf("Why\n")
+	for _, l := range strings.Split(out.Explanation, "\n") {
+		ew.printf("  - %s\n", l)
+	}
+	return ew.err
+}
+
+// planWriteFiles writes plan.csv, plan.json and the Pareto figure into dir.
+func planWriteFiles(dir string, pr *planRun) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	header, rows := planTable(pr)
+	var csv bytes.Buffer
+	if err := reports.CSV(&csv, header, rows); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.csv"), csv.Bytes(), 0o644); err != nil {
+		return err
+	}
+	var js bytes.Buffer
+	if err := writeJSON(&js, pr.out); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.json"), js.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if pr.res.Feasible == 0 {
+		return nil
+	}
+	var all, front []reports.Candidate
+	for _, e := range pr.evals {
+		if e.Priced && e.Feasible {
+			all = append(all, reports.Candidate{StepTime: float64(e.Step), PeakMemory: float64(e.Peak)})
+		}
+	}
+	for _, p := range pr.out.Front {
+		front = append(front, reports.Candidate{Label: p.Strategy, StepTime: p.Step, PeakMemory: p.Peak})
+	}
+	wi := pr.order[0]
+	winner := &reports.Candidate{Label: search.Label(pr.ev.Space.Strategy(wi)), StepTime: float64(pr.evals[wi].Step), PeakMemory: float64(pr.evals[wi].Peak)}
+	title := fmt.Sprintf("%s on %d x %s: step time against peak memory (objective %s)", pr.out.Model, pr.out.GPUs, pr.out.Hardware, pr.out.Objective)
+	fig, err := reports.Pareto(title, all, front, winner)
+	if err != nil {
+		return err
+	}
+	return reports.Save(fig, dir, "pareto", reports.DefaultWidth, reports.DefaultHeight)
+}

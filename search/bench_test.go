@@ -1,0 +1,59 @@
+package search
+
+import (
+	"testing"
+
+	"tpsim/strategies"
+)
+
+// benchSpace is the acceptance case of issue 6: GPT-3 175B on 256 A100-80G, global batch 512.
+func benchSpace(b *testing.B) *Evaluator {
+	b.Helper()
+	m := preset(b, "gpt3-175b")
+	space, err := strategies.Enumerate(m, 256, strategies.EnumerateOptions{GBS: 512})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev, err := NewEvaluator(m, a100(b), space, 256)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ev
+}
+
+// BenchmarkEnumerate lists the 320,160 combinations of the acceptance case.
+func BenchmarkEnumerate(b *testing.B) {
+	m := preset(b, "gpt3-175b")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := strategies.Enumerate(m, 256, strategies.EnumerateOptions{GBS: 512}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEvaluate prices every candidate of the acceptance case on one goroutine; the rate on
+// several cores is BenchmarkPlanEvaluate in cmd/tpsim.
+func BenchmarkEvaluate(b *testing.B) {
+	ev := benchSpace(b)
+	out := make([]Eval, len(ev.Space.Candidates))
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		ev.EvaluateRange(0, len(out), out)
+		n += len(out)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "candidates/s")
+}
+
+// BenchmarkRank ranks and finds the Pareto front of the acceptance case.
+func BenchmarkRank(b *testing.B) {
+	ev := benchSpace(b)
+	evals := ev.Evaluate()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Rank(ev.Space, evals, Time, 10); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
