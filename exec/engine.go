@@ -165,7 +165,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Losses = append(res.Losses, loss)
 		res.StepTimes = append(res.StepTimes, slowest)
 	}
-	res.StepTime = median(res.StepTimes[cfg.Warmup:])
+	res.StepTime = Median(res.StepTimes[cfg.Warmup:])
 	res.Breakdown = breakdown(ranks, res.StepTimes, res.StepTime)
 	for _, r := range ranks {
 		res.Ranks = append(res.Ranks, r.result())
@@ -177,7 +177,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-func median(ds []time.Duration) time.Duration {
+// Median is the median of ds (0 for none), the statistic exec reports step times with.
+func Median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	if len(s) == 0 {

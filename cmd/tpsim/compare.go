@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -54,6 +55,7 @@ type compareOptions struct {
 	Out         string
 	JSON        bool
 	Recalibrate bool
+	Rounds      int
 }
 
 // strategyNames are the strategy families compare runs.
@@ -76,6 +78,7 @@ func parseCompare(args []string) (*compareOptions, *pflag.FlagSet, error) {
 	fs.StringVar(&strats, "strategies", strings.Join(strategyNames, ","), "strategies: single, dp (data parallel), tp (tensor parallel), hybrid (dp=2 x tp)")
 	fs.StringVar(&o.Plan, "plan", "megatron", "tensor-parallel plan for tp and hybrid: a style, \"megatron\", a map or a JSON file")
 	fs.IntVar(&o.Steps, "steps", 10, "optimizer steps per run (the first is a warm-up)")
+	fs.IntVar(&o.Rounds, "rounds", 3, "runs of every strategy, in turn; the measured step time is the median over all their steps")
 	fs.IntVar(&o.Batch, "batch", 0, "global batch in samples (0: the model's)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
 	fs.StringVar(&o.Optimizer, "optimizer", "sgd", "sgd or adam")
@@ -105,6 +108,9 @@ func parseCompare(args []string) (*compareOptions, *pflag.FlagSet, error) {
 	}
 	if o.Steps < 2 {
 		return o, fs, usagef("--steps=%d; compare needs at least 2 steps (one warm-up, one measured)", o.Steps)
+	}
+	if o.Rounds < 1 {
+		return o, fs, usagef("--rounds=%d; measure at least one round", o.Rounds)
 	}
 	if o.Batch < 0 {
 		return o, fs, usagef("--batch=%d; it must be positive (or 0 for the model's batch)", o.Batch)
@@ -280,25 +286,31 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 	}
 	opt, _ := parseOptimizer(o.Optimizer)
 	res := &compareResults{Model: m.Name, Params: m.Params(), Steps: o.Steps, Seed: o.Seed, Optimizer: opt, Plan: o.Plan, Profile: hw}
-	var ref *exec.Result
 	var timelines [][]reports.Span
 	var timelineTitles []string
+	// Predict every point first, from its Program and the profile alone.
+	type point struct {
+		gridPoint
+		cfg    exec.Config
+		pred   *costmodel.Result
+		sim    *sim.Result
+		meas   *exec.Result
+		stepTs []time.Duration // post-warm-up step times of every round
+	}
+	var ready []*point
 	for i, pt := range pts {
 		eo := &execOptions{Model: o.Model, Mesh: pt.Mesh.String(), Plan: o.Plan, Steps: o.Steps, Batch: o.Batch, Seed: o.Seed, Optimizer: opt}
 		cfg, err := eo.configFor(m, pt.Mesh)
+		var prog *strategies.Program
+		if err == nil {
+			prog, err = exec.Lowered(cfg)
+		}
 		if err != nil {
 			skipped = append(skipped, skippedRow{pt.Strategy, pt.Mesh.String(), err.Error()})
 			fmt.Fprintf(stderr, "tpsim compare: [%d/%d] %s %s skipped: %v\n", i+1, len(pts), pt.Strategy, pt.Mesh, err)
 			continue
 		}
 		res.Batch = cfg.Strategy.GBS
-		prog, err := exec.Lowered(cfg)
-		if err != nil {
-			skipped = append(skipped, skippedRow{pt.Strategy, pt.Mesh.String(), err.Error()})
-			fmt.Fprintf(stderr, "tpsim compare: [%d/%d] %s %s skipped: %v\n", i+1, len(pts), pt.Strategy, pt.Mesh, err)
-			continue
-		}
-		// Predict first, from the Program and the profile alone.
 		pred, err := costmodel.Predict(prog, hw)
 		if err != nil {
 			return err
@@ -311,22 +323,38 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "tpsim compare: [%d/%d] %s %s: predicted %v, running %d steps...\n", i+1, len(pts), pt.Strategy, pt.Mesh, pred.Time.Step, o.Steps)
-		if ref == nil {
-			if ref, err = exec.Run(ctx, exec.Single(cfg)); err != nil {
+		fmt.Fprintf(stderr, "tpsim compare: [%d/%d] %s %s: predicted %v\n", i+1, len(pts), pt.Strategy, pt.Mesh, pred.Time.Step)
+		ready = append(ready, &point{gridPoint: pt, cfg: cfg, pred: pred, sim: simRes})
+	}
+	if len(ready) == 0 {
+		return fmt.Errorf("no strategy could run: %v", skipped)
+	}
+	// Then measure, in rounds that visit every point in turn, so that a spell of load from
+	// elsewhere on this shared machine falls on all strategies rather than on one.
+	ref, err := exec.Run(ctx, exec.Single(ready[0].cfg))
+	if err != nil {
+		return err
+	}
+	for round := 1; round <= o.Rounds; round++ {
+		fmt.Fprintf(stderr, "tpsim compare: measuring, round %d of %d (%d steps per strategy)\n", round, o.Rounds, o.Steps)
+		for _, pt := range ready {
+			meas, err := exec.Run(ctx, pt.cfg)
+			if err != nil {
 				return err
 			}
+			pt.meas = meas
+			pt.stepTs = append(pt.stepTs, meas.StepTimes[1:]...)
 		}
-		meas, err := exec.Run(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		row := makeRow(pt, cfg, pred, simRes, meas, ref)
-		fmt.Fprintf(stderr, "tpsim compare:        measured %v (error %+.0f%%)\n", unitsSeconds(row.Measured.Time.Step), 100*(row.Predicted.Time.Step-row.Measured.Time.Step)/row.Measured.Time.Step)
+	}
+	for _, pt := range ready {
+		pt.meas.StepTime = exec.Median(pt.stepTs)
+		row := makeRow(pt.gridPoint, pt.cfg, pt.pred, pt.sim, pt.meas, ref)
+		fmt.Fprintf(stderr, "tpsim compare: %s %s predicted %s, measured %s (%+.0f%%)\n", pt.Strategy, pt.Mesh,
+			unitsSeconds(row.Predicted.Time.Step), unitsSeconds(row.Measured.Time.Step), 100*(row.Predicted.Time.Step-row.Measured.Time.Step)/row.Measured.Time.Step)
 		res.Rows = append(res.Rows, row)
 		if pt.Mesh.Devices() > 1 {
-			timelineTitles = []string{fmt.Sprintf("simulated %s %s", pt.Strategy, pt.Mesh), fmt.Sprintf("measured %s %s (step %d)", pt.Strategy, pt.Mesh, meas.Breakdown.StepIndex)}
-			timelines = [][]reports.Span{simSpans(simRes, pt.Mesh), measuredSpans(meas)}
+			timelineTitles = []string{fmt.Sprintf("simulated %s %s", pt.Strategy, pt.Mesh), fmt.Sprintf("measured %s %s (step %d)", pt.Strategy, pt.Mesh, pt.meas.Breakdown.StepIndex)}
+			timelines = [][]reports.Span{simSpans(pt.sim, pt.Mesh), measuredSpans(pt.meas)}
 		}
 	}
 	if len(res.Rows) == 0 {

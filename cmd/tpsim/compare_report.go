@@ -37,11 +37,15 @@ func predictedSample(r *costmodel.Result) reports.Sample {
 
 func measuredSample(res *exec.Result) reports.Sample {
 	s := reports.Sample{Memory: map[string]float64{}, CommBytes: map[string]float64{}}
+	// The breakdown is of one step of the slowest rank; its parts are scaled to the median step
+	// (what they do not cover, the rank's bookkeeping between ops, goes with them pro rata).
 	b := res.Breakdown
-	s.Time = reports.StepTime{Step: res.StepTime.Seconds(), Compute: b.Compute.Seconds(), CommExposed: b.Comm.Seconds(), Optimizer: b.Optimizer.Seconds()}
-	// The breakdown is of one step of the slowest rank; what it does not cover (waiting between
-	// ops, the step's own bookkeeping) is shown as compute so that the parts add up to the step.
-	s.Time.Compute += max(0, s.Time.Step-(s.Time.Compute+s.Time.CommExposed+s.Time.Optimizer))
+	step := res.StepTime.Seconds()
+	k := 0.0
+	if sum := (b.Compute + b.Comm + b.Optimizer).Seconds(); sum > 0 {
+		k = step / sum
+	}
+	s.Time = reports.StepTime{Step: step, Compute: k * b.Compute.Seconds(), CommExposed: k * b.Comm.Seconds(), Optimizer: k * b.Optimizer.Seconds()}
 	// Memory: the most loaded rank. Bytes sent: the mean over ranks, which is what DESIGN.md's
 	// 2(p-1)/p n per rank means: when p does not divide n, ring chunks differ by one element and
 	// some ranks send a few bytes more than others, but the group sends 2(p-1) n in all.
