@@ -12,7 +12,6 @@ import (
 
 	"tpsim/costmodel"
 	"tpsim/exec"
-	"tpsim/hardware"
 	"tpsim/reports"
 	"tpsim/sim"
 	"tpsim/strategies"
@@ -422,5 +421,3 @@ func pick(part string, t reports.StepTime) float64 {
 	}
 	return t.Compute
 }
-
-var _ = hardware.Names

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/spf13/pflag"
 )
 
 const plotHelp = `Usage: tpsim plot --in results.json [--out DIR]
@@ -32,8 +30,6 @@ func runPlot(args []string, stdout, stderr io.Writer) int {
 	}
 	return finish("plot", fs, plotHelp, err, stdout, stderr)
 }
-
-var _ = pflag.ErrHelp
 
 func (o *plotOptions) run(w io.Writer) error {
 	data, err := os.ReadFile(o.In)
