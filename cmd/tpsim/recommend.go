@@ -61,8 +61,14 @@ func recommend(res *compareResults, hw *hardware.Hardware) []recommendation {
 		}
 		reason += fmt.Sprintf("; it sends %s per rank per step and holds %s of parameters per rank (predicted step %s).",
 			b(sentBytes(r)), b(r.Measured.Memory["params"]), ms(r.Predicted.Time.Step))
+		for _, o := range rows {
+			if o.Ranks == 1 && r.Ranks > 1 {
+				reason += fmt.Sprintf(" It is %.2gx faster than one device (%s).", step(o)/step(r), ms(step(o)))
+				break
+			}
+		}
 		if hw.Cores > 0 {
-			reason += fmt.Sprintf(" This machine has %d cores shared by all ranks: more ranks than cores only time-share them, so splitting a model this small buys no speed here; on devices of their own the ranking would follow the compute each rank keeps and the bytes it sends.", hw.Cores)
+			reason += fmt.Sprintf(" The ranks share this machine's %d cores: past %d ranks they only time-share them, so more ranks add communication and waiting at collectives without adding compute; on devices of their own the ranking would follow the compute each rank keeps and the bytes it sends.", hw.Cores, hw.Cores)
 		}
 		out = append(out, recommendation{"time", name(r), reason})
 	}
