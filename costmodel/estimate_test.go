@@ -101,6 +101,15 @@ var transformerStrategies = []string{
 	"pp=2,dp=2,bucket_mb=1,gbs=16",
 	"seq=16,tp=2,sp=on",
 	"mbs=4,dp=2,tp=2",
+	// Sequence parallel with the backward's re-gathers, in every position they meet: a pipeline
+	// (middle stages without the head), ZeRO-3 gathers before the Linears, and full recompute
+	// (whose replayed gathers stand for the re-gathers but for the head's).
+	"pp=2,tp=2,sp=on,gbs=16",
+	"pp=4,tp=2,sp=on,recompute=selective,gbs=16",
+	"dp=2,tp=2,sp=on,zero=3,recompute=selective",
+	"dp=2,tp=2,sp=on,zero=3,recompute=full",
+	"tp=4,sp=on,recompute=full",
+	"cp=2,tp=2,sp=on,recompute=selective,mbs=2",
 }
 
 var mlpStrategies = []string{

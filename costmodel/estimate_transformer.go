@@ -19,8 +19,9 @@ import (
 // qkv and the MLP up-projections column-parallel, the attention output and the MLP
 // down-projection row-parallel, so the forward has two all-reduces of b s h per layer and the
 // backward two more (Narayanan et al. 2021 §3.3); with sequence parallelism (Korthikanti et al.
-// 2022 §4.2.2) each all-reduce becomes a reduce-scatter and an all-gather of the same bytes and
-// the norms, dropouts, residual adds and row-parallel biases work on s/t tokens.
+// 2022 §4.2.2) each all-reduce becomes a reduce-scatter and an all-gather of the same bytes, the
+// norms, dropouts, residual adds and row-parallel biases work on s/t tokens, and the column-
+// parallel Linears' input is saved as its [b, s/t, h] shard and all-gathered again in backward.
 //
 // What one layer adds up to, per rank and microbatch, for a GPT layer (a d = h, f = 4h):
 //
@@ -28,8 +29,10 @@ import (
 //	                      twice that; full recompute adds the forward again (Eq. 3: 96 for 72),
 //	                      selective recompute the attention core, 4bs^2h/t (Korthikanti et al. §5)
 //	bytes sent over tp    8bsh (t-1)/t e: four all-reduces of b s h (Narayanan et al. §3.3), or
-//	                      four reduce-scatter + all-gather pairs under sequence parallelism; full
-//	                      recompute repeats the forward's two
+//	                      four reduce-scatter + all-gather pairs under sequence parallelism, plus
+//	                      the backward's two re-gathers of the Linears' input, 2bsh (t-1)/t e
+//	                      (Korthikanti et al. §4.2.2); full recompute repeats the forward's
+//	                      collectives, and then the replayed gathers stand for the re-gathers
 //	activations           Korthikanti et al. 2022 Table 2 (KorthikantiActivationBytes) plus the
 //	                      norms' fp32 statistics; TestProgramActivationsKorthikanti says where
 //	                      the Program differs
@@ -309,19 +312,40 @@ func (x *xf) branchEnd(m *emitter, keepMask, keepOut bool, freeIn units.Bytes) u
 
 // colInput is a norm and, under sequence parallel, the all-gather of its output before the
 // column-parallel Linears (Korthikanti et al. 2022 §4.2.2, g in Fig. 5). keep says whether the
-// Linears' input is saved for backward (else it is recomputed). It returns the bytes of that input.
-func (x *xf) colInput(m *emitter, keep bool) units.Bytes {
+// norm's output is saved for backward (else it is recomputed). Under sequence parallel the
+// gathered [b, s, h] input is transient: the forward saves the [b, s/t, h] shard and the backward
+// gathers it again (regather). It returns the bytes of the Linears' input and the part of them that the
+// last Linear to read it frees (the transient part).
+func (x *xf) colInput(m *emitter, keep bool) (in, inT units.Bytes) {
 	n := int64(x.r) / x.e
-	yKeep := keep && !x.sp // the norm's output is the Linears' input unless it is all-gathered
 	x.zg(m, x.normParams())
-	m.save(ifB(yKeep, x.r) + ifB(keep, x.stats))
-	x.norm(m, n, ifB(!yKeep, x.r)+ifB(!keep, x.stats), ifB(!keep, x.stats))
+	m.save(ifB(keep, x.r+x.stats))
+	x.norm(m, n, ifB(!keep, x.r+x.stats), ifB(!keep, x.stats))
 	if !x.sp {
-		return x.r
+		return x.r, ifB(!keep, x.r)
 	}
-	m.save(ifB(keep, x.bsh))
-	m.tpColl(strategies.OpAllGather, x.bsh, ifB(!keep, x.bsh), x.r)
-	return x.bsh
+	m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, ifB(!keep, x.r))
+	return x.bsh, x.bsh
+}
+
+// regather is, under sequence parallel, the backward's all-gather of the column-parallel
+// Linears' saved [b, s/t, h] input shard, just before the first of their backward ops
+// (Korthikanti et al. 2022 §4.2.2: the backward all-gathers the input again for the weight
+// gradient). Under full recompute the recomputed forward has gathered it already. It returns the
+// bytes of the Linears' input that the last of their backward ops frees, and the saved bytes
+// released after it.
+func (x *xf) regather(m *emitter, keep bool) (free, drop units.Bytes) {
+	switch {
+	case !keep && x.sp:
+		return x.bsh, 0 // the recomputed gather
+	case !keep:
+		return x.r, 0 // the recomputed norm output
+	case x.sp:
+		m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, 0)
+		m.drop(x.r) // the saved shard, read last by the gather
+		return x.bsh, 0
+	}
+	return 0, x.r
 }
 
 // blockForward is a transformer layer's forward: norm1, attention, residual add, norm2, MLP,
@@ -336,10 +360,10 @@ func (x *xf) blockForward(m *emitter) units.Bytes {
 
 	// Attention (Narayanan et al. 2021 §3.1: qkv column-parallel over heads, so a rank holds a/t
 	// query and k/t key/value heads).
-	in := x.colInput(m, keep)
+	_, inT := x.colInput(m, keep)
 	x.zg(m, x.qkvW())
 	m.save(ifB(keep, qkv))
-	m.linear(rows, x.h, x.qkvOut, x.e, true, ifB(!keep, qkv), ifB(!keep, in))
+	m.linear(rows, x.h, x.qkvOut, x.e, true, ifB(!keep, qkv), inT)
 	if x.cp > 1 {
 		m.save(ifB(keep, kv))
 		m.cpColl(strategies.OpAllGather, kv, ifB(!keep, kv), 0)
@@ -352,7 +376,7 @@ func (x *xf) blockForward(m *emitter) units.Bytes {
 	_ = x.branchEnd(m, keep, keep, 0)
 
 	// MLP.
-	in = x.colInput(m, keep)
+	_, inT = x.colInput(m, keep)
 	ffT, ffS := ifB(!keep, ff), ifB(keep, ff) // an MLP activation: transient or saved
 	if x.gated {
 		// SwiGLU (Shazeer 2020): down(silu(gate x) * up x).
@@ -361,7 +385,7 @@ func (x *xf) blockForward(m *emitter) units.Bytes {
 		m.linear(rows, x.h, x.ffn, x.e, true, ffT, 0)
 		x.zg(m, x.upW())
 		m.save(ffS)
-		m.linear(rows, x.h, x.ffn, x.e, true, ffT, ifB(!keep, in))
+		m.linear(rows, x.h, x.ffn, x.e, true, ffT, inT)
 		m.save(ffS)
 		x.ew(m, rows*x.ffn, 1, ffT, ffT)
 		m.save(ffS)
@@ -369,7 +393,7 @@ func (x *xf) blockForward(m *emitter) units.Bytes {
 	} else {
 		x.zg(m, x.upW())
 		m.save(ffS)
-		m.linear(rows, x.h, x.ffn, x.e, true, ffT, ifB(!keep, in))
+		m.linear(rows, x.h, x.ffn, x.e, true, ffT, inT)
 		m.save(ffS)
 		x.ew(m, rows*x.ffn, 1, ffT, ffT)
 	}
@@ -481,10 +505,6 @@ func (x *xf) blockBackward(m *emitter) {
 	re := func(b units.Bytes) units.Bytes { return ifB(!keep, b) } // recomputed values read last here
 	sv := func(b units.Bytes) units.Bytes { return ifB(keep, b) }  // saved values read last here
 	qkv, core, kv, ff := x.qkvB(), x.coreB(), x.kvB(), x.ffB()
-	in := x.r // the column-parallel Linears' input: the norm output, or its all-gather
-	if x.sp {
-		in = x.bsh
-	}
 
 	// MLP.
 	g := x.branchGrad(m, keep)
@@ -498,19 +518,21 @@ func (x *xf) blockBackward(m *emitter) {
 		x.ew(m, rows*x.ffn, 1, ff, ff+re(ff))
 		m.drop(sv(ff))
 		x.zg(m, x.upW())
+		free, drop := x.regather(m, keep) // once for up and gate
 		m.linear(rows, x.h, x.ffn, x.e, true, x.bsh, ff)
 		x.zr(m, x.upW())
 		x.zg(m, x.upW())
-		m.linear(rows, x.h, x.ffn, x.e, true, x.bsh, ff+re(in))
-		m.drop(sv(in))
+		m.linear(rows, x.h, x.ffn, x.e, true, x.bsh, ff+free)
+		m.drop(drop)
 		x.zr(m, x.upW())
 		x.add(m, rows*x.h, x.bsh, 2*x.bsh)
 	} else {
 		x.ew(m, rows*x.ffn, 1, ff, ff+re(ff))
 		m.drop(sv(ff))
 		x.zg(m, x.upW())
-		m.linear(rows, x.h, x.ffn, x.e, true, x.bsh, ff+re(in))
-		m.drop(sv(in))
+		free, drop := x.regather(m, keep)
+		m.linear(rows, x.h, x.ffn, x.e, true, x.bsh, ff+free)
+		m.drop(drop)
 		x.zr(m, x.upW())
 	}
 	gn := x.colGrad(m)
@@ -539,8 +561,9 @@ func (x *xf) blockBackward(m *emitter) {
 		m.cpColl(strategies.OpReduceScatter, kv, 0, 0)
 	}
 	x.zg(m, x.qkvW())
-	m.linear(rows, x.h, x.qkvOut, x.e, true, x.bsh, qkv+re(in))
-	m.drop(sv(in))
+	free, drop := x.regather(m, keep)
+	m.linear(rows, x.h, x.qkvOut, x.e, true, x.bsh, qkv+free)
+	m.drop(drop)
 	x.zr(m, x.qkvW())
 	gn = x.colGrad(m)
 	x.zg(m, x.normParams())
@@ -624,17 +647,16 @@ func (x *xf) headForward(m *emitter) {
 	rows := x.b * x.s
 	n := int64(x.r) / x.e
 	x.zg(m, x.normParams())
-	m.save(ifB(!x.sp, x.r) + x.stats)
-	x.norm(m, n, ifB(x.sp, x.r), 0)
+	m.save(x.r + x.stats) // not in a layer: never recomputed
+	x.norm(m, n, 0, 0)
 	if x.sp {
-		m.save(x.bsh)
-		m.tpColl(strategies.OpAllGather, x.bsh, 0, x.r)
+		m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, 0)
 	}
 	logits := units.Bytes(rows * x.vocab * x.e)
 	full := units.Bytes(rows * x.fullVocab * x.e)
 	x.zg(m, x.vocab*x.h)
 	m.save(ifB(x.t == 1, full))
-	m.linear(rows, x.h, x.vocab, x.e, true, ifB(x.t > 1, logits), 0)
+	m.linear(rows, x.h, x.vocab, x.e, true, ifB(x.t > 1, logits), ifB(x.sp, x.bsh))
 	if x.t > 1 {
 		m.save(full)
 		m.tpColl(strategies.OpAllGather, full, 0, logits)
@@ -658,8 +680,9 @@ func (x *xf) headBackward(m *emitter) {
 		m.elementwise(0, full, g, full) // slice of the replicated logits' gradient
 	}
 	x.zg(m, x.vocab*x.h)
-	m.linear(rows, x.h, x.vocab, x.e, true, x.bsh, g)
-	m.drop(ifB(x.sp, x.bsh) + ifB(!x.sp, x.r))
+	free, drop := x.regather(m, true)
+	m.linear(rows, x.h, x.vocab, x.e, true, x.bsh, g+free)
+	m.drop(drop)
 	x.zr(m, x.vocab*x.h)
 	gn := x.colGrad(m)
 	x.zg(m, x.normParams())

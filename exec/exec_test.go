@@ -33,6 +33,12 @@ func TestMatchesSingleDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A Llama block (RMSNorm, SwiGLU: gate and up read one sequence-parallel all-gather).
+	llama, err := model.Transformer{Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, FFN: 64, Vocab: 64, Seq: 16,
+		Gated: true, RMSNorm: true, Batch: 4}.Build("llama-tiny", "llama")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		m          *model.Model
 		mesh, plan string
@@ -46,6 +52,13 @@ func TestMatchesSingleDevice(t *testing.T) {
 		{gpt, "tp=2", "megatron", -1, -1},
 		{gpt, "tp=4", "megatron", -1, -1},
 		{gpt, "dp=2,tp=2", "megatron", -1, -1},
+		// Sequence parallel (Korthikanti et al. 2022 §4.2.2): SequenceParallel norms, the
+		// column-parallel Linears' input shard saved and all-gathered again in backward.
+		{gpt, "tp=2,sp=on", "megatron", -1, -1},
+		{gpt, "tp=4,sp=on", "megatron", -1, -1},
+		{gpt, "dp=2,tp=2,sp=on", "megatron", -1, -1},
+		{llama, "dp=1", "", -1, -1},
+		{llama, "tp=2,sp=on", "megatron", -1, -1},
 	}
 	for _, opt := range []string{"sgd", "adam"} {
 		refs := map[*model.Model]*Result{}

@@ -35,6 +35,7 @@ func (b *builder) differentiate() {
 	for _, sp := range b.sends {
 		recvOf[sp.from] = sp.to
 	}
+	b.seqGathers()
 	for ti := len(b.tape) - 1; ti >= 0; ti-- {
 		te := b.tape[ti]
 		b.stage = b.p.Stages[te.stage]
@@ -331,6 +332,12 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 	case OpLinear:
 		x := fop.In[0]
 		op.Saved = sv(x)
+		if gi, ok := b.seqGather[vkey{s.Index, x}]; ok && op.Saved[0] == x {
+			// Sequence parallel (Korthikanti et al. 2022 §4.2.2): the Linear's input is the
+			// all-gather of a [b, s/t, h] shard; the shard is saved, not the gathered tensor, and
+			// it is all-gathered again here, once for all the Linears that read it.
+			op.Saved = []ValueID{b.regather(gi, fop.Module)}
+		}
 		op.GradInput = needIn(0)
 		// dW = dy^T x always; dx = dy W when needed: each the FLOPs of the forward GEMM.
 		op.FLOPs = fop.FLOPs
@@ -406,6 +413,57 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 	if b.st.ZeRO == 3 && fop.Param != "" {
 		b.zeroReduce(fop, emitB)
 	}
+}
+
+// seqGathers finds, on every stage, the sequence-parallel all-gathers whose output only Linears
+// read: forward all-gathers over tp along the sequence axis of a [batch, seq, feature] value. Their
+// outputs are not saved for backward; the backward gathers the input shard again (regather).
+func (b *builder) seqGathers() {
+	b.seqGather = map[vkey]int{}
+	b.regathered = map[vkey]ValueID{}
+	for _, s := range b.p.Stages {
+		onlyLinear := map[ValueID]bool{}
+		for i, op := range s.Forward {
+			if op.Kind == OpAllGather && op.Dim == DimTP && len(op.In) == 1 && len(op.Out) == 1 {
+				if sh := s.Values[op.Out[0]].Shape; len(sh) == 3 && axisOf(sh, op.Axis) == 1 {
+					b.seqGather[vkey{s.Index, op.Out[0]}] = i
+					onlyLinear[op.Out[0]] = true
+				}
+			}
+			if op.Kind != OpLinear {
+				for _, id := range op.In {
+					if onlyLinear[id] {
+						onlyLinear[id] = false
+					}
+				}
+			}
+		}
+		for id, ok := range onlyLinear {
+			if !ok {
+				delete(b.seqGather, vkey{s.Index, id})
+			}
+		}
+	}
+}
+
+// regather emits, in the current stage's backward, the all-gather of the input shard of the
+// forward all-gather Forward[fi] (the same collective and bytes) for module, the first Linear
+// whose backward needs it, and returns the gathered value.
+func (b *builder) regather(fi int, module string) ValueID {
+	s := b.stage
+	fop := s.Forward[fi]
+	k := vkey{s.Index, fop.Out[0]}
+	if id, ok := b.regathered[k]; ok {
+		return id
+	}
+	v := s.Values[fop.Out[0]]
+	id := b.val(v.Name+".regather", v.Shape, v.Place)
+	op := fop
+	op.Phase, op.Fwd, op.Recompute, op.Free, op.Module = Backward, -1, false, nil, module
+	op.In, op.Out = []ValueID{fop.In[0]}, []ValueID{id}
+	s.Backward = append(s.Backward, op)
+	b.regathered[k] = id
+	return id
 }
 
 func (b *builder) paramByName(name string) *Param {

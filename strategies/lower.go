@@ -70,6 +70,10 @@ type builder struct {
 	layerOps  []layerRange
 	sends     []sendPair
 	tiedHead  bool
+	// seqGather maps the output of a sequence-parallel all-gather that only Linears read to the
+	// index of that all-gather in its stage's Forward; regathered to its all-gather in backward.
+	seqGather  map[vkey]int
+	regathered map[vkey]ValueID
 }
 
 func (b *builder) hasParam(name string) bool {

@@ -136,7 +136,9 @@ type Op struct {
 	// Saved lists, for a backward op, the forward values it reads: linear [x], norm [x, stats],
 	// act [x], mul [a, b], attention [qkv (, kv) (, probs (, mask, dropped))], loss [y, target],
 	// embedding [ids], dropout [mask].
-	// Under full recompute they are the recomputed copies.
+	// Under full recompute they are the recomputed copies. Under sequence parallel a Linear whose
+	// input is a sequence all-gather reads the gather's output redone in backward from the saved
+	// [b, s/t, h] shard (Korthikanti et al. 2022 §4.2.2), not the forward's gathered value.
 	Saved []ValueID
 	// GradInput is false when the backward op need not compute the input gradient (the input is
 	// data, or nothing upstream needs it).

@@ -30,7 +30,10 @@ func tinyLlama(t *testing.T, layers int) *model.Model {
 // Narayanan et al. 2021 §3.3 (formulas.json tp_comm_per_layer_per_microbatch): with the Megatron plan
 // every layer does two all-reduces of b*s*h in forward and two in backward, so one rank sends
 // 4 * 2(t-1)/t * b*s*h elements per layer per microbatch. Sequence parallel replaces each all-reduce
-// by a reduce-scatter and an all-gather, the same bytes (Korthikanti et al. 2022 §4.2.2).
+// by a reduce-scatter and an all-gather, the same bytes (Korthikanti et al. 2022 §4.2.2: forward 2
+// all-gathers + 2 reduce-scatters, backward 2 reduce-scatters + 2 all-gathers), and the backward
+// all-gathers the saved [b, s/t, h] input shard of the qkv and of the first MLP Linear again for
+// their weight gradients (§4.2.2, Fig. 5's backward), 2 * (t-1)/t * b*s*h more: 10 (t-1)/t b*s*h.
 func TestMegatronLayerTPBytes(t *testing.T) {
 	for _, sp := range []string{"off", "on"} {
 		for _, tp := range []int{2, 4} {
@@ -54,6 +57,9 @@ func TestMegatronLayerTPBytes(t *testing.T) {
 			}
 			b, s, h := 2, 32, 64
 			want := units.Bytes(4*2*b*s*h*2) * units.Bytes(tp-1) / units.Bytes(tp)
+			if sp == "on" {
+				want += units.Bytes(2*b*s*h*2) * units.Bytes(tp-1) / units.Bytes(tp) // the re-gathers
+			}
 			if got := perLayer[1] - perLayer[0]; got != want {
 				t.Errorf("tp=%d sp=%s: one layer sends %v bytes per microbatch, want %v", tp, sp, float64(got), float64(want))
 			}
@@ -112,6 +118,82 @@ func TestStageLayers(t *testing.T) {
 			if got[i] != c.want[i] {
 				t.Errorf("%d layers on %d stages: %v, want %v", c.layers, c.stages, got, c.want)
 				break
+			}
+		}
+	}
+}
+
+// Korthikanti et al. 2022 §4.2.2: under sequence parallelism a column-parallel Linear's backward
+// reads the [b, s/t, h] shard of its input, saved in forward, and all-gathers it again; the
+// gathered [b, s, h] input of forward is not kept. Megatron-LM gathers once for the fused qkv and
+// once for the MLP's input (gate and up share it), and once for the output head. Under full
+// recompute the replayed forward gathers the layers' inputs, so only the head gathers again.
+func TestSequenceParallelRegather(t *testing.T) {
+	for _, m := range []*model.Model{tinyGPT(t, 2), tinyLlama(t, 2)} {
+		for _, c := range []struct {
+			st   string
+			want int // backward re-gathers
+		}{
+			{"tp=2,sp=on", 2*2 + 1},
+			{"tp=2,sp=on,recompute=selective,mbs=2,gbs=8", 2*2 + 1},
+			{"tp=2,sp=on,recompute=full", 1},
+			{"dp=2,tp=2,sp=on,zero=3", 2*2 + 1},
+			{"tp=2", 0},
+		} {
+			st, err := Parse(c.st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Lower(m, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := p.Stages[0]
+			name := m.Name + " " + c.st
+			gathered := map[ValueID]bool{} // outputs of forward sequence all-gathers
+			for _, op := range s.Forward {
+				if op.Kind == OpAllGather && op.Dim == DimTP && op.Axis == 1 {
+					gathered[op.Out[0]] = true
+					if s.Values[op.Out[0]].Saved {
+						t.Errorf("%s: the gathered %s is saved for backward", name, s.Values[op.Out[0]].Name)
+					}
+				}
+			}
+			n := 0
+			for i, op := range s.Backward {
+				if op.Kind != OpAllGather || op.Dim != DimTP || op.Axis != 1 || !s.Values[op.In[0]].Saved {
+					continue
+				}
+				n++
+				in, out := s.Values[op.In[0]], s.Values[op.Out[0]]
+				if in.Shape[1]*st.Mesh.TP != out.Shape[1] || out.Saved || op.SentBytes != out.Bytes()*units.Bytes(st.Mesh.TP-1)/units.Bytes(st.Mesh.TP) {
+					t.Errorf("%s: re-gather %s -> %s sends %v", name, in.Name, out.Name, float64(op.SentBytes))
+				}
+				// The next compute op is a Linear's backward that reads the gathered value; the
+				// last Linear to read it frees it.
+				readers, freed := 0, false
+				for _, b := range s.Backward[i+1:] {
+					if len(b.Saved) > 0 && b.Saved[0] == op.Out[0] {
+						if b.Kind != OpLinear {
+							t.Errorf("%s: %s reads the re-gathered %s", name, b.Kind, out.Name)
+						}
+						readers++
+						for _, f := range b.Free {
+							freed = freed || f == op.Out[0]
+						}
+					}
+				}
+				if readers == 0 || !freed {
+					t.Errorf("%s: re-gathered %s read by %d Linears, freed %v", name, out.Name, readers, freed)
+				}
+			}
+			if n != c.want {
+				t.Errorf("%s: %d backward re-gathers, want %d", name, n, c.want)
+			}
+			for _, op := range s.Backward {
+				if op.Kind == OpLinear && op.Fwd >= 0 && gathered[op.Saved[0]] {
+					t.Errorf("%s: the backward of %s reads the forward's gathered input", name, op.Module)
+				}
 			}
 		}
 	}
