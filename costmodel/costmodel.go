@@ -2,7 +2,6 @@ package costmodel
 
 import (
 	"fmt"
-	"sort"
 
 	"tpsim/hardware"
 	"tpsim/model"
@@ -471,5 +470,3 @@ func ModelFLOPs(m *model.Model, batch, seq int) units.FLOPs {
 	}
 	return units.FLOPs(3 * fwd)
 }
-
-var _ = sort.Strings

@@ -2,8 +2,6 @@ package strategies
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
 
 	"tpsim/model"
 	"tpsim/units"
@@ -425,9 +423,6 @@ func (b *builder) optimizer() {
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
-var _ = sort.Strings
-var _ = strconv.Itoa
 
 // dropout is the model's dropout probability (0 for models without dropout).
 func (b *builder) dropout() float64 {

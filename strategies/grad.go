@@ -3,7 +3,6 @@ package strategies
 import (
 	"fmt"
 
-	"tpsim/model"
 	"tpsim/units"
 )
 
@@ -553,5 +552,3 @@ func created(s *Stage, id ValueID, nf int, ops []*Op) bool {
 	}
 	return s.Values[id].Data
 }
-
-var _ = model.KindLinear
