@@ -115,16 +115,23 @@ func IsComm(op *strategies.Op) bool {
 func (c *Coster) Compute(op *strategies.Op) units.Seconds {
 	hw := c.HW
 	mem := units.Seconds(float64(op.MemBytes) / (float64(hw.Device.MemBandwidth) * hw.Efficiency.MemMax))
-	mem = max(mem, c.kernelTime(op))
+	kernel := c.kernelTime(op)
 	if op.FLOPs <= 0 {
-		return c.shared(op, mem)
+		return c.shared(op, max(mem, kernel))
 	}
 	eff := 1.0
 	if op.Kind == strategies.OpLinear || op.Kind == strategies.OpAttention {
 		eff = hw.GEMMEfficiency(gemmSize(op))
 	}
 	flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * eff))
-	return c.shared(op, max(flop, mem))
+	if op.Kind == strategies.OpAttention {
+		// The Program's attention is unfused: its two batched products and its passes over the
+		// s x s scores (softmax, dropout) are separate kernels, one after the other (Megatron-LM's
+		// baddbmm, fused scale-mask-softmax, dropout and bmm; Korthikanti et al. 2022 §4.1 counts
+		// the scores they keep), so their times add instead of overlapping in one roofline.
+		return c.shared(op, max(flop+mem, kernel))
+	}
+	return c.shared(op, max(flop, mem, kernel))
 }
 
 // shared adds the fixed per-op time and the slowdown of ranks sharing cores. On a profile with

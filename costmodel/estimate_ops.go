@@ -93,6 +93,12 @@ func (p *pricer) gemmTime(k, f, mem float64) units.Seconds {
 	return p.slowdown * (units.Seconds(max(k*(f+p.halfGEMM)*p.invGEMM, mem*p.invMem)) + p.overhead)
 }
 
+// attnTime is the unfused attention core of Coster.Compute: its products at the GEMM efficiency
+// and its passes over the scores at the memory bandwidth, one after the other.
+func (p *pricer) attnTime(f, mem float64) units.Seconds {
+	return p.slowdown * (units.Seconds((f+p.halfGEMM)*p.invGEMM+mem*p.invMem) + p.overhead)
+}
+
 // ewTime is an op that is not a matrix product: at peak, or memory-bound.
 func (p *pricer) ewTime(f, mem float64) units.Seconds {
 	return p.slowdown * (units.Seconds(max(f*p.invPeak, mem*p.invMem)) + p.overhead)
@@ -237,7 +243,7 @@ func (m *emitter) attention(f units.FLOPs, mem units.Bytes, outB, freeB units.By
 		return
 	}
 	m.t.flops += f
-	m.addCompute(m.p.gemmTime(1, float64(f), float64(mem)))
+	m.addCompute(m.p.attnTime(float64(f), float64(mem)))
 }
 
 // elementwise is an op that is not a matrix product (norm, activation, add, bias, embedding,
