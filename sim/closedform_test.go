@@ -147,3 +147,38 @@ func BenchmarkLlama3_405B(b *testing.B) {
 	b.ReportMetric(float64(events), "events/op")
 	b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// ZeRO-3 with overlap: a module's gradient reduce-scatter starts only after the backward op that
+// produces the gradients, and the optimizer step starts only after every reduction has ended.
+func TestZeRO3ReductionsFollowTheirGradients(t *testing.T) {
+	m, err := model.Transformer{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32, Batch: 8}.Build("g", "gpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := lowerT(t, m, "dp=2,zero=3,overlap=on,gbs=8")
+	res, err := Simulate(p, unitCoster{fwd: 1, bwd: 2, gather: 0.5}, Options{Spans: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lastReduce, step units.Seconds
+	var prevMain Span
+	for _, s := range res.Spans {
+		switch {
+		case s.Async && s.Kind == strategies.OpReduceScatter:
+			if s.Start < prevMain.End {
+				t.Errorf("reduce-scatter of %s starts at %v, before the backward op %s %s ends at %v", s.Module, s.Start, prevMain.Kind, prevMain.Module, prevMain.End)
+			}
+			lastReduce = max(lastReduce, s.End)
+		case s.Kind == strategies.OpStep:
+			step = s.Start
+		case !s.Async:
+			prevMain = s
+		}
+	}
+	if step < lastReduce {
+		t.Errorf("optimizer step starts at %v, before the last reduction ends at %v", step, lastReduce)
+	}
+	if res.Bubble != 0 {
+		t.Errorf("bubble %v without a pipeline", res.Bubble)
+	}
+}

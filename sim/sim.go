@@ -247,6 +247,15 @@ func (b *builder) rank(r int, tasks []Task) {
 				n.compute = true
 			}
 			id := b.add(n)
+			if async && op.Kind == strategies.OpReduceScatter {
+				// ZeRO-3 gradient reduction: it starts once the backward op before it has produced
+				// the module's gradients and runs beside the next ones; the update waits for it.
+				n.async = true
+				dep(n, prev)
+				comm = append(comm, id)
+				buckets = append(buckets, id)
+				continue
+			}
 			if async {
 				// ZeRO-3 prefetch: the gather may start once its task has started; the next op of
 				// the main sequence (the one that uses the parameters) waits for it.
@@ -306,10 +315,14 @@ func (b *builder) rank(r int, tasks []Task) {
 				buckets = append(buckets, id)
 				continue
 			}
-			// The rest of the optimizer phase waits for every reduced bucket.
+			// The rest of the optimizer phase waits for every gradient reduction (DDP buckets and
+			// ZeRO-3 reduce-scatters) and any gather still in flight.
 			dep(n, prev)
 			for _, a := range buckets {
 				dep(n, a)
+			}
+			for _, g := range gathers {
+				dep(n, g)
 			}
 			main = append(main, id)
 			prev = id
