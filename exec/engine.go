@@ -105,8 +105,28 @@ func check(p *strategies.Program) error {
 	case st.Recompute != strategies.RecomputeNone:
 		return fmt.Errorf("exec: recompute=%s is priced by `tpsim predict`, not executed; use recompute=none", st.Recompute)
 	}
+	// exec trains small models on this machine: refuse what would not fit before allocating it.
+	// Per rank: parameters, gradients and Adam state (4 + 4 + 8 bytes each) and every value of
+	// one microbatch at once (an upper bound of what is live); the batch itself is shared.
+	s := p.Stages[0]
+	var params, values int64
+	for i := range s.Params {
+		params += s.Params[i].Elems()
+	}
+	for i := range s.Values {
+		values += s.Values[i].Elems() * 4
+	}
+	need := int64(st.Mesh.Devices()) * (16*params + values)
+	if need > MaxBytes {
+		return fmt.Errorf("exec: %s on %s would hold about %.3g GiB (parameters, gradients, optimizer state and one microbatch's tensors on %d ranks); exec runs models that train on this machine, up to %d GiB: use a smaller model or batch, or price this one with `tpsim predict`",
+			p.Model.Name, st.Mesh, float64(need)/(1<<30), st.Mesh.Devices(), MaxBytes>>30)
+	}
 	return nil
 }
+
+// MaxBytes bounds the memory exec lets a run take, so that a model too big for this machine is an
+// error and not an out-of-memory crash.
+const MaxBytes = 8 << 30
 
 // Run executes cfg and returns its measurements.
 func Run(ctx context.Context, cfg Config) (*Result, error) {

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -52,6 +53,10 @@ func (r *rank) run() error {
 	r.alloc = newAllocator()
 	r.initParams()
 	for step := 0; step < r.cfg.Steps; step++ {
+		// A run of one rank meets no collective that would notice a cancellation.
+		if err := r.c.Context().Err(); err != nil {
+			return fmt.Errorf("exec: stopped before step %d: %w", step+1, context.Cause(r.c.Context()))
+		}
 		r.step = step
 		start := time.Now()
 		loss, err := r.trainStep()

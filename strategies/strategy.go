@@ -228,6 +228,9 @@ func (st Strategy) Validate(m *model.Model) error {
 	if st.SP && ms.TP == 1 {
 		return fmt.Errorf("strategies: sp=on (sequence parallel) needs tp>1")
 	}
+	if st.MBS > MaxBatch || st.GBS > MaxBatch {
+		return fmt.Errorf("strategies: mbs=%d gbs=%d; tpsim prices batches up to %d samples", st.MBS, st.GBS, MaxBatch)
+	}
 	t := m.Transformer
 	if t == nil {
 		if ms.PP > 1 || ms.CP > 1 {
@@ -243,9 +246,6 @@ func (st Strategy) Validate(m *model.Model) error {
 	}
 	if st.Seq > MaxSeq {
 		return fmt.Errorf("strategies: seq=%d is longer than the %d tokens tpsim prices; use seq<=%d", st.Seq, MaxSeq, MaxSeq)
-	}
-	if st.MBS > MaxBatch || st.GBS > MaxBatch {
-		return fmt.Errorf("strategies: mbs=%d gbs=%d; tpsim prices batches up to %d samples", st.MBS, st.GBS, MaxBatch)
 	}
 	valid := func(n int) []int {
 		var out []int

@@ -75,7 +75,7 @@ func parseCompare(args []string) (*compareOptions, *pflag.FlagSet, error) {
 	var meshes, strats string
 	fs.StringVar(&o.Model, "model", "gpt-tiny", "model: a preset name or a config.json (small enough to train here, without dropout)")
 	fs.StringVar(&meshes, "meshes", "1,2,4", "numbers of ranks to run each strategy on")
-	fs.StringVar(&strats, "strategies", strings.Join(strategyNames, ","), "strategies: single, dp (data parallel), tp (tensor parallel), hybrid (dp=2 x tp)")
+	fs.StringVar(&strats, "strategies", strings.Join(strategyNames, ","), "strategies: single (at the 1 of --meshes), dp (data parallel), tp (tensor parallel), hybrid (dp=2 x tp)")
 	fs.StringVar(&o.Plan, "plan", "megatron", "tensor-parallel plan for tp and hybrid: a style, \"megatron\", a map or a JSON file")
 	fs.IntVar(&o.Steps, "steps", 10, "optimizer steps per run (the first is a warm-up)")
 	fs.IntVar(&o.Rounds, "rounds", 3, "runs of every strategy, in turn; the measured step time is the median over all their steps")
@@ -136,8 +136,9 @@ type gridPoint struct {
 	Mesh     strategies.Mesh
 }
 
-// grid lists the (strategy, mesh) pairs of the options; pairs a strategy cannot have (hybrid on
-// fewer than 4 ranks, single on more than 1) are left out, and returned with the reason.
+// grid lists the (strategy, mesh) pairs of the options: single where --meshes has 1, dp and tp
+// where it has 2 or more, hybrid where it has an even number from 4; a hybrid that cannot be is
+// returned with the reason.
 func (o *compareOptions) grid() (pts []gridPoint, skipped []skippedRow) {
 	seen := map[string]bool{}
 	add := func(s string, m strategies.Mesh) {
@@ -152,18 +153,19 @@ func (o *compareOptions) grid() (pts []gridPoint, skipped []skippedRow) {
 			one := strategies.Mesh{PP: 1, DP: 1, CP: 1, TP: 1}
 			switch s {
 			case "single":
-				add(s, one)
-			case "dp":
-				if n == 1 {
-					continue
+				if n != 1 {
+					continue // single is the 1 of --meshes
 				}
-				one.DP = n
 				add(s, one)
-			case "tp":
+			case "dp", "tp":
 				if n == 1 {
-					continue
+					continue // on one rank they are the single row
 				}
-				one.TP = n
+				if s == "dp" {
+					one.DP = n
+				} else {
+					one.TP = n
+				}
 				add(s, one)
 			case "hybrid":
 				if n < 4 || n%2 != 0 {
@@ -277,21 +279,15 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return fmt.Errorf("cannot create the output directory: %v; pass --out a writable path", err)
-	}
-	hw, err := o.hostProfile(ctx, stderr)
-	if err != nil {
-		return err
-	}
 	opt, _ := parseOptimizer(o.Optimizer)
-	res := &compareResults{Model: m.Name, Params: m.Params(), Steps: o.Steps, Seed: o.Seed, Optimizer: opt, Plan: o.Plan, Profile: hw}
+	res := &compareResults{Model: m.Name, Params: m.Params(), Steps: o.Steps, Seed: o.Seed, Optimizer: opt, Plan: o.Plan}
 	var timelines [][]reports.Span
 	var timelineTitles []string
 	// Predict every point first, from its Program and the profile alone.
 	type point struct {
 		gridPoint
 		cfg    exec.Config
+		prog   *strategies.Program
 		pred   *costmodel.Result
 		sim    *sim.Result
 		meas   *exec.Result
@@ -311,23 +307,31 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 			continue
 		}
 		res.Batch = cfg.Strategy.GBS
-		pred, err := costmodel.Predict(prog, hw)
-		if err != nil {
-			return err
-		}
-		coster, err := costmodel.NewCoster(prog, hw)
-		if err != nil {
-			return err
-		}
-		simRes, err := sim.Simulate(prog, coster, sim.Options{Spans: true})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "tpsim compare: [%d/%d] %s %s: predicted %v\n", i+1, len(pts), pt.Strategy, pt.Mesh, pred.Time.Step)
-		ready = append(ready, &point{gridPoint: pt, cfg: cfg, pred: pred, sim: simRes})
+		ready = append(ready, &point{gridPoint: pt, cfg: cfg, prog: prog})
 	}
 	if len(ready) == 0 {
-		return fmt.Errorf("no strategy could run: %v", skipped)
+		return fmt.Errorf("no strategy could run:\n%s", skippedText(skipped))
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return fmt.Errorf("cannot create the output directory: %v; pass --out a writable path", err)
+	}
+	hw, err := o.hostProfile(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	res.Profile = hw
+	for i, pt := range ready {
+		if pt.pred, err = costmodel.Predict(pt.prog, hw); err != nil {
+			return err
+		}
+		coster, err := costmodel.NewCoster(pt.prog, hw)
+		if err != nil {
+			return err
+		}
+		if pt.sim, err = sim.Simulate(pt.prog, coster, sim.Options{Spans: true}); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "tpsim compare: [%d/%d] %s %s: predicted %v\n", i+1, len(ready), pt.Strategy, pt.Mesh, pt.pred.Time.Step)
 	}
 	// Then measure, in rounds that visit every point in turn, so that a spell of load from
 	// elsewhere on this shared machine falls on all strategies rather than on one.
@@ -357,9 +361,7 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 			timelines = [][]reports.Span{simSpans(pt.sim, pt.Mesh), measuredSpans(pt.meas)}
 		}
 	}
-	if len(res.Rows) == 0 {
-		return fmt.Errorf("no strategy could run: %v", skipped)
-	}
+
 	res.Skipped = skipped
 	res.Summary = summarize(res.Rows)
 	res.Recommendation = recommend(res, hw)
@@ -373,3 +375,12 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 }
 
 func unitsSeconds(s float64) string { return fmt.Sprintf("%.3g ms", s*1e3) }
+
+// skippedText lists skipped rows one per line.
+func skippedText(rows []skippedRow) string {
+	var b strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&b, "  %s %s: %s\n", r.Strategy, r.Mesh, r.Reason)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}

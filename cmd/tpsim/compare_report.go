@@ -83,9 +83,11 @@ func makeRow(pt gridPoint, cfg exec.Config, pred *costmodel.Result, simRes *sim.
 	for _, c := range append(append([]string{}, exec.Categories...), "peak") {
 		p, m := row.Predicted.Memory[c], row.Measured.Memory[c]
 		if m == 0 {
-			e.MemoryRel[c] = math.Abs(p - m) // 0 when both are 0; else the absolute bytes
+			// Nothing measured: 0 when nothing was predicted either, else a 100% error (JSON
+			// has no infinity).
+			e.MemoryRel[c] = 0
 			if p != 0 {
-				e.MemoryRel[c] = math.Inf(1)
+				e.MemoryRel[c] = 1
 			}
 			continue
 		}
@@ -114,11 +116,7 @@ func summarize(rows []resultRow) compareSummary {
 			s.CommBytesMaxAbsError = max(s.CommBytesMaxAbsError, v)
 		}
 		for k, v := range r.Errors.MemoryRel {
-			if !math.IsInf(v, 0) {
-				s.MemoryMaxRelError[k] = max(s.MemoryMaxRelError[k], v)
-			} else {
-				s.MemoryMaxRelError[k] = math.MaxFloat64
-			}
+			s.MemoryMaxRelError[k] = max(s.MemoryMaxRelError[k], v)
 		}
 		s.MaxRelDiffVsSingle = max(s.MaxRelDiffVsSingle, r.MaxRelDiff)
 	}

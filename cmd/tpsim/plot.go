@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 const plotHelp = `Usage: tpsim plot --in results.json [--out DIR]
@@ -45,7 +46,7 @@ func (o *plotOptions) run(w io.Writer) error {
 	}
 	dir := o.Out
 	if dir == "" {
-		dir = dirOf(o.In)
+		dir = filepath.Dir(o.In)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cannot create %s: %v", dir, err)
@@ -58,13 +59,4 @@ func (o *plotOptions) run(w io.Writer) error {
 		fmt.Fprintf(w, "%s/%s.png and .svg: %s\n", dir, f.base, f.caption)
 	}
 	return nil
-}
-
-func dirOf(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if path[i] == '/' {
-			return path[:i]
-		}
-	}
-	return "."
 }

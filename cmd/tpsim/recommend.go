@@ -57,13 +57,17 @@ func recommend(res *compareResults, hw *hardware.Hardware) []recommendation {
 		reason := fmt.Sprintf("Measured %s per step", ms(step(r)))
 		if t2 >= 0 {
 			o := rows[t2]
-			reason += fmt.Sprintf(", %.2gx faster than the runner-up %s (%s)", step(o)/step(r), name(o), ms(step(o)))
+			if x := step(o) / step(r); x >= 1.05 {
+				reason += fmt.Sprintf(", %.2fx faster than the runner-up %s (%s)", x, name(o), ms(step(o)))
+			} else {
+				reason += fmt.Sprintf(", within 5%% of the runner-up %s (%s)", name(o), ms(step(o)))
+			}
 		}
 		reason += fmt.Sprintf("; it sends %s per rank per step and holds %s of parameters per rank (predicted step %s).",
 			b(sentBytes(r)), b(r.Measured.Memory["params"]), ms(r.Predicted.Time.Step))
 		for _, o := range rows {
 			if o.Ranks == 1 && r.Ranks > 1 {
-				reason += fmt.Sprintf(" It is %.2gx faster than one device (%s).", step(o)/step(r), ms(step(o)))
+				reason += fmt.Sprintf(" Against one device (%s) its speed-up is %.2fx.", ms(step(o)), step(o)/step(r))
 				break
 			}
 		}
@@ -79,14 +83,18 @@ func recommend(res *compareResults, hw *hardware.Hardware) []recommendation {
 			b(r.Measured.Memory["params"]), b(r.Measured.Memory["grads"]), b(r.Measured.Memory["optimizer"]), b(r.Measured.Memory["activations"]))
 		if t1 >= 0 && t1 != m1 {
 			f := rows[t1]
-			reason += fmt.Sprintf(", %.2gx less than the fastest, %s (%s); it pays %.2gx the step time (%s against %s) and sends %s per rank per step against %s",
+			reason += fmt.Sprintf(", %.2fx less than the fastest, %s (%s); it pays %.2fx the step time (%s against %s) and sends %s per rank per step against %s",
 				peak(f)/peak(r), name(f), b(peak(f)), step(r)/step(f), ms(step(r)), ms(step(f)), b(sentBytes(r)), b(sentBytes(f)))
 		}
 		state := float64(res.Params) * 4 * 2 // fp32 params and grads
 		if res.Optimizer == "adam" {
 			state += float64(res.Params) * 8
 		}
-		reason += fmt.Sprintf(". The model's parameters, gradients and optimizer state take %s per copy and a device here has %s, so plain data parallel fits; shard (tp, ZeRO) when a copy does not fit.", b(state), b(float64(hw.Device.Memory)))
+		if state <= float64(hw.Device.Memory) {
+			reason += fmt.Sprintf(". The model's parameters, gradients and optimizer state take %s per copy and a device here has %s, so plain data parallel fits; shard (tp, ZeRO) when a copy does not fit.", b(state), b(float64(hw.Device.Memory)))
+		} else {
+			reason += fmt.Sprintf(". The model's parameters, gradients and optimizer state take %s per copy, more than the %s of a device here: plain data parallel does not fit, shard them (tp, ZeRO).", b(state), b(float64(hw.Device.Memory)))
+		}
 		out = append(out, recommendation{"memory", name(r), reason})
 	}
 	multi := func(r resultRow) bool { return r.Ranks > 1 }
@@ -108,7 +116,7 @@ func recommend(res *compareResults, hw *hardware.Hardware) []recommendation {
 		if c2 >= 0 {
 			o := rows[c2]
 			if sentBytes(r) > 0 {
-				reason += fmt.Sprintf(", %.3gx less than the next, %s (%s)", sentBytes(o)/sentBytes(r), name(o), b(sentBytes(o)))
+				reason += fmt.Sprintf(", %.2fx less than the next, %s (%s)", sentBytes(o)/sentBytes(r), name(o), b(sentBytes(o)))
 			} else {
 				reason += fmt.Sprintf(", against %s for the next, %s", b(sentBytes(o)), name(o))
 			}

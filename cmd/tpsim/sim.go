@@ -77,13 +77,28 @@ func parseSim(args []string) (*simOptions, *pflag.FlagSet, error) {
 	if err := parseFlags(fs, args, 0); err != nil {
 		return o, fs, err
 	}
+	if o.Path < 0 {
+		return o, fs, usagef("--path=%d; give the number of critical-path ops to print, 0 or more", o.Path)
+	}
 	return o, fs, o.check(fs)
 }
+
+// maxSimEvents bounds a simulation: beyond it `tpsim predict` gives the answer at once.
+const maxSimEvents = 20_000_000
 
 func (o *simOptions) run(w io.Writer) error {
 	p, err := o.predict()
 	if err != nil {
 		return err
+	}
+	// Every op of a stage runs once per microbatch; replicas are simulated once.
+	var events int64
+	for _, s := range p.Program.Stages {
+		events += int64(p.Program.Microbatches)*int64(len(s.Forward)+len(s.Backward)) + int64(len(s.Optimizer))
+	}
+	if events > maxSimEvents {
+		return fmt.Errorf("the step has about %d ops to simulate (%d microbatches per pipeline), more than the %d sim lays out; use a larger microbatch (mbs) or `tpsim predict`, which prices it in closed form",
+			events, p.Program.Microbatches, maxSimEvents)
 	}
 	c, err := costmodel.NewCoster(p.Program, p.HW)
 	if err != nil {
