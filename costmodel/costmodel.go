@@ -215,6 +215,12 @@ func (c *Coster) Comm(op *strategies.Op) units.Seconds {
 		stride = mesh.Stride(strategies.DimCP)
 	case strategies.DimPP:
 		stride = mesh.Stride(strategies.DimPP)
+		if op.Kind == strategies.OpAllReduce {
+			// The tied embedding's gradient all-reduce between the first and the last pipeline
+			// ranks (Megatron-LM's embedding group): a ring of two ranks, two steps on the level
+			// that joins them, each rank sending 2(p-1)/p n = n bytes (DESIGN.md table).
+			return c.link(c.HW.LevelFor((mesh.PP-1)*stride+1), 2, op.SentBytes)
+		}
 		return c.link(c.HW.LevelFor(stride+1), 1, op.SentBytes)
 	default:
 		stride = mesh.Stride(op.Dim)
@@ -281,7 +287,7 @@ type stageTimes struct {
 	fComm, bComm       units.Seconds // blocking (tensor/context parallel, pipeline) per microbatch
 	fOverlap, bOverlap units.Seconds // overlappable (ZeRO-3 gathers) per microbatch
 	optCompute         units.Seconds
-	optComm            units.Seconds // blocking optimizer-phase communication (tp grads, ZeRO gathers)
+	optComm            units.Seconds // blocking optimizer-phase communication (tp grads, tied embedding over pp, ZeRO gathers)
 	dpComm             units.Seconds // gradient reduction over dp
 	lastBucket         units.Seconds
 	commByDim          map[string]units.Seconds

@@ -123,10 +123,10 @@ type stageSum struct {
 	tally
 	work            units.Bytes // StageWorkspace: most transient bytes live at once
 	live            units.Bytes // StageLive: most bytes live at once, saved and transient
-	comm            units.Bytes // StageComm: the largest gradient bucket (or optimizer collective)
+	comm            units.Bytes // StageComm: the largest gradient bucket (tp or dp reduction)
 	params, partial int64       // local parameter elements; those with tp-partial gradients
 	optCompute      units.Seconds
-	optComm         units.Seconds // blocking: tp gradient all-reduce, ZeRO-1/2 parameter gather
+	optComm         units.Seconds // blocking: tp gradient all-reduce, tied embedding over pp, ZeRO-1/2 parameter gather
 	dpComm          units.Seconds // gradient reduction over dp
 	lastBucket      units.Seconds
 	optTime         [nDims]units.Seconds
@@ -192,7 +192,13 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals) (strategies.Stra
 				if g > 1 && st.ZeRO < 3 {
 					x.packStage(&pk, k, n, nv, &lay)
 				}
-				optimizerCosts(&p, &stages[k], st, g, tp, pb, gb, ob, &pk)
+				var tied units.Bytes
+				if x.tied && nv > 1 && (k == kFirst || k == kLast) {
+					// The embedding group's all-reduce of the tied embedding's gradient between the
+					// first and last pipeline ranks (Shoeybi et al. 2019; Megatron-LM).
+					tied = units.Bytes(x.vocab * x.h * gb)
+				}
+				optimizerCosts(&p, &stages[k], st, g, tp, pb, gb, ob, &pk, tied)
 			}
 		}
 		modelFLOPs = transformerModelFLOPs(m.Transformer, st.GBS, st.Seq)
@@ -211,7 +217,7 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals) (strategies.Stra
 			s.params += params[i]
 			pk.add(params[i])
 		}
-		optimizerCosts(&p, s, st, g, tp, pb, gb, ob, &pk)
+		optimizerCosts(&p, s, st, g, tp, pb, gb, ob, &pk, 0)
 		tokens := float64(st.GBS)
 		var fwd float64
 		for k := range c.in {
@@ -459,9 +465,11 @@ func (pk *packer) flush() {
 
 // optimizerCosts adds a stage's once-per-step ops: the tensor-parallel all-reduce of gradients
 // of sequence-parallel parameters, the data-parallel gradient reduction (all-reduce, or
-// reduce-scatter under ZeRO-1/2, in buckets), the optimizer step over the local shard, and the
-// ZeRO-1/2 all-gather of the updated parameters (Rajbhandari et al. 2020 §5).
-func optimizerCosts(p *pricer, s *stageSum, st strategies.Strategy, g, tp, pb, gb, ob int64, pk *packer) {
+// reduce-scatter under ZeRO-1/2, in buckets), the all-reduce over pp of a tied embedding's
+// gradient of tied bytes (0: none; Megatron-LM's embedding group, in place, so no buffer), the
+// optimizer step over the local shard, and the ZeRO-1/2 all-gather of the updated parameters
+// (Rajbhandari et al. 2020 §5), which writes the parameters in place (no buffer: StageComm).
+func optimizerCosts(p *pricer, s *stageSum, st strategies.Strategy, g, tp, pb, gb, ob int64, pk *packer, tied units.Bytes) {
 	if s.partial > 0 && tp > 1 {
 		n := units.Bytes(s.partial * gb)
 		d := p.collective(strategies.OpAllReduce, int(tp), 1, n)
@@ -491,6 +499,12 @@ func optimizerCosts(p *pricer, s *stageSum, st strategies.Strategy, g, tp, pb, g
 		s.optSent[dimDP] += sent
 		s.comm = max(s.comm, units.Bytes(pk.maxB*gb))
 	}
+	if tied > 0 {
+		d := p.ppAllReduce(tied)
+		s.optComm += d
+		s.optTime[dimPP] += d
+		s.optSent[dimPP] += tied // 2(p-1)/p n with p = 2
+	}
 	local := total
 	if st.ZeRO >= 1 {
 		local = (total + g - 1) / g
@@ -504,7 +518,6 @@ func optimizerCosts(p *pricer, s *stageSum, st strategies.Strategy, g, tp, pb, g
 		s.optComm += d
 		s.optTime[dimDP] += d
 		s.optSent[dimDP] += n * units.Bytes(g-1) / units.Bytes(g)
-		s.comm = max(s.comm, n)
 	}
 }
 

@@ -46,6 +46,7 @@ type pricer struct {
 	g        int     // data-parallel group (dp x cp), stride tp
 	stride   int     // stride of the cp and dp groups
 	ppLvl    int     // the level joining neighbouring pipeline stages
+	ppEnds   int     // the level joining the first and the last pipeline ranks
 	// Collective times by kind, group and stride: CollectiveTime is affine in the bytes (latency
 	// steps plus bytes over bandwidth, at every level), so a + b n.
 	cls  [8]collClass
@@ -63,7 +64,8 @@ func newPricer(hw *hardware.Hardware, peak units.FLOPsPerSecond, mesh strategies
 	return pricer{hw: hw, peak: peak, slowdown: units.Seconds(hw.ComputeSlowdown(mesh.Devices())), overhead: e.OpOverhead,
 		invMem: 1 / (float64(hw.Device.MemBandwidth) * e.MemMax), invPeak: 1 / float64(peak),
 		invGEMM: 1 / (float64(peak) * e.GEMMMax), halfGEMM: float64(e.GEMMHalfFLOPs),
-		tp: mesh.TP, cp: mesh.CP, g: mesh.DP * mesh.CP, stride: mesh.TP, ppLvl: hw.LevelFor(mesh.DP*mesh.CP*mesh.TP + 1)}
+		tp: mesh.TP, cp: mesh.CP, g: mesh.DP * mesh.CP, stride: mesh.TP, ppLvl: hw.LevelFor(mesh.DP*mesh.CP*mesh.TP + 1),
+		ppEnds: hw.LevelFor((mesh.PP-1)*mesh.DP*mesh.CP*mesh.TP + 1)}
 }
 
 // collective is CollectiveTime(hw, kind, g, stride, n).
@@ -322,4 +324,11 @@ func (m *emitter) pp(sent units.Bytes, outB, freeB units.Bytes) {
 func (p *pricer) link(sent units.Bytes) units.Seconds {
 	l := p.hw.Levels[p.ppLvl]
 	return l.Latency + units.Seconds(float64(sent)/(float64(l.Bandwidth)*l.Efficiency))
+}
+
+// ppAllReduce is Coster.Comm of the tied embedding's all-reduce over pp: a ring of the first and
+// the last pipeline ranks, two steps on the level joining them, sending sent bytes.
+func (p *pricer) ppAllReduce(sent units.Bytes) units.Seconds {
+	l := p.hw.Levels[p.ppEnds]
+	return 2*l.Latency + units.Seconds(float64(sent)/(float64(l.Bandwidth)*l.Efficiency))
 }

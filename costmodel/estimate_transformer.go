@@ -260,10 +260,11 @@ func (x *xf) kvB() units.Bytes {
 	return units.Bytes(x.b * x.S * 2 * x.kv * x.hd * x.e)
 }
 
-// probsB is what attention keeps of its s x S scores without recompute: the softmax output
+// scoresB is what attention writes of its s x S scores for its backward: the softmax output
 // (2as^2b), and with dropout its mask and output (as^2b + 2as^2b): Korthikanti et al. 2022 §4.1.
-func (x *xf) probsB() units.Bytes {
-	if x.recompute != strategies.RecomputeNone {
+// Selective recompute writes none (the backward recomputes them).
+func (x *xf) scoresB() units.Bytes {
+	if x.recompute == strategies.RecomputeSelective {
 		return 0
 	}
 	p := units.Bytes(x.b * x.heads * x.s * x.S * x.e)
@@ -271,6 +272,24 @@ func (x *xf) probsB() units.Bytes {
 		p += p + p/units.Bytes(x.e)
 	}
 	return p
+}
+
+// probsB is the part of scoresB saved for backward: all of it without recompute, none under full
+// recompute, where the forward's copy is transient and the backward reads the replayed one.
+func (x *xf) probsB() units.Bytes {
+	if x.recompute != strategies.RecomputeNone {
+		return 0
+	}
+	return x.scoresB()
+}
+
+// scoresT is the transient part of scoresB: under full recompute, the forward's copy, freed by
+// the attention op that writes it, and the replayed copy, freed by the attention's backward.
+func (x *xf) scoresT() units.Bytes {
+	if x.recompute != strategies.RecomputeFull {
+		return 0
+	}
+	return x.scoresB()
 }
 
 // rowReduce is the collective after a row-parallel Linear (Partial [b, s, h] -> Replicate by
@@ -370,7 +389,7 @@ func (x *xf) blockForward(m *emitter) units.Bytes {
 	}
 	fa, ma := x.attentionCost()
 	m.save(ifB(keep, core) + x.probsB())
-	m.attention(fa, ma, ifB(!keep, core), ifB(!keep, qkv+kv))
+	m.attention(fa, ma, ifB(!keep, core)+x.scoresT(), ifB(!keep, qkv+kv)+x.scoresT())
 	x.zg(m, x.projW())
 	m.linear(rows, x.heads*x.hd, x.h, x.e, true, x.bsh, ifB(!keep, core))
 	_ = x.branchEnd(m, keep, keep, 0)
@@ -433,7 +452,7 @@ func (x *xf) recomputeLayer(m *emitter) {
 		m.cpColl(strategies.OpAllGather, kv, kv, 0)
 	}
 	fa, ma := x.attentionCost()
-	m.attention(fa, ma, core, 0)
+	m.attention(fa, ma, core+x.scoresT(), 0) // the scores live until the attention's backward
 	x.zg(m, x.projW())
 	m.linear(rows, x.heads*x.hd, x.h, x.e, true, x.bsh, 0)
 	end()
@@ -555,7 +574,7 @@ func (x *xf) blockBackward(m *emitter) {
 	if x.recompute == strategies.RecomputeSelective {
 		fb += fa
 	}
-	m.attention(fb, 2*ma, qkv, core+re(qkv+kv))
+	m.attention(fb, 2*ma, qkv, core+re(qkv+kv)+x.scoresT())
 	m.drop(sv(qkv+kv) + x.probsB())
 	if x.cp > 1 {
 		m.cpColl(strategies.OpReduceScatter, kv, 0, 0)

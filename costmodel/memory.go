@@ -81,12 +81,19 @@ func stageLiveness(s *strategies.Stage) (transient, all units.Bytes) {
 }
 
 // StageComm is the largest gradient bucket of s: gradients are packed into one flat buffer per
-// bucket for their reduction (PyTorch DDP's buckets, bucket_cap_mb). Collectives on activations
-// write into the values of the Program and count there.
+// bucket for their reduction over dp (PyTorch DDP's buckets, bucket_cap_mb) or over tp (the
+// gradients of sequence-parallel parameters, coalesced as Megatron-LM does). Only these gradient
+// reductions count. The ZeRO-1/2 all-gather of the updated parameters writes the fp16 parameters,
+// already counted under params (Rajbhandari et al. 2020 §5; DeepSpeed gathers them in bounded
+// buckets), and the tied embedding's all-reduce over pp runs in place on its gradient (Megatron-
+// LM's _allreduce_embedding_grads), so neither adds a buffer. Collectives on activations write
+// into the values of the Program and count there.
 func StageComm(s *strategies.Stage) units.Bytes {
 	var n units.Bytes
 	for i := range s.Optimizer {
-		if op := &s.Optimizer[i]; op.Kind.IsCollective() && op.Group > 1 {
+		op := &s.Optimizer[i]
+		reduce := op.Kind == strategies.OpAllReduce || op.Kind == strategies.OpReduceScatter
+		if reduce && op.Dim != strategies.DimPP && op.Group > 1 {
 			n = max(n, op.FullBytes)
 		}
 	}

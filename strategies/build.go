@@ -267,7 +267,13 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 	o := b.val(fqn+".core", []int{mb, s, heads * mod.HeadDim}, qv.Place)
 	op := Op{Kind: OpAttention, Module: fqn, In: in, Out: []ValueID{o}, Heads: heads, KVHeads: kv, HeadDim: mod.HeadDim}
 	probShape := []int{mb, heads, s, sFull}
-	if b.st.Recompute == RecomputeNone {
+	if b.st.Recompute != RecomputeSelective {
+		// The softmax output (and dropout's mask and output) is what the attention's backward
+		// reads. Without recompute it is saved; under full recompute the forward's copy is
+		// transient (freed by this op: the backward reads the copy the replayed forward writes,
+		// as Megatron-LM's checkpointed layer keeps the probabilities of the layer it recomputes);
+		// only selective recompute drops it and recomputes it inside the backward op
+		// (Korthikanti et al. 2022 §4.2).
 		probs := b.val(fqn+".probs", probShape, qv.Place)
 		op.Out = append(op.Out, probs)
 		if pd := b.dropout(); pd > 0 {
@@ -402,6 +408,21 @@ func (b *builder) optimizer() {
 			}
 		}
 		flush()
+	}
+	if last := len(p.Stages) - 1; b.tiedHead && st.Mesh.PP > 1 && (s.Index == 0 || s.Index == last) {
+		// Tied embeddings over a pipeline: the first stage's embedding and the last stage's copy
+		// for the output head are one parameter, so their gradients are summed before the update
+		// by an all-reduce over the two pipeline ranks holding them (Shoeybi et al. 2019;
+		// Megatron-LM's embedding group, _allreduce_embedding_grads in finalize_model_grads,
+		// after the data-parallel reduction). It runs in place on the tp-local gradient, p = 2:
+		// 2(p-1)/p n = n bytes sent.
+		peer := last
+		if s.Index == last {
+			peer = 0
+		}
+		n := units.Bytes(b.paramByName("embed.weight").Elems() * int64(p.GradBytes))
+		emit(Op{Kind: OpAllReduce, Module: "embed", Params: []string{"embed.weight"}, Dim: DimPP, Group: 2, Peer: peer,
+			SentBytes: n, FullBytes: n, MemBytes: n})
 	}
 	var total int64
 	for _, q := range s.Params {

@@ -386,8 +386,11 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 		// Backward of elementwise ops and of attention costs twice the forward (two products per
 		// forward product for attention; Narayanan et al. 2021 §5.1 takes backward = 2 x forward).
 		op.FLOPs, op.MemBytes = 2*fop.FLOPs, 2*fop.MemBytes
-		if fop.Kind == OpAttention && len(fop.Out) == 1 && b.st.Recompute == RecomputeSelective {
-			op.FLOPs += fop.FLOPs // Korthikanti et al. 2022 §4.2: recompute QK^T, softmax and its product with V
+		if fop.Kind == OpAttention && b.st.Recompute == RecomputeSelective {
+			// Korthikanti et al. 2022 §4.2: recompute QK^T, softmax and its product with V. Under
+			// full recompute the replayed forward has paid for them and written the probabilities
+			// this op reads.
+			op.FLOPs += fop.FLOPs
 			op.Recompute = true
 		}
 		var outs []ValueID

@@ -276,7 +276,8 @@ func (b *builder) linear(fqn string, mod *model.Module, x ValueID) (ValueID, err
 	}
 	if fqn == "head" && b.tiedHead {
 		// The tied head reads the embedding's weight [vocab, hidden]; a stage holding both keeps
-		// one copy (Megatron-LM keeps a second copy on the last pipeline stage).
+		// one copy (Megatron-LM keeps a second copy on the last pipeline stage, whose gradient the
+		// optimizer phase all-reduces with the first stage's over pp: builder.optimizer).
 		op.Param = "embed.weight"
 		if !b.hasParam(op.Param) {
 			b.param("embed", "weight", []int{mod.Out, mod.In}, wShard)

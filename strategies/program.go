@@ -31,7 +31,7 @@ const (
 	OpAct       OpKind = "act"       // In [x]; Out [y]; Act is relu, gelu or silu
 	OpMul       OpKind = "mul"       // In [a, b]; Out [y]; elementwise
 	OpAdd       OpKind = "add"       // In [a, b]; Out [y]; elementwise (residual); also sums gradients in backward
-	OpAttention OpKind = "attention" // In [qkv (, kv gathered over cp)]; Out [o (, probs when saved)]; causal softmax(q k^T / sqrt(d)) v
+	OpAttention OpKind = "attention" // In [qkv (, kv gathered over cp)]; Out [o (, probs (, mask, dropped)) but under selective recompute]; causal softmax(q k^T / sqrt(d)) v
 	OpDropout   OpKind = "dropout"   // In [x]; Out [y, mask]; y = x * mask / (1 - P), mask is 1 byte per element
 	OpLoss      OpKind = "loss"      // In [y, target]; Out [loss]; Loss is the model's loss kind, scaled by Scale
 
@@ -149,7 +149,7 @@ type Op struct {
 	Group  int      // group size
 	Axis   int      // gathered / scattered / sliced dimension of the value (negative counts from the end)
 	Params []string // gradient or parameter buckets for data-parallel and ZeRO collectives
-	Peer   int      // pipeline stage sent to / received from
+	Peer   int      // pipeline stage sent to / received from; for the tied embedding's all-reduce over pp, the other stage
 
 	// Elems is the natural size of a kernel that is not a matrix product, the unit of a
 	// hardware's kernel rates: output elements of elementwise ops and embeddings, input elements
