@@ -20,48 +20,52 @@ type allocator struct {
 	live, peak map[string]int64
 	total      int64
 	peakTotal  int64
-	f32s       map[int][][]float32
-	i32s       map[int][][]int32
+	f32s       pool[float32]
+	i32s       pool[int32]
 }
 
+// pool keeps freed buffers by length.
+type pool[T float32 | int32] map[int][][]T
+
+// get returns a zeroed buffer of n elements, recycled when one of that length was freed.
+func (p pool[T]) get(n int) []T {
+	if l := p[n]; len(l) > 0 {
+		b := l[len(l)-1]
+		p[n] = l[:len(l)-1]
+		clear(b)
+		return b
+	}
+	return make([]T, n)
+}
+
+func (p pool[T]) put(b []T) { p[len(b)] = append(p[len(b)], b) }
+
 func newAllocator() *allocator {
-	return &allocator{live: map[string]int64{}, peak: map[string]int64{}, f32s: map[int][][]float32{}, i32s: map[int][][]int32{}}
+	return &allocator{live: map[string]int64{}, peak: map[string]int64{}, f32s: pool[float32]{}, i32s: pool[int32]{}}
 }
 
 // f32 returns a zeroed buffer of n floats accounted to cat.
 func (a *allocator) f32(cat string, n int) []float32 {
 	a.add(cat, int64(n)*4)
-	if l := a.f32s[n]; len(l) > 0 {
-		b := l[len(l)-1]
-		a.f32s[n] = l[:len(l)-1]
-		clear(b)
-		return b
-	}
-	return make([]float32, n)
+	return a.f32s.get(n)
 }
 
 // putF32 frees b, which f32 returned for cat.
 func (a *allocator) putF32(cat string, b []float32) {
 	a.free(cat, int64(len(b))*4)
-	a.f32s[len(b)] = append(a.f32s[len(b)], b)
+	a.f32s.put(b)
 }
 
 // i32 returns a zeroed buffer of n int32 accounted to cat.
 func (a *allocator) i32(cat string, n int) []int32 {
 	a.add(cat, int64(n)*4)
-	if l := a.i32s[n]; len(l) > 0 {
-		b := l[len(l)-1]
-		a.i32s[n] = l[:len(l)-1]
-		clear(b)
-		return b
-	}
-	return make([]int32, n)
+	return a.i32s.get(n)
 }
 
 // putI32 frees b, which i32 returned for cat.
 func (a *allocator) putI32(cat string, b []int32) {
 	a.free(cat, int64(len(b))*4)
-	a.i32s[len(b)] = append(a.i32s[len(b)], b)
+	a.i32s.put(b)
 }
 
 func (a *allocator) add(cat string, b int64) {
