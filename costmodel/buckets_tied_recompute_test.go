@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"tpsim/hardware"
 	"tpsim/model"
 	"tpsim/strategies"
 	"tpsim/units"
@@ -139,5 +140,45 @@ func TestFullRecomputeLiveScores(t *testing.T) {
 	}
 	if got, want := act[1]-act[0], units.Bytes(2*s*b*h); got != want {
 		t.Errorf("full recompute saves %v bytes per layer, want 2sbh = %v", float64(got), float64(want))
+	}
+}
+
+// With tp=4 on 8-GPU nodes, pipeline stages 0 and 1 share a node but stages 1 and 2 do not; the
+// pipeline runs at its slowest pair, so every send is priced on InfiniBand.
+func TestPipelineSendsCrossNodes(t *testing.T) {
+	m, err := model.Transformer{Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32, Batch: 8}.Build("g", "gpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw, err := hardware.Load("a100-80g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib := hw.Levels[len(hw.Levels)-1]
+	for _, c := range []struct {
+		s    string
+		want hardware.Level
+	}{{"tp=4,pp=4,gbs=8", ib}, {"tp=4,pp=2,gbs=8", hw.Levels[0]}, {"tp=8,pp=2,gbs=8", ib}} {
+		st, err := strategies.Parse(c.s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := strategies.Lower(m, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := NewCoster(p, hw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range p.Stages[0].Forward {
+			if op.Kind != strategies.OpSend {
+				continue
+			}
+			want := c.want.Latency + units.Seconds(float64(op.SentBytes)/(float64(c.want.Bandwidth)*c.want.Efficiency))
+			if got := cs.Comm(&op); got != want {
+				t.Errorf("%s: send priced %v, want %v on %s", c.s, got, want, c.want.Name)
+			}
+		}
 	}
 }

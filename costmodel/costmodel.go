@@ -221,11 +221,19 @@ func (c *Coster) Comm(op *strategies.Op) units.Seconds {
 			// that joins them, each rank sending 2(p-1)/p n = n bytes (DESIGN.md table).
 			return c.link(c.HW.LevelFor((mesh.PP-1)*stride+1), 2, op.SentBytes)
 		}
-		return c.link(c.HW.LevelFor(stride+1), 1, op.SentBytes)
+		return c.link(PipelineLevel(c.HW, c.P.Strategy.Mesh), 1, op.SentBytes)
 	default:
 		stride = mesh.Stride(op.Dim)
 	}
 	return CollectiveTime(c.HW, op.Kind, op.Group, stride, op.FullBytes)
+}
+
+// PipelineLevel is the topology level on which pipeline sends are priced: the level that holds
+// all stages. When the stages of one pipeline span several nodes, some pair of neighbouring stages
+// crosses between nodes (with tp x dp x cp = 4 on 8-GPU nodes, stages 1 and 2 do), and the
+// slowest pair sets the pace of the whole pipeline.
+func PipelineLevel(hw *hardware.Hardware, mesh strategies.Mesh) int {
+	return hw.LevelFor(mesh.Devices())
 }
 
 func (c *Coster) link(level, steps int, bytes units.Bytes) units.Seconds {

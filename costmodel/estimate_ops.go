@@ -64,7 +64,7 @@ func newPricer(hw *hardware.Hardware, peak units.FLOPsPerSecond, mesh strategies
 	return pricer{hw: hw, peak: peak, slowdown: units.Seconds(hw.ComputeSlowdown(mesh.Devices())), overhead: e.OpOverhead,
 		invMem: 1 / (float64(hw.Device.MemBandwidth) * e.MemMax), invPeak: 1 / float64(peak),
 		invGEMM: 1 / (float64(peak) * e.GEMMMax), halfGEMM: float64(e.GEMMHalfFLOPs),
-		tp: mesh.TP, cp: mesh.CP, g: mesh.DP * mesh.CP, stride: mesh.TP, ppLvl: hw.LevelFor(mesh.DP*mesh.CP*mesh.TP + 1),
+		tp: mesh.TP, cp: mesh.CP, g: mesh.DP * mesh.CP, stride: mesh.TP, ppLvl: PipelineLevel(hw, mesh),
 		ppEnds: hw.LevelFor((mesh.PP-1)*mesh.DP*mesh.CP*mesh.TP + 1)}
 }
 
