@@ -158,7 +158,7 @@ func TestPipelineSendsCrossNodes(t *testing.T) {
 	for _, c := range []struct {
 		s    string
 		want hardware.Level
-	}{{"tp=4,pp=4,gbs=8", ib}, {"tp=4,pp=2,gbs=8", hw.Levels[0]}, {"tp=8,pp=2,gbs=8", ib}} {
+	}{{"tp=4,pp=4,gbs=8", ib}, {"tp=4,pp=2,gbs=8", hw.Levels[0]}, {"tp=4,dp=2,pp=2,gbs=8", ib}} {
 		st, err := strategies.Parse(c.s)
 		if err != nil {
 			t.Fatal(err)
