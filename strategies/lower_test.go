@@ -80,3 +80,24 @@ func TestPlanErrors(t *testing.T) {
 		}
 	}
 }
+
+// Plan files: errors say where, as line and column of the offending character.
+func TestParsePlanJSONErrors(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"{\"0\": \"colwise\",\n \"2\": rowwise}", "line 2, column 7: invalid character 'r'"},
+		{"{\"0\": \"colwise\",\n \"é\": 3}", `line 2, column 7: the style of "é" must be a string`},
+		{`["colwise"]`, "must hold a JSON object"},
+		{`{}`, "has no entries"},
+		{`{"0": "diagonal"}`, `unknown style "diagonal"`},
+	}
+	for _, c := range cases {
+		_, err := ParsePlanJSON([]byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParsePlanJSON(%q) = %v, want an error containing %q", c.in, err, c.want)
+		}
+	}
+	p, err := ParsePlanJSON([]byte(`{"2": "rowwise", "0": "colwise"}`))
+	if err != nil || p.String() != "2=rowwise,0=colwise" {
+		t.Errorf("rules out of the file's order: %v, %v", p, err)
+	}
+}

@@ -3,11 +3,13 @@ package strategies
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"tpsim/model"
 )
@@ -150,24 +152,39 @@ func ParsePlan(s string) (*Plan, error) {
 }
 
 // ParsePlanJSON reads a JSON object of module pattern -> style. Rules keep the file's order.
+// Errors say where, as line and column (in characters) of the offending byte.
 func ParsePlanJSON(data []byte) (*Plan, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, jsonErr(data, err)
+	// Syntax first, on the whole input: json.Unmarshal's offsets count from the start of the
+	// data, a Decoder's from the value it is reading.
+	var whole any
+	if err := json.Unmarshal(data, &whole); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			// The scanner has read the offending byte: it is at Offset-1.
+			line, col := position(data, int(se.Offset)-1)
+			return nil, fmt.Errorf("strategies: plan JSON at line %d, column %d: %v", line, col, err)
+		}
+		return nil, fmt.Errorf("strategies: plan JSON: %v", err)
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	if _, ok := whole.(map[string]any); !ok {
 		return nil, fmt.Errorf("strategies: a plan file must hold a JSON object of module pattern -> style, e.g. {\"0\": \"colwise\"}")
+	}
+	// Then the rules in the file's order, with a decoder (the input is valid JSON by now).
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("strategies: plan JSON: %v", err)
 	}
 	p := &Plan{}
 	for dec.More() {
 		kt, err := dec.Token()
 		if err != nil {
-			return nil, jsonErr(data, err)
+			return nil, fmt.Errorf("strategies: plan JSON: %v", err)
 		}
+		at := valueStart(data, int(dec.InputOffset()))
 		var v string
 		if err := dec.Decode(&v); err != nil {
-			return nil, jsonErr(data, err)
+			line, col := position(data, at)
+			return nil, fmt.Errorf("strategies: plan JSON at line %d, column %d: the style of %q must be a string such as \"colwise\"", line, col, kt)
 		}
 		st, err := ParseStyle(v)
 		if err != nil {
@@ -175,35 +192,26 @@ func ParsePlanJSON(data []byte) (*Plan, error) {
 		}
 		p.Rules = append(p.Rules, Rule{kt.(string), st})
 	}
-	if _, err := dec.Token(); err != nil {
-		return nil, jsonErr(data, err)
-	}
 	if len(p.Rules) == 0 {
 		return nil, fmt.Errorf("strategies: the plan file has no entries")
 	}
 	return p, nil
 }
 
-func jsonErr(data []byte, err error) error {
-	var off int64 = -1
-	switch e := err.(type) {
-	case *json.SyntaxError:
-		off = e.Offset
-	case *json.UnmarshalTypeError:
-		off = e.Offset
+// valueStart skips the spaces and the colon after an object key at data[i:].
+func valueStart(data []byte, i int) int {
+	for i < len(data) && strings.IndexByte(" \t\r\n:", data[i]) >= 0 {
+		i++
 	}
-	if off >= 0 {
-		line, col := 1, 1
-		for _, c := range data[:min(int(off), len(data))] {
-			if c == '\n' {
-				line, col = line+1, 1
-			} else {
-				col++
-			}
-		}
-		return fmt.Errorf("strategies: plan JSON at line %d, column %d: %v", line, col, err)
-	}
-	return fmt.Errorf("strategies: plan JSON: %v", err)
+	return i
+}
+
+// position returns the 1-based line and column, in characters, of the byte at index i of data.
+func position(data []byte, i int) (line, col int) {
+	i = max(0, min(i, len(data)))
+	before := data[:i]
+	start := bytes.LastIndexByte(before, '\n') + 1
+	return 1 + bytes.Count(before, []byte{'\n'}), 1 + utf8.RuneCount(before[start:])
 }
 
 // MegatronPlan returns the plan of Shoeybi et al. 2019 (Megatron-LM) for m: attention qkv and MLP
