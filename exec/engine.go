@@ -186,7 +186,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.StepTimes = append(res.StepTimes, slowest)
 	}
 	res.StepTime = Median(res.StepTimes[cfg.Warmup:])
-	res.Breakdown = breakdown(ranks, res.StepTimes, res.StepTime)
+	res.Breakdown = breakdown(ranks, res.StepTimes, cfg.Warmup, res.StepTime)
 	for _, r := range ranks {
 		res.Ranks = append(res.Ranks, r.result())
 	}
@@ -378,11 +378,12 @@ func Single(cfg Config) Config {
 	return cfg
 }
 
-// breakdown measures the step closest to the median on its slowest rank.
-func breakdown(ranks []*rank, steps []time.Duration, med time.Duration) Breakdown {
+// breakdown measures the step closest to the median on its slowest rank, among the steps after
+// the warm-up, which the median is taken over.
+func breakdown(ranks []*rank, steps []time.Duration, warmup int, med time.Duration) Breakdown {
 	best, bestRank := -1, 0
-	for i, d := range steps {
-		if best < 0 || absDur(d-med) < absDur(steps[best]-med) {
+	for i := warmup; i < len(steps); i++ {
+		if d := steps[i]; best < 0 || absDur(d-med) < absDur(steps[best]-med) {
 			best = i
 		}
 	}
