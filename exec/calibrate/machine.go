@@ -11,7 +11,9 @@ import (
 // FormatVersion is the version of the calibration: what is measured and how it is fitted. A
 // cached profile of another version is stale. Bump it whenever a change to this package would
 // change the numbers it produces.
-const FormatVersion = 1
+// Version 2: per-kernel rates, the BLAS parallelism rule and the slowdown of ranks that meet at
+// collectives, measured with exec recycling its buffers.
+const FormatVersion = 2
 
 // Machine identifies the machine and build a profile was measured on: its fingerprint. A cached
 // profile whose fingerprint differs from the current one is stale.
