@@ -100,7 +100,18 @@ func NewCoster(p *strategies.Program, hw *hardware.Hardware) (*Coster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("costmodel: %v", err)
 	}
+	if err := checkFlash(p.Strategy, hw); err != nil {
+		return nil, err
+	}
 	return &Coster{P: p, HW: hw, peak: peak, slowdown: hw.ComputeSlowdown(p.Strategy.Mesh.Devices())}, nil
+}
+
+// checkFlash refuses FlashAttention on hardware that gives no efficiency for it.
+func checkFlash(st strategies.Strategy, hw *hardware.Hardware) error {
+	if st.Attention == strategies.AttentionFlash && hw.Efficiency.FlashMax == 0 {
+		return fmt.Errorf("costmodel: attn=flash needs a FlashAttention kernel, and hardware %q gives no efficiency.flash_attention_fraction; use attn=eager or set it (the presets cite theirs)", hw.Name)
+	}
+	return nil
 }
 
 // Peak is the device's peak FLOP/s at the program's precision.
@@ -118,6 +129,12 @@ func (c *Coster) Compute(op *strategies.Op) units.Seconds {
 	kernel := c.kernelTime(op)
 	if op.FLOPs <= 0 {
 		return c.shared(op, max(mem, kernel))
+	}
+	if op.Kind == strategies.OpAttention && c.P.Strategy.Attention == strategies.AttentionFlash {
+		// One fused kernel: its products run at the FlashAttention efficiency, its traffic
+		// overlaps them (Dao 2023).
+		flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * hw.Efficiency.FlashMax))
+		return c.shared(op, max(flop, mem, kernel))
 	}
 	eff := 1.0
 	if op.Kind == strategies.OpLinear || op.Kind == strategies.OpAttention {
@@ -419,9 +436,6 @@ func Predict(p *strategies.Program, hw *hardware.Hardware) (*Result, error) {
 	r.Time.Bubble = bubble
 	r.Time.Optimizer = rt.opt
 	r.Time.Step = r.Time.Compute + r.Time.CommExposed + r.Time.Bubble + r.Time.Optimizer
-	if st.Schedule == strategies.ScheduleInterleaved {
-		r.Assumptions = append(r.Assumptions, fmt.Sprintf("interleaved 1F1B with %d chunks per device: bubble (p-1)/(v m) = %.3g of the compute", v, float64(pp-1)/float64(v)/m))
-	}
 
 	r.FLOPs.Model = ModelFLOPs(p.Model, st.GBS, st.Seq)
 	r.FLOPs.Hardware = c.HardwareFLOPs()
@@ -431,12 +445,28 @@ func Predict(p *strategies.Program, hw *hardware.Hardware) (*Result, error) {
 		r.Reason = fmt.Sprintf("needs %v per device (params %v, grads %v, optimizer %v, activations %v), %s has %v",
 			r.Memory.Peak, r.Memory.Params, r.Memory.Grads, r.Memory.Optimizer, r.Memory.Activations, hw.Name, hw.Device.Memory)
 	}
-	r.Assumptions = append(r.Assumptions,
-		fmt.Sprintf("GEMM efficiency %.3g x f/(f + %.3g FLOPs) of %v peak; elementwise ops at %.2g of %v",
-			hw.Efficiency.GEMMMax, float64(hw.Efficiency.GEMMHalfFLOPs), c.peak, hw.Efficiency.MemMax, hw.Device.MemBandwidth),
-		fmt.Sprintf("schedule %s; %d microbatches of %d per pipeline; dp gradient overlap %v", st.Schedule, p.Microbatches, p.MicroBatch, st.Overlap),
-		"tensor-parallel and pipeline communication on the critical path, not overlapped with compute")
+	r.Assumptions = assumptions(st, hw, c.peak, p.Microbatches, p.Model.Transformer != nil)
 	return r, nil
+}
+
+// assumptions lists what Predict and Estimate assume, in the same words.
+func assumptions(st strategies.Strategy, hw *hardware.Hardware, peak units.FLOPsPerSecond, microbatches int, attention bool) []string {
+	var a []string
+	if st.Schedule == strategies.ScheduleInterleaved {
+		a = append(a, fmt.Sprintf("interleaved 1F1B with %d chunks per device: bubble (p-1)/(v m) = %.3g of the compute",
+			st.VPP, float64(st.Mesh.PP-1)/float64(st.VPP)/float64(microbatches)))
+	}
+	a = append(a,
+		fmt.Sprintf("GEMM efficiency %.3g x f/(f + %.3g FLOPs) of %v peak; elementwise ops at %.2g of %v",
+			hw.Efficiency.GEMMMax, float64(hw.Efficiency.GEMMHalfFLOPs), peak, hw.Efficiency.MemMax, hw.Device.MemBandwidth))
+	if attention && st.Attention == strategies.AttentionFlash {
+		a = append(a, fmt.Sprintf("attention by FlashAttention-2 at %.3g of peak: causal half of the s x s products, backward 2.5x the forward, no s x s activations", hw.Efficiency.FlashMax))
+	} else if attention {
+		a = append(a, "eager attention: separate kernels for the products, softmax and dropout, the s x s probabilities kept for backward")
+	}
+	return append(a,
+		fmt.Sprintf("schedule %s; %d microbatches of %d per pipeline; dp gradient overlap %v", st.Schedule, microbatches, st.MBS, st.Overlap),
+		"tensor-parallel and pipeline communication on the critical path, not overlapped with compute")
 }
 
 func planName(p *strategies.Program) string {

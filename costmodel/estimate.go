@@ -97,15 +97,7 @@ func (e *Estimator) Estimate(st strategies.Strategy) (*Result, error) {
 		r.Reason = fmt.Sprintf("needs %v per device (params %v, grads %v, optimizer %v, activations %v), %s has %v",
 			r.Memory.Peak, r.Memory.Params, r.Memory.Grads, r.Memory.Optimizer, r.Memory.Activations, hw.Name, hw.Device.Memory)
 	}
-	pp, v, mb := mesh.PP, st.VPP, st.Microbatches()
-	if st.Schedule == strategies.ScheduleInterleaved {
-		r.Assumptions = append(r.Assumptions, fmt.Sprintf("interleaved 1F1B with %d chunks per device: bubble (p-1)/(v m) = %.3g of the compute", v, float64(pp-1)/float64(v)/float64(mb)))
-	}
-	r.Assumptions = append(r.Assumptions,
-		fmt.Sprintf("GEMM efficiency %.3g x f/(f + %.3g FLOPs) of %v peak; elementwise ops at %.2g of %v",
-			hw.Efficiency.GEMMMax, float64(hw.Efficiency.GEMMHalfFLOPs), peak, hw.Efficiency.MemMax, hw.Device.MemBandwidth),
-		fmt.Sprintf("schedule %s; %d microbatches of %d per pipeline; dp gradient overlap %v", st.Schedule, mb, st.MBS, st.Overlap),
-		"tensor-parallel and pipeline communication on the critical path, not overlapped with compute")
+	r.Assumptions = assumptions(st, hw, peak, st.Microbatches(), m.Transformer != nil)
 	return r, nil
 }
 
@@ -169,8 +161,11 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals) (strategies.Stra
 	if err != nil {
 		return st, 0, fmt.Errorf("costmodel: %v", err)
 	}
+	if err := checkFlash(st, hw); err != nil {
+		return st, 0, err
+	}
 	mesh := st.Mesh
-	p := newPricer(hw, peak, mesh)
+	p := newPricer(hw, peak, st)
 	nv := mesh.PP * st.VPP
 	g := int64(mesh.DP * mesh.CP)
 	tp := int64(mesh.TP)

@@ -41,6 +41,7 @@ type pricer struct {
 	invPeak  float64 // seconds per FLOP at peak
 	invGEMM  float64 // seconds per FLOP at the GEMM efficiency's limit, GEMMMax x peak
 	halfGEMM float64 // GEMMHalfFLOPs
+	invFlash float64 // seconds per FLOP of FlashAttention at FlashMax x peak; 0 for eager attention
 	tp       int     // tensor-parallel group
 	cp       int     // context-parallel group, stride tp
 	g        int     // data-parallel group (dp x cp), stride tp
@@ -59,9 +60,14 @@ type collClass struct {
 	a, b      units.Seconds
 }
 
-func newPricer(hw *hardware.Hardware, peak units.FLOPsPerSecond, mesh strategies.Mesh) pricer {
+func newPricer(hw *hardware.Hardware, peak units.FLOPsPerSecond, st strategies.Strategy) pricer {
 	e := hw.Efficiency
-	return pricer{hw: hw, peak: peak, slowdown: units.Seconds(hw.ComputeSlowdown(mesh.Devices())), overhead: e.OpOverhead,
+	mesh := st.Mesh
+	var invFlash float64
+	if st.Attention == strategies.AttentionFlash {
+		invFlash = 1 / (float64(peak) * e.FlashMax)
+	}
+	return pricer{invFlash: invFlash, hw: hw, peak: peak, slowdown: units.Seconds(hw.ComputeSlowdown(mesh.Devices())), overhead: e.OpOverhead,
 		invMem: 1 / (float64(hw.Device.MemBandwidth) * e.MemMax), invPeak: 1 / float64(peak),
 		invGEMM: 1 / (float64(peak) * e.GEMMMax), halfGEMM: float64(e.GEMMHalfFLOPs),
 		tp: mesh.TP, cp: mesh.CP, g: mesh.DP * mesh.CP, stride: mesh.TP, ppLvl: PipelineLevel(hw, mesh),
@@ -95,9 +101,13 @@ func (p *pricer) gemmTime(k, f, mem float64) units.Seconds {
 	return p.slowdown * (units.Seconds(max(k*(f+p.halfGEMM)*p.invGEMM, mem*p.invMem)) + p.overhead)
 }
 
-// attnTime is the unfused attention core of Coster.Compute: its products at the GEMM efficiency
-// and its passes over the scores at the memory bandwidth, one after the other.
+// attnTime is the attention core of Coster.Compute. Eager: its products at the GEMM efficiency
+// and its passes over the scores at the memory bandwidth, one after the other. FlashAttention:
+// one fused kernel, products at its own efficiency or bound by its bytes.
 func (p *pricer) attnTime(f, mem float64) units.Seconds {
+	if p.invFlash > 0 {
+		return p.slowdown * (units.Seconds(max(f*p.invFlash, mem*p.invMem)) + p.overhead)
+	}
 	return p.slowdown * (units.Seconds((f+p.halfGEMM)*p.invGEMM+mem*p.invMem) + p.overhead)
 }
 

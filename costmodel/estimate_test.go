@@ -94,6 +94,13 @@ var transformerStrategies = []string{
 	"recompute=full",
 	"cp=2,tp=2,recompute=full,dp=2,zero=3",
 	"precision=fp32",
+	// FlashAttention under every recompute mode, with sequence and context parallel and ZeRO-3.
+	"attn=flash",
+	"dp=2,tp=2,attn=flash,recompute=selective",
+	"tp=2,sp=on,attn=flash,recompute=full",
+	"cp=2,tp=2,sp=on,attn=flash",
+	"pp=2,dp=2,zero=1,attn=flash,gbs=16",
+	"dp=2,zero=3,attn=flash,recompute=full",
 	"precision=fp32,optimizer=sgd,dp=2,tp=2",
 	"optimizer=sgd,dp=2,zero=1",
 	"dp=2,bucket_mb=1",
@@ -286,6 +293,7 @@ func TestEstimateEqualsPredictPresets(t *testing.T) {
 		{"llama2-70b", "dp=4,tp=8,pp=4,mbs=1,gbs=128,sp=on,recompute=selective"},
 		{"llama3-8b", "dp=2,cp=2,tp=4,mbs=1,gbs=16,sp=on,recompute=full,zero=1"},
 		{"megatron-530b", "dp=4,tp=8,pp=35,mbs=1,gbs=280,sp=on,recompute=selective"},
+		{"llama3-70b", "dp=8,cp=2,tp=8,mbs=1,gbs=64,seq=16384,sp=on,attn=flash,zero=1"},
 	}
 	for _, c := range cases {
 		m := mustPreset(t, c.model)
@@ -363,5 +371,25 @@ func TestEstimateErrors(t *testing.T) {
 	noFP32.Device.Peak = map[string]units.FLOPsPerSecond{"bf16": 1e15}
 	if _, err := Estimate(models["gpt"], mustParse(t, "precision=fp32"), &noFP32); err == nil || !strings.Contains(err.Error(), "fp32") {
 		t.Errorf("hardware without an fp32 peak: error %v", err)
+	}
+}
+
+// FlashAttention on hardware without a FlashAttention efficiency is refused by both paths, with
+// the fix named, rather than priced at some other kernel's rate.
+func TestFlashNeedsKernel(t *testing.T) {
+	hw := *loadHW(t, "a100-80g")
+	hw.Efficiency.FlashMax = 0
+	m := mustPreset(t, "gpt-tiny")
+	st := mustParse(t, "attn=flash")
+	p, err := strategies.Lower(m, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, perr := Predict(p, &hw)
+	_, eerr := Estimate(m, st, &hw)
+	for _, err := range []error{perr, eerr} {
+		if err == nil || !strings.Contains(err.Error(), "flash_attention_fraction") || !strings.Contains(err.Error(), "attn=eager") {
+			t.Errorf("got %v, want an error naming efficiency.flash_attention_fraction and attn=eager", err)
+		}
 	}
 }

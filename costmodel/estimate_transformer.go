@@ -56,9 +56,9 @@ type xf struct {
 	e                    int64 // bytes per activation
 	pb, gb               int64 // bytes per parameter and per gradient element
 
-	sp, gated, rms, bias, qkvBias, learned, tied, dropout bool
-	recompute                                             string
-	zero3                                                 bool
+	sp, gated, rms, bias, qkvBias, learned, tied, dropout, flash bool
+	recompute                                                    string
+	zero3                                                        bool
 
 	// Derived sizes in bytes.
 	bsh   units.Bytes // one [b, s, h] activation
@@ -75,7 +75,7 @@ func newXF(p *pricer, m *model.Model, st strategies.Strategy, e, pb, gb int64) x
 		qkvOut: int64(c.Heads+2*c.KVHeads) * int64(c.HeadDim) / t, ffn: int64(c.FFN) / t, vocab: int64(c.Vocab) / t,
 		fullVocab: int64(c.Vocab), positions: int64(c.Seq), e: e, pb: pb, gb: gb,
 		sp: st.SP && t > 1, gated: c.Gated, rms: c.RMSNorm, bias: c.Bias, qkvBias: c.Bias || c.QKVBias, learned: c.Learned,
-		tied: c.Tied, dropout: c.Dropout > 0, recompute: st.Recompute, zero3: st.ZeRO == 3}
+		tied: c.Tied, dropout: c.Dropout > 0, flash: st.Attention == strategies.AttentionFlash, recompute: st.Recompute, zero3: st.ZeRO == 3}
 	x.bsh = units.Bytes(x.b * x.s * x.h * e)
 	x.r = x.bsh
 	rows := x.b * x.s
@@ -236,8 +236,14 @@ func (x *xf) join(m *emitter) { x.add(m, int64(x.r)/x.e, x.r, 2*x.r) }
 // attentionCost is the forward cost of the attention core over the local heads: QK^T and the
 // product with V, 2 x 2 b s S (a/t) d FLOPs (Narayanan et al. 2021 §5.1, the full s x S product),
 // reading qkv and writing the output and the s x S probabilities twice; attention dropout reads
-// and writes them again and writes a one-byte mask.
+// and writes them again and writes a one-byte mask. FlashAttention-2 computes the causal half of
+// the products (Dao 2023 §4.1), reading qkv (and the gathered keys and values) and writing the
+// output and the log-sum-exp.
 func (x *xf) attentionCost() (units.FLOPs, units.Bytes) {
+	if x.flash {
+		f := units.FLOPs(2 * float64(x.b) * float64(x.s) * float64(x.S) * float64(x.heads*x.hd))
+		return f, x.qkvB() + x.kvB() + x.coreB() + x.lseB()
+	}
 	rows := x.b * x.s
 	f := units.FLOPs(4 * float64(x.b) * float64(x.s) * float64(x.S) * float64(x.heads*x.hd))
 	probs := x.b * x.heads * x.s * x.S * x.e
@@ -252,6 +258,7 @@ func (x *xf) attentionCost() (units.FLOPs, units.Bytes) {
 func (x *xf) qkvB() units.Bytes  { return units.Bytes(x.b * x.s * x.qkvOut * x.e) }
 func (x *xf) coreB() units.Bytes { return units.Bytes(x.b * x.s * x.heads * x.hd * x.e) }
 func (x *xf) ffB() units.Bytes   { return units.Bytes(x.b * x.s * x.ffn * x.e) }
+func (x *xf) lseB() units.Bytes  { return units.Bytes(x.b * x.heads * x.s * 4) } // fp32 per query row and head
 func (x *xf) kvB() units.Bytes {
 	if x.cp == 1 {
 		return 0
@@ -262,8 +269,12 @@ func (x *xf) kvB() units.Bytes {
 
 // scoresB is what attention writes of its s x S scores for its backward: the softmax output
 // (2as^2b), and with dropout its mask and output (as^2b + 2as^2b): Korthikanti et al. 2022 §4.1.
-// Selective recompute writes none (the backward recomputes them).
+// Selective recompute writes none (the backward recomputes them). FlashAttention writes only its
+// log-sum-exp, whatever the recompute mode.
 func (x *xf) scoresB() units.Bytes {
+	if x.flash {
+		return x.lseB()
+	}
 	if x.recompute == strategies.RecomputeSelective {
 		return 0
 	}
@@ -277,7 +288,7 @@ func (x *xf) scoresB() units.Bytes {
 // probsB is the part of scoresB saved for backward: all of it without recompute, none under full
 // recompute, where the forward's copy is transient and the backward reads the replayed one.
 func (x *xf) probsB() units.Bytes {
-	if x.recompute != strategies.RecomputeNone {
+	if x.recompute == strategies.RecomputeFull || x.recompute == strategies.RecomputeSelective && !x.flash {
 		return 0
 	}
 	return x.scoresB()
@@ -571,7 +582,10 @@ func (x *xf) blockBackward(m *emitter) {
 	// (Korthikanti et al. 2022 §4.2: QK^T, softmax, dropout and the product with V are recomputed).
 	fa, ma := x.attentionCost()
 	fb := 2 * fa
-	if x.recompute == strategies.RecomputeSelective {
+	switch {
+	case x.flash:
+		fb = fa * 5 / 2 // FlashAttention-2 recomputes the scores: 5 products for 2 (Dao 2023 §4.1)
+	case x.recompute == strategies.RecomputeSelective:
 		fb += fa
 	}
 	m.attention(fb, 2*ma, qkv, core+re(qkv+kv)+x.scoresT())

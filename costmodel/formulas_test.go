@@ -331,8 +331,14 @@ func TestProgramActivationsKorthikanti(t *testing.T) {
 			if sp && tp == 1 {
 				continue
 			}
-			for _, rc := range []string{"none", "selective", "full"} {
-				st := mustParse(t, fmt.Sprintf("tp=%d,sp=%v,mbs=%d,gbs=8,recompute=%s", tp, map[bool]string{true: "on", false: "off"}[sp], b, rc))
+			for _, rc := range []string{"none", "selective", "full", "flash"} {
+				// FlashAttention keeps what selective recompute keeps (no s x s values: Dao 2023
+				// §3.1) plus its fp32 log-sum-exp per query row and local head.
+				attn, krc := "eager", rc
+				if rc == "flash" {
+					attn, krc = "flash", "selective"
+				}
+				st := mustParse(t, fmt.Sprintf("tp=%d,sp=%v,mbs=%d,gbs=8,recompute=%s,attn=%s", tp, map[bool]string{true: "on", false: "off"}[sp], b, krc, attn))
 				var act [2]units.Bytes
 				for i, layers := range []int{1, 2} {
 					p, err := strategies.Lower(build(layers), st)
@@ -349,7 +355,10 @@ func TestProgramActivationsKorthikanti(t *testing.T) {
 				if rc != "full" {
 					got -= 2 * float64(rows) * 2 * 4 // two norms' fp32 mean and rstd
 				}
-				want := KorthikantiActivationBytes(s, b, h, a, tp, sp, rc)
+				want := KorthikantiActivationBytes(s, b, h, a, tp, sp, krc)
+				if rc == "flash" {
+					want += float64(b * a / tp * s * 4)
+				}
 				sbh := float64(s * b * h)
 				if sp && rc == "full" {
 					want = 2 * sbh / float64(tp)
@@ -399,6 +408,33 @@ func TestInterleavedCommBytesPerRank(t *testing.T) {
 		}
 		if r.CommBytes[d] != want {
 			t.Errorf("%s: Predict says %v bytes per rank, the busiest rank's chunks send %v", d, float64(r.CommBytes[d]), float64(want))
+		}
+	}
+}
+
+// FlashAttention-2's FLOPs (Dao 2023 §4.1): the causal forward is half of 4 s^2 d a per sequence,
+// the backward 2.5 times the forward. Eager attention runs the full products forward (4bs^2h/t)
+// and twice that backward (Narayanan et al. 2021 §5.1). So per layer, microbatch and rank the
+// hardware FLOPs differ by 12 - 7 = 5 b s^2 h / t.
+func TestFlashAttentionFLOPs(t *testing.T) {
+	const s, b, h, a, layers = 64, 2, 64, 4, 3
+	m, err := model.Transformer{Hidden: h, Layers: layers, Heads: a, KVHeads: a, HeadDim: h / a, FFN: 4 * h, Vocab: 256,
+		Seq: s, Bias: true, Learned: true, Batch: 8}.Build("gpt", "gpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := loadHW(t, "a100-80g")
+	for _, tp := range []int{1, 2} {
+		var hwFLOPs [2]float64
+		for i, attn := range []string{"eager", "flash"} {
+			st := mustParse(t, fmt.Sprintf("tp=%d,mbs=%d,gbs=8,attn=%s", tp, b, attn))
+			r := predictLowered(t, m, st, hw)
+			hwFLOPs[i] = float64(r.FLOPs.Hardware)
+		}
+		micro, ranks := 8/b, tp
+		want := 5.0 * b * s * s * h / float64(tp) * layers * float64(micro*ranks)
+		if got := hwFLOPs[0] - hwFLOPs[1]; got != want {
+			t.Errorf("tp=%d: eager - flash hardware FLOPs = %.0f, want 5 b s^2 h/t x layers x microbatches x ranks = %.0f", tp, got, want)
 		}
 	}
 }

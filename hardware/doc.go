@@ -15,7 +15,8 @@
 //
 // A GEMM of f FLOPs runs at GEMMEfficiency(f) = GEMMMax * f/(f+GEMMHalfFLOPs) of the peak for its
 // dtype, i.e. it takes a fixed GEMMHalfFLOPs/(GEMMMax*peak) plus f/(GEMMMax*peak). An
-// elementwise op moving b bytes takes b/(MemMax*MemBandwidth). A collective among ranks that
+// elementwise op moving b bytes takes b/(MemMax*MemBandwidth). The fused FlashAttention kernel
+// runs its FLOPs at FlashMax of the peak, or is bound by its bytes, whichever is slower. A collective among ranks that
 // LevelFor (or LevelOf) places at level l uses l's Latency per ring step and
 // Bandwidth*Efficiency per device; a ring all-reduce of n bytes over p ranks takes
 // 2(p-1)*Latency + 2(p-1)/p * n/(Bandwidth*Efficiency) (Thakur, Rabenseifner and Gropp 2005,
@@ -29,7 +30,8 @@
 //   - There is at least one level. Level names are unique and not empty. Sizes are at least 2,
 //     grow strictly outward and each is a multiple of the one inside it (units nest); the last
 //     level's Size is 0, meaning unbounded. Bandwidth and Latency are positive.
-//   - Every efficiency (each level's, GEMMMax, MemMax) is in (0, 1]; GEMMHalfFLOPs is positive.
+//   - Every efficiency (each level's, GEMMMax, MemMax) is in (0, 1]; GEMMHalfFLOPs is positive;
+//     FlashMax is 0 (no FlashAttention kernel) or in (0, 1].
 //
 // Numbers are finite. Validate reports every violation, one per line, prefixed "hardware:",
 // naming the JSON field and the fix.

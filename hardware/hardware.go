@@ -54,6 +54,10 @@ type Efficiency struct {
 	GEMMHalfFLOPs units.FLOPs `json:"gemm_half_flops"`
 	// MemMax is the achieved fraction of MemBandwidth for elementwise (memory-bound) ops, in (0, 1].
 	MemMax float64 `json:"mem_max_fraction"`
+	// FlashMax is the achieved fraction of peak FLOP/s of the FlashAttention-2 kernel (forward
+	// and backward, counting the FLOPs as Dao 2023 §4.1 does), in (0, 1]; 0 when the device has
+	// no such kernel (attn=flash is then refused).
+	FlashMax float64 `json:"flash_attention_fraction,omitempty"`
 	// OpOverhead is a fixed time every op pays besides its roofline time (kernel launch on a GPU,
 	// dispatch and allocation on the host); 0 when not modelled.
 	OpOverhead units.Seconds `json:"op_overhead_s,omitempty"`
@@ -204,6 +208,9 @@ func (h *Hardware) problems() []string {
 	}
 	if !fraction(e.MemMax) {
 		add("efficiency.mem_max_fraction = %g must be in (0, 1]: the achieved fraction of memory bandwidth for elementwise ops, e.g. 0.84", e.MemMax)
+	}
+	if e.FlashMax != 0 && !fraction(e.FlashMax) {
+		add("efficiency.flash_attention_fraction = %g must be in (0, 1], or 0 when the device has no FlashAttention kernel: the achieved fraction of peak of its forward and backward, e.g. 0.6", e.FlashMax)
 	}
 	for _, k := range sortedKeys(e.KernelRates) {
 		if r := e.KernelRates[k]; !finitePositive(r) {

@@ -267,6 +267,25 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 	o := b.val(fqn+".core", []int{mb, s, heads * mod.HeadDim}, qv.Place)
 	op := Op{Kind: OpAttention, Module: fqn, In: in, Out: []ValueID{o}, Heads: heads, KVHeads: kv, HeadDim: mod.HeadDim}
 	probShape := []int{mb, heads, s, sFull}
+	if b.st.Attention == AttentionFlash {
+		// FlashAttention-2 (Dao 2023 §3.1) keeps the output and the softmax's log-sum-exp, one fp32
+		// per query row and head, and regenerates its dropout mask from the RNG state in backward.
+		// Recompute modes leave it as it is: its backward always recomputes the scores.
+		lse := b.val(fqn+".lse", []int{mb, heads, s}, qv.Place)
+		b.v(lse).Elem = 4
+		op.Out = append(op.Out, lse)
+		op.P = b.dropout()
+		// A causal mask lets the kernel skip the blocks above the diagonal: half the s x S
+		// product (Dao 2023 §4.1 counts it so). It reads qkv and writes the output and the lse.
+		op.FLOPs = units.FLOPs(2 * float64(mb) * float64(s) * float64(sFull) * float64(heads*mod.HeadDim))
+		op.Elems = int64(mb) * int64(heads) * int64(s) * int64(sFull)
+		op.MemBytes = qv.Bytes() + b.v(o).Bytes() + b.v(lse).Bytes()
+		if len(in) > 1 {
+			op.MemBytes += b.v(in[1]).Bytes()
+		}
+		b.emit(op)
+		return b.linear(fqn+".proj", mod.Child("proj"), o)
+	}
 	if b.st.Recompute != RecomputeSelective {
 		// The softmax output (and dropout's mask and output) is what the attention's backward
 		// reads. Without recompute it is saved; under full recompute the forward's copy is

@@ -386,7 +386,12 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 		// Backward of elementwise ops and of attention costs twice the forward (two products per
 		// forward product for attention; Narayanan et al. 2021 §5.1 takes backward = 2 x forward).
 		op.FLOPs, op.MemBytes = 2*fop.FLOPs, 2*fop.MemBytes
-		if fop.Kind == OpAttention && b.st.Recompute == RecomputeSelective {
+		if fop.Kind == OpAttention && b.st.Attention == AttentionFlash {
+			// FlashAttention-2's backward recomputes the scores: 5 products for the forward's 2
+			// (Dao 2023 §4.1: backward FLOPs = 2.5 x forward). It reads q, k, v, the output, its
+			// gradient and the lse and writes dq, dk, dv: about twice the forward's traffic.
+			op.FLOPs = fop.FLOPs * 5 / 2
+		} else if fop.Kind == OpAttention && b.st.Recompute == RecomputeSelective {
 			// Korthikanti et al. 2022 §4.2: recompute QK^T, softmax and its product with V. Under
 			// full recompute the replayed forward has paid for them and written the probabilities
 			// this op reads.

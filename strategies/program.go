@@ -31,7 +31,7 @@ const (
 	OpAct       OpKind = "act"       // In [x]; Out [y]; Act is relu, gelu or silu
 	OpMul       OpKind = "mul"       // In [a, b]; Out [y]; elementwise
 	OpAdd       OpKind = "add"       // In [a, b]; Out [y]; elementwise (residual); also sums gradients in backward
-	OpAttention OpKind = "attention" // In [qkv (, kv gathered over cp)]; Out [o (, probs (, mask, dropped)) but under selective recompute]; causal softmax(q k^T / sqrt(d)) v
+	OpAttention OpKind = "attention" // In [qkv (, kv gathered over cp)]; Out [o (, probs (, mask, dropped)) but under selective recompute] eager, [o, lse] flash; causal softmax(q k^T / sqrt(d)) v
 	OpDropout   OpKind = "dropout"   // In [x]; Out [y, mask]; y = x * mask / (1 - P), mask is 1 byte per element
 	OpLoss      OpKind = "loss"      // In [y, target]; Out [loss]; Loss is the model's loss kind, scaled by Scale
 
@@ -134,7 +134,7 @@ type Op struct {
 	Heads, KVHeads   int // local attention heads
 	HeadDim          int
 	// Saved lists, for a backward op, the forward values it reads: linear [x], norm [x, stats],
-	// act [x], mul [a, b], attention [qkv (, kv) (, probs (, mask, dropped))], loss [y, target],
+	// act [x], mul [a, b], attention [qkv (, kv) (, probs (, mask, dropped)) or (, lse) under flash], loss [y, target],
 	// embedding [ids], dropout [mask].
 	// Under full recompute they are the recomputed copies. Under sequence parallel a Linear whose
 	// input is a sequence all-gather reads the gather's output redone in backward from the saved

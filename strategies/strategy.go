@@ -32,6 +32,16 @@ const (
 	PrecisionFP32  = "fp32"
 )
 
+// Attention kernels. Eager runs the attention core as separate kernels (two batched products,
+// softmax, dropout), keeping the s x s probabilities for backward, as PyTorch's eager attention
+// and Megatron-LM's unfused path do. Flash is FlashAttention-2 (Dao 2023): one fused kernel that
+// keeps only the output and the softmax's log-sum-exp, skips the masked half of a causal product
+// and recomputes the scores in backward (5 products for the forward's 2, §4.1).
+const (
+	AttentionEager = "eager"
+	AttentionFlash = "flash"
+)
+
 // Optimizers.
 const (
 	OptimizerAdam = "adam"
@@ -54,6 +64,8 @@ type Strategy struct {
 	VPP       int    `json:"vpp"`
 	Precision string `json:"precision"`
 	Optimizer string `json:"optimizer"`
+	// Attention is the attention kernel: AttentionEager or AttentionFlash.
+	Attention string `json:"attn"`
 	// Overlap lets data-parallel gradient reduction run under backward (PyTorch DDP's default).
 	Overlap bool `json:"overlap"`
 	// BucketBytes is the data-parallel gradient bucket size (PyTorch DDP default 25 MiB).
@@ -67,14 +79,14 @@ const DefaultBucketBytes = 25 << 20
 
 // Default returns a strategy on mesh with every option at its default: one sample per microbatch,
 // the model's batch, no ZeRO, no recompute, no sequence parallel, 1F1B, mixed precision Adam, DP
-// overlap on, the Megatron plan.
+// overlap on, eager attention, the Megatron plan.
 func Default(mesh Mesh) Strategy {
 	return Strategy{Mesh: mesh, MBS: 1, Recompute: RecomputeNone, Schedule: Schedule1F1B, VPP: 1,
-		Precision: PrecisionMixed, Optimizer: OptimizerAdam, Overlap: true, BucketBytes: DefaultBucketBytes}
+		Precision: PrecisionMixed, Optimizer: OptimizerAdam, Attention: AttentionEager, Overlap: true, BucketBytes: DefaultBucketBytes}
 }
 
 // OptionKeys lists the keys Parse accepts besides the mesh dimensions.
-var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "overlap", "bucket_mb"}
+var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "attn", "overlap", "bucket_mb"}
 
 // Parse reads a strategy such as "dp=24,tp=8,pp=8,mbs=1,gbs=2304,recompute=full,sp=off,zero=0".
 // Mesh dimensions and options may come in any order; what is not given keeps its Default value.
@@ -157,6 +169,8 @@ func (st *Strategy) set(k, v string) error {
 		st.Precision, err = oneOf(k, v, PrecisionMixed, PrecisionFP32)
 	case "optimizer":
 		st.Optimizer, err = oneOf(k, v, OptimizerAdam, OptimizerSGD)
+	case "attn":
+		st.Attention, err = oneOf(k, v, AttentionEager, AttentionFlash)
 	case "sp":
 		st.SP, err = onOff(k, v)
 	case "overlap":
@@ -172,9 +186,9 @@ func (st *Strategy) set(k, v string) error {
 // String prints every option, resolved, in the form Parse reads.
 func (st Strategy) String() string {
 	onoff := map[bool]string{true: "on", false: "off"}
-	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,overlap=%s,bucket_mb=%d",
+	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d",
 		st.Mesh.PP, st.Mesh.DP, st.Mesh.CP, st.Mesh.TP, st.MBS, st.GBS, st.Seq, st.ZeRO, st.Recompute, onoff[st.SP],
-		st.Schedule, st.VPP, st.Precision, st.Optimizer, onoff[st.Overlap], st.BucketBytes>>20)
+		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20)
 }
 
 // Resolve fills the options that depend on the model (global batch, sequence length) and returns
@@ -241,6 +255,9 @@ func (st Strategy) Validate(m *model.Model) error {
 		}
 		if st.Recompute != RecomputeNone {
 			return fmt.Errorf("strategies: recompute=%s applies to transformer layers; model %q has none, use recompute=none", st.Recompute, m.Name)
+		}
+		if st.Attention != AttentionEager {
+			return fmt.Errorf("strategies: attn=%s chooses the attention kernel; model %q has no attention, use attn=eager", st.Attention, m.Name)
 		}
 		return nil
 	}
