@@ -31,8 +31,15 @@ func (d AttnDims) QKVLen() int { return d.Batch * d.Seq * (d.Heads + 2*d.KVHeads
 // ProbsLen is the length of the saved probabilities [Batch, Heads, Seq, Seq].
 func (d AttnDims) ProbsLen() int { return d.Batch * d.Heads * d.Seq * d.Seq }
 
-// ScratchLen is the length of the scratch AttentionBackward needs: Seq*Seq.
+// ScratchLen is the length of the scratch AttentionBackward and AttentionForwardLSE need: Seq*Seq.
 func (d AttnDims) ScratchLen() int { return d.Seq * d.Seq }
+
+// LSELen is the length of the log-sum-exp [Batch, Heads, Seq] AttentionForwardLSE saves.
+func (d AttnDims) LSELen() int { return d.Batch * d.Heads * d.Seq }
+
+// FlashScratchLen is the length of the scratch AttentionBackwardLSE needs: 2*Seq*Seq, one head's
+// recomputed probabilities and their gradient.
+func (d AttnDims) FlashScratchLen() int { return 2 * d.Seq * d.Seq }
 
 func (d AttnDims) check(fn string) {
 	if d.Batch < 0 || d.Seq < 0 || d.Heads < 0 || d.KVHeads < 0 || d.HeadDim < 0 {
@@ -161,32 +168,141 @@ func AttentionBackward(dq, dk, dv, scratch, do, q, k, v, probs []float32, d Attn
 	ds := blas32.General{Rows: S, Cols: S, Stride: S, Data: scratch[:S*S]}
 	for b := range d.Batch {
 		for h := range d.Heads {
-			g := h / group
-			p := probsMat(probs, d, b, h)
-			dOh := headMat(do, d, b, h, d.Heads)
-			vg := headMat(v, d, b, g, d.KVHeads)
-			kg := headMat(k, d, b, g, d.KVHeads)
-			qh := headMat(q, d, b, h, d.Heads)
-			// dV_g += Pᵀ dO_h
-			blas32.Gemm(blas.Trans, blas.NoTrans, 1, p, dOh, 1, headMat(dv, d, b, g, d.KVHeads))
-			// dP = dO_h V_gᵀ, then dS = P ⊙ (dP − rowsum(P ⊙ dP)) in place.
-			blas32.Gemm(blas.NoTrans, blas.Trans, 1, dOh, vg, 0, ds)
+			attnBackwardHead(dq, dk, dv, do, q, k, v, probsMat(probs, d, b, h), ds, d, b, h, h/group, scale)
+		}
+	}
+}
+
+// attnBackwardHead adds the gradients of sequence b, query head h (key/value head g) given its
+// probabilities p [Seq, Seq]: it writes dQ_h and adds to dK_g and dV_g. ds [Seq, Seq] is clobbered.
+func attnBackwardHead(dq, dk, dv, do, q, k, v []float32, p, ds blas32.General, d AttnDims, b, h, g int, scale float32) {
+	S := d.Seq
+	dOh := headMat(do, d, b, h, d.Heads)
+	vg := headMat(v, d, b, g, d.KVHeads)
+	kg := headMat(k, d, b, g, d.KVHeads)
+	qh := headMat(q, d, b, h, d.Heads)
+	// dV_g += Pᵀ dO_h
+	blas32.Gemm(blas.Trans, blas.NoTrans, 1, p, dOh, 1, headMat(dv, d, b, g, d.KVHeads))
+	// dP = dO_h V_gᵀ, then dS = P ⊙ (dP − rowsum(P ⊙ dP)) in place.
+	blas32.Gemm(blas.NoTrans, blas.Trans, 1, dOh, vg, 0, ds)
+	for i := range S {
+		pr := p.Data[i*S : i*S+i+1]
+		dr := ds.Data[i*S : (i+1)*S]
+		var dot float64
+		for j, pv := range pr {
+			dot += float64(pv) * float64(dr[j])
+		}
+		for j, pv := range pr {
+			dr[j] = float32(float64(pv) * (float64(dr[j]) - dot))
+		}
+		clear(dr[i+1:])
+	}
+	// dQ_h = scale · dS K_g
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, scale, ds, kg, 0, headMat(dq, d, b, h, d.Heads))
+	// dK_g += scale · dSᵀ Q_h
+	blas32.Gemm(blas.Trans, blas.NoTrans, scale, ds, qh, 1, headMat(dk, d, b, g, d.KVHeads))
+}
+
+// AttentionForwardLSE is AttentionForward keeping, instead of the probabilities, the softmax's
+// log-sum-exp per query row: what attn=flash saves (FlashAttention-2, Dao 2023 §3.1; this kernel
+// computes one head's full score matrix at a time, not FlashAttention's tiles, and gives the same
+// o as AttentionForward). For sequence b, head h and row i,
+//
+//	lse[(b*Heads+h)*Seq+i] = log Σ_{j<=i} exp(Q_h[i] · K_g[j] / sqrt(HeadDim))
+//
+// so that P[i][j] = exp(score[i][j] − lse[i]) for j <= i. o (overwritten) is [Batch*Seq,
+// Heads*HeadDim] and lse (overwritten) [Batch, Heads, Seq] (d.LSELen()). scratch must hold
+// Seq*Seq floats (d.ScratchLen()); its contents are clobbered. o must not alias q, k or v.
+//
+// It panics if a dimension is negative, KVHeads does not divide Heads, or a length does not match.
+func AttentionForwardLSE(o, lse, scratch, q, k, v []float32, d AttnDims) {
+	d.check("AttentionForwardLSE")
+	checkLen("AttentionForwardLSE", "q", q, d.QLen())
+	checkLen("AttentionForwardLSE", "k", k, d.KVLen())
+	checkLen("AttentionForwardLSE", "v", v, d.KVLen())
+	checkLen("AttentionForwardLSE", "o", o, d.QLen())
+	checkLen("AttentionForwardLSE", "lse", lse, d.LSELen())
+	if len(scratch) < d.ScratchLen() {
+		panicf("AttentionForwardLSE: len(scratch) = %d, want at least Seq*Seq = %d", len(scratch), d.ScratchLen())
+	}
+	if d.empty() {
+		return
+	}
+	S := d.Seq
+	if d.HeadDim == 0 {
+		// All scores are zero: row i averages i+1 keys of nothing.
+		clear(o)
+		for blk := range d.Batch * d.Heads {
 			for i := range S {
-				pr := p.Data[i*S : i*S+i+1]
-				dr := ds.Data[i*S : (i+1)*S]
-				var dot float64
-				for j, pv := range pr {
-					dot += float64(pv) * float64(dr[j])
-				}
-				for j, pv := range pr {
-					dr[j] = float32(float64(pv) * (float64(dr[j]) - dot))
-				}
-				clear(dr[i+1:])
+				lse[blk*S+i] = float32(math.Log(float64(i + 1)))
 			}
-			// dQ_h = scale · dS K_g
-			blas32.Gemm(blas.NoTrans, blas.NoTrans, scale, ds, kg, 0, headMat(dq, d, b, h, d.Heads))
-			// dK_g += scale · dSᵀ Q_h
-			blas32.Gemm(blas.Trans, blas.NoTrans, scale, ds, qh, 1, headMat(dk, d, b, g, d.KVHeads))
+		}
+		return
+	}
+	group := d.Heads / d.KVHeads
+	scale := float32(1 / math.Sqrt(float64(d.HeadDim)))
+	p := blas32.General{Rows: S, Cols: S, Stride: S, Data: scratch[:S*S]}
+	for b := range d.Batch {
+		for h := range d.Heads {
+			g := h / group
+			blas32.Gemm(blas.NoTrans, blas.Trans, scale, headMat(q, d, b, h, d.Heads), headMat(k, d, b, g, d.KVHeads), 0, p)
+			l := lse[(b*d.Heads+h)*S : (b*d.Heads+h+1)*S]
+			for i := range S {
+				row := p.Data[i*S : (i+1)*S]
+				l[i] = float32(softmaxRowLSE(row[:i+1], row[:i+1]))
+				clear(row[i+1:])
+			}
+			blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, p, headMat(v, d, b, g, d.KVHeads), 0, headMat(o, d, b, h, d.Heads))
+		}
+	}
+}
+
+// AttentionBackwardLSE computes the gradients of AttentionForwardLSE from do, the forward inputs
+// q, k, v and the saved lse [Batch, Heads, Seq]: for each sequence and head it recomputes the
+// probabilities P = exp(Q_h K_gᵀ / sqrt(HeadDim) − lse) under the causal mask, then follows
+// AttentionBackward. dq, dk and dv are overwritten. scratch must hold 2*Seq*Seq floats
+// (d.FlashScratchLen()); its contents are clobbered. No output may alias an input.
+//
+// It panics if a dimension is negative, KVHeads does not divide Heads, or a length does not match.
+func AttentionBackwardLSE(dq, dk, dv, scratch, do, q, k, v, lse []float32, d AttnDims) {
+	d.check("AttentionBackwardLSE")
+	checkLen("AttentionBackwardLSE", "q", q, d.QLen())
+	checkLen("AttentionBackwardLSE", "k", k, d.KVLen())
+	checkLen("AttentionBackwardLSE", "v", v, d.KVLen())
+	checkLen("AttentionBackwardLSE", "do", do, d.QLen())
+	checkLen("AttentionBackwardLSE", "dq", dq, d.QLen())
+	checkLen("AttentionBackwardLSE", "dk", dk, d.KVLen())
+	checkLen("AttentionBackwardLSE", "dv", dv, d.KVLen())
+	checkLen("AttentionBackwardLSE", "lse", lse, d.LSELen())
+	if len(scratch) < d.FlashScratchLen() {
+		panicf("AttentionBackwardLSE: len(scratch) = %d, want at least 2*Seq*Seq = %d", len(scratch), d.FlashScratchLen())
+	}
+	clear(dk)
+	clear(dv)
+	if d.empty() || d.HeadDim == 0 {
+		clear(dq)
+		return
+	}
+	group := d.Heads / d.KVHeads
+	scale := float32(1 / math.Sqrt(float64(d.HeadDim)))
+	S := d.Seq
+	p := blas32.General{Rows: S, Cols: S, Stride: S, Data: scratch[:S*S]}
+	ds := blas32.General{Rows: S, Cols: S, Stride: S, Data: scratch[S*S : 2*S*S]}
+	for b := range d.Batch {
+		for h := range d.Heads {
+			g := h / group
+			// The same product as the forward's, so the same scores.
+			blas32.Gemm(blas.NoTrans, blas.Trans, scale, headMat(q, d, b, h, d.Heads), headMat(k, d, b, g, d.KVHeads), 0, p)
+			l := lse[(b*d.Heads+h)*S : (b*d.Heads+h+1)*S]
+			for i := range S {
+				row := p.Data[i*S : (i+1)*S]
+				li := float64(l[i])
+				for j := range row[:i+1] {
+					row[j] = float32(math.Exp(float64(row[j]) - li))
+				}
+				clear(row[i+1:])
+			}
+			attnBackwardHead(dq, dk, dv, do, q, k, v, p, ds, d, b, h, g, scale)
 		}
 	}
 }

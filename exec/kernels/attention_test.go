@@ -174,3 +174,120 @@ func TestAttentionPanics(t *testing.T) {
 	})
 	mustPanic(t, "split", "len(qkv)", func() { SplitQKV(q, kv, kv, q, d) })
 }
+
+// naiveLSE is the log-sum-exp of the causal scores of every sequence b, query head h and row i,
+// laid out [Batch, Heads, Seq], in float64.
+func naiveLSE(q, k []float32, d AttnDims) []float64 {
+	S, D := d.Seq, d.HeadDim
+	wq, wkv := d.Heads*D, d.KVHeads*D
+	lse := make([]float64, d.LSELen())
+	for b := range d.Batch {
+		for h := range d.Heads {
+			g := h / (d.Heads / d.KVHeads)
+			for i := range S {
+				var sum float64
+				for j := 0; j <= i; j++ {
+					var s float64
+					for c := range D {
+						s += float64(q[(b*S+i)*wq+h*D+c]) * float64(k[(b*S+j)*wkv+g*D+c])
+					}
+					if D > 0 {
+						s /= math.Sqrt(float64(D))
+					}
+					sum += math.Exp(s)
+				}
+				lse[(b*d.Heads+h)*S+i] = math.Log(sum)
+			}
+		}
+	}
+	return lse
+}
+
+// maxRelDiff is the largest |a_i − b_i| / max(|b_i|, 1) (+Inf if any is NaN).
+func maxRelDiff(a, b []float32) float64 {
+	var m float64
+	for i := range a {
+		d := math.Abs(float64(a[i])-float64(b[i])) / math.Max(math.Abs(float64(b[i])), 1)
+		if math.IsNaN(d) {
+			return math.Inf(1)
+		}
+		m = math.Max(m, d)
+	}
+	return m
+}
+
+func TestAttentionLSEMatchesEager(t *testing.T) {
+	rng := NewRand(12)
+	cases := append(append([]AttnDims{}, attnCases...), AttnDims{Batch: 2, Seq: 16, Heads: 4, KVHeads: 2, HeadDim: 8}, // gpt-tiny-like, GQA
+		AttnDims{Batch: 1, Seq: 3, Heads: 2, KVHeads: 1, HeadDim: 0})
+	for _, d := range cases {
+		t.Run(fmt.Sprintf("%+v", d), func(t *testing.T) {
+			// Scores of several units, so that the softmax is far from uniform.
+			q := randSlice(rng, d.QLen(), 2)
+			k := randSlice(rng, d.KVLen(), 2)
+			v := randSlice(rng, d.KVLen(), 1)
+			do := randSlice(rng, d.QLen(), 1)
+
+			oRef := make([]float32, d.QLen())
+			probs := make([]float32, d.ProbsLen())
+			AttentionForward(oRef, probs, q, k, v, d)
+			o := randSlice(rng, d.QLen(), 1) // garbage: outputs are overwritten
+			lse := randSlice(rng, d.LSELen(), 1)
+			AttentionForwardLSE(o, lse, randSlice(rng, d.ScratchLen(), 1), q, k, v, d)
+			if diff := maxRelDiff(o, oRef); diff > 1e-6 {
+				t.Errorf("o: max relative difference to AttentionForward %g", diff)
+			}
+			if diff := maxAbsDiff(lse, naiveLSE(q, k, d)); !(diff <= 1e-5) { // NaN fails too
+				t.Errorf("lse: max |diff| to float64 log-sum-exp %g", diff)
+			}
+
+			dqRef, dkRef, dvRef := make([]float32, d.QLen()), make([]float32, d.KVLen()), make([]float32, d.KVLen())
+			AttentionBackward(dqRef, dkRef, dvRef, make([]float32, d.ScratchLen()), do, q, k, v, probs, d)
+			dq, dk, dv := randSlice(rng, d.QLen(), 1), randSlice(rng, d.KVLen(), 1), randSlice(rng, d.KVLen(), 1)
+			AttentionBackwardLSE(dq, dk, dv, randSlice(rng, d.FlashScratchLen(), 1), do, q, k, v, lse, d)
+			for _, c := range []struct {
+				name      string
+				got, want []float32
+			}{{"dq", dq, dqRef}, {"dk", dk, dkRef}, {"dv", dv, dvRef}} {
+				if diff := maxRelDiff(c.got, c.want); diff > 1e-5 {
+					t.Errorf("%s: max relative difference to AttentionBackward %g", c.name, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestAttentionLSEGradients(t *testing.T) {
+	rng := NewRand(13)
+	for _, d := range attnCases {
+		t.Run(fmt.Sprintf("%+v", d), func(t *testing.T) {
+			q := randSlice(rng, d.QLen(), 1)
+			k := randSlice(rng, d.KVLen(), 1)
+			v := randSlice(rng, d.KVLen(), 1)
+			r := randSlice(rng, d.QLen(), 1)
+			o, lse, sc := make([]float32, d.QLen()), make([]float32, d.LSELen()), make([]float32, d.FlashScratchLen())
+			loss := func() float64 {
+				AttentionForwardLSE(o, lse, sc, q, k, v, d)
+				return dot64(o, r)
+			}
+			loss()
+			dq, dk, dv := make([]float32, d.QLen()), make([]float32, d.KVLen()), make([]float32, d.KVLen())
+			AttentionBackwardLSE(dq, dk, dv, sc, r, q, k, v, lse, d)
+			gradCheck(t, "dq", q, dq, loss)
+			gradCheck(t, "dk", k, dk, loss)
+			gradCheck(t, "dv", v, dv, loss)
+		})
+	}
+}
+
+func TestAttentionLSEPanics(t *testing.T) {
+	d := AttnDims{Batch: 1, Seq: 2, Heads: 2, KVHeads: 1, HeadDim: 2}
+	q := make([]float32, d.QLen())
+	kv := make([]float32, d.KVLen())
+	lse := make([]float32, d.LSELen())
+	mustPanic(t, "lse", "len(lse)", func() { AttentionForwardLSE(q, nil, make([]float32, d.ScratchLen()), q, kv, kv, d) })
+	mustPanic(t, "forward scratch", "len(scratch)", func() { AttentionForwardLSE(q, lse, nil, q, kv, kv, d) })
+	mustPanic(t, "backward scratch", "len(scratch)", func() {
+		AttentionBackwardLSE(q, kv, kv, make([]float32, d.ScratchLen()), q, q, kv, kv, lse, d)
+	})
+}
