@@ -441,8 +441,27 @@ func valStrategy(r *valRecord, m *model.Model, hw *hardware.Hardware) (strategie
 		return strategies.Strategy{}, nil, "global batch not stated"
 	}
 	gbs := *p.GlobalBatch
-	keys := []string{fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d", pp, dp, cp, tp), "overlap=on"}
-	assumed = append(assumed, "data-parallel gradient reduction overlapped with backward (PyTorch DDP and FSDP default)")
+	keys := []string{fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d", pp, dp, cp, tp)}
+	// What the source's software does, where the record does not say.
+	switch valFamily(r) {
+	case "megatron", "bloom":
+		// Megatron-LM all-reduces gradients after the backward pass (Korthikanti et al. 2022 §6.3:
+		// "we do not use any overlapping of gradient all-reduces with back-propagation"), and
+		// DeepSpeed's pipeline engine reduces them after the last microbatch's backward
+		// (deepspeed/runtime/pipe/schedule.py: ReduceTiedGrads, ReduceGrads, OptimizerStep).
+		keys = append(keys, "overlap=off")
+		assumed = append(assumed, "data-parallel gradient reduction after backward, not overlapped (Megatron-LM, Korthikanti et al. 2022 §6.3; DeepSpeed's pipeline engine)")
+	default:
+		keys = append(keys, "overlap=on")
+		assumed = append(assumed, "data-parallel gradient reduction overlapped with backward (PyTorch DDP and FSDP default)")
+	}
+	if notes := strings.ToLower(r.Notes); strings.Contains(notes, "flashattention") || strings.Contains(notes, "flash attention") || strings.Contains(notes, "attn_impl flash") {
+		keys = append(keys, "attn=flash")
+		assumed = append(assumed, "attention: FlashAttention, as the record's notes say, priced as FlashAttention-2")
+	} else {
+		keys = append(keys, "attn=eager")
+		assumed = append(assumed, "attention kernel not stated: eager (unfused), as Megatron-LM ran it")
+	}
 	switch {
 	case p.ZeRO != nil:
 		keys = append(keys, fmt.Sprintf("zero=%d", *p.ZeRO))
