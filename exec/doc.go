@@ -17,7 +17,9 @@
 //   - Memory is accounted by an allocator that every tensor of the Program goes through, plus the
 //     scratch buffers kernels need (workspace) and gradient buckets (comm). The communicator's
 //     own message copies are not counted; the Go heap is reported beside the accounting.
-//   - Executed: single device, data parallel, tensor parallel from any plan, and dp x tp. Pipeline
+//   - Executed: single device, data parallel, tensor parallel from any plan, and dp x tp, with
+//     eager attention (probabilities saved) or attn=flash (the softmax's log-sum-exp saved, the
+//     probabilities recomputed in backward, as FlashAttention-2 does). Pipeline
 //     and context parallel, ZeRO and dropout are priced by the cost model but not executed; Run
 //     says so instead of running them.
 package exec

@@ -102,8 +102,6 @@ func check(p *strategies.Program) error {
 		return fmt.Errorf("exec: zero=%d is priced by `tpsim predict`, not executed; use zero=0", st.ZeRO)
 	case p.Model.Transformer != nil && p.Model.Transformer.Dropout > 0:
 		return fmt.Errorf("exec: model %q has dropout %g; exec runs models without dropout, so that every strategy can be checked against single-device training exactly", p.Model.Name, p.Model.Transformer.Dropout)
-	case st.Attention != strategies.AttentionEager:
-		return fmt.Errorf("exec: attn=%s is priced by `tpsim predict`, not executed; use attn=eager", st.Attention)
 	case st.Recompute != strategies.RecomputeNone:
 		return fmt.Errorf("exec: recompute=%s is priced by `tpsim predict`, not executed; use recompute=none", st.Recompute)
 	}

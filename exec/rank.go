@@ -401,6 +401,10 @@ func (r *rank) attention(op *strategies.Op, bwd bool) {
 	q, k, v := r.scratch(d.QLen()), r.scratch(d.KVLen()), r.scratch(d.KVLen())
 	defer func() { r.unscratch(q); r.unscratch(k); r.unscratch(v) }()
 	kernels.SplitQKV(q, k, v, r.value(qkvID), d)
+	if r.p.Strategy.Attention == strategies.AttentionFlash {
+		r.flashAttention(op, bwd, q, k, v, d)
+		return
+	}
 	var probs []float32
 	switch {
 	case !bwd && len(op.Out) > 1:
@@ -424,6 +428,28 @@ func (r *rank) attention(op *strategies.Op, bwd bool) {
 	dq, dk, dv := r.scratch(d.QLen()), r.scratch(d.KVLen()), r.scratch(d.KVLen())
 	sc := r.scratch(d.ScratchLen())
 	kernels.AttentionBackward(dq, dk, dv, sc, r.value(op.In[0]), q, k, v, probs, d)
+	dqkv := r.gradOut(op, 0, d.QKVLen())
+	kernels.MergeQKV(dqkv, dq, dk, dv, d)
+	r.dropScratch(op, 0, dqkv)
+	for _, b := range [][]float32{dq, dk, dv, sc} {
+		r.unscratch(b)
+	}
+}
+
+// flashAttention runs an attention op under attn=flash: the forward's Out is [o, lse] and the
+// backward's Saved ends with the lse, from which it recomputes the probabilities (one head at a
+// time, in scratch) instead of reading saved ones.
+func (r *rank) flashAttention(op *strategies.Op, bwd bool, q, k, v []float32, d kernels.AttnDims) {
+	if !bwd {
+		sc := r.scratch(d.ScratchLen())
+		kernels.AttentionForwardLSE(r.value(op.Out[0]), r.value(op.Out[1]), sc, q, k, v, d)
+		r.unscratch(sc)
+		return
+	}
+	lse := r.value(op.Saved[len(op.Saved)-1])
+	dq, dk, dv := r.scratch(d.QLen()), r.scratch(d.KVLen()), r.scratch(d.KVLen())
+	sc := r.scratch(d.FlashScratchLen())
+	kernels.AttentionBackwardLSE(dq, dk, dv, sc, r.value(op.In[0]), q, k, v, lse, d)
 	dqkv := r.gradOut(op, 0, d.QKVLen())
 	kernels.MergeQKV(dqkv, dq, dk, dv, d)
 	r.dropScratch(op, 0, dqkv)
