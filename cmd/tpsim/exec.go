@@ -31,11 +31,13 @@ Examples (the tensor-parallel tutorial's MLP):
   tpsim exec --model seed-mlp --mesh tp=2 --plan "0=rowwise,1=noparallel,2=colwise"
   tpsim exec --model seed-mlp --mesh dp=2
   tpsim exec --model gpt-tiny --mesh dp=2,tp=2 --plan megatron --optimizer adam --trace trace.json
+  tpsim exec --model gpt-tiny --mesh tp=2 --attn flash
 
 PLAN is a style name (colwise, rowwise, sequence, noparallel, ...), "megatron", an inline map
 ("0=colwise,2=rowwise") or a JSON file of pattern -> style. exec runs single, data, tensor and
-dp x tp parallel in fp32; pipeline, context parallel, ZeRO and recompute are priced by
-'tpsim predict' but not executed.
+dp x tp parallel in fp32, with eager or flash attention (flash keeps the softmax's log-sum-exp
+and recomputes the probabilities in backward); pipeline, context parallel, ZeRO and recompute are
+priced by 'tpsim predict' but not executed.
 `
 
 // execOptions are the flags of tpsim exec.
@@ -48,6 +50,7 @@ type execOptions struct {
 	MBS       int // microbatch per dp rank; 0 = batch/dp (one microbatch)
 	Seed      uint64
 	Optimizer string
+	Attn      string
 	LR        float64
 	JSON      bool
 	Trace     string
@@ -72,6 +75,7 @@ func parseExec(args []string) (*execOptions, *pflag.FlagSet, error) {
 	fs.IntVar(&o.MBS, "mbs", 0, "microbatch per data-parallel rank (0: the whole local batch at once)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
 	fs.StringVar(&o.Optimizer, "optimizer", "sgd", "sgd or adam")
+	fs.StringVar(&o.Attn, "attn", "eager", "attention kernel: eager or flash")
 	fs.Float64Var(&o.LR, "lr", 0, "learning rate (0: 0.01 for sgd, 0.001 for adam)")
 	fs.BoolVar(&o.JSON, "json", false, "print the measurement as JSON (keys of 'tpsim predict --json' where they mean the same)")
 	fs.StringVar(&o.Trace, "trace", "", "write the measured timeline as a Chrome trace (opens in Perfetto)")
@@ -111,6 +115,12 @@ func (o *execOptions) configFor(m *model.Model, mesh strategies.Mesh) (exec.Conf
 	st.Precision = strategies.PrecisionFP32
 	if st.Optimizer, err = parseOptimizer(o.Optimizer); err != nil {
 		return exec.Config{}, err
+	}
+	switch a := strings.ToLower(o.Attn); a {
+	case strategies.AttentionEager, strategies.AttentionFlash:
+		st.Attention = a
+	default:
+		return exec.Config{}, usagef("--attn=%q is not valid; use eager or flash", o.Attn)
 	}
 	if mesh.TP > 1 {
 		if st.Plan, err = strategies.ParsePlan(o.Plan); err != nil {

@@ -41,6 +41,32 @@ func TestExecTutorialFigures(t *testing.T) {
 	}
 }
 
+// --attn flash trains gpt-tiny over tensor parallel as single-device training does, keeping less.
+func TestExecFlash(t *testing.T) {
+	var peak [2]float64
+	for i, attn := range []string{"eager", "flash"} {
+		var out, errb bytes.Buffer
+		if code := run([]string{"exec", "--model", "gpt-tiny", "--mesh", "tp=2", "--steps", "2", "--attn", attn, "--json"}, &out, &errb); code != 0 {
+			t.Fatalf("--attn %s: exit %d: %s", attn, code, errb.String())
+		}
+		var rep struct {
+			Strategy   string             `json:"strategy"`
+			MaxRelDiff float64            `json:"max_rel_diff_vs_single"`
+			Memory     map[string]float64 `json:"memory_bytes"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(rep.Strategy, "attn="+attn) || rep.MaxRelDiff > 1e-5 {
+			t.Errorf("--attn %s: strategy %q, max_rel_diff_vs_single %g", attn, rep.Strategy, rep.MaxRelDiff)
+		}
+		peak[i] = rep.Memory["activations"]
+	}
+	if !(peak[1] < peak[0]) {
+		t.Errorf("flash keeps %g activation bytes, eager %g: flash should keep fewer (no s x s probabilities)", peak[1], peak[0])
+	}
+}
+
 func TestExecErrors(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -54,6 +80,8 @@ func TestExecErrors(t *testing.T) {
 		{[]string{"--steps", "0"}, 2, "run at least one step"},
 		{[]string{"--batch", "-1"}, 2, "must be positive"},
 		{[]string{"--optimizer", "lamb"}, 2, "use sgd or adam"},
+		{[]string{"--attn", "fast"}, 2, "use eager or flash"},
+		{[]string{"--attn", "flash"}, 1, `model "seed-mlp" has no attention, use attn=eager`},
 		{[]string{"--trace", "/nonexistent-dir/t.json", "--steps", "1"}, 1, "cannot write the trace"},
 	}
 	for _, c := range cases {
