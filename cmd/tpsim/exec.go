@@ -117,6 +117,8 @@ func (o *execOptions) configFor(m *model.Model, mesh strategies.Mesh) (exec.Conf
 		return exec.Config{}, err
 	}
 	switch a := strings.ToLower(o.Attn); a {
+	case "": // callers that build options in code (compare) leave it unset: the flag's default
+		st.Attention = strategies.AttentionEager
 	case strategies.AttentionEager, strategies.AttentionFlash:
 		st.Attention = a
 	default:
