@@ -687,17 +687,30 @@ func (x *xf) headForward(m *emitter) {
 	}
 	logits := units.Bytes(rows * x.vocab * x.e)
 	full := units.Bytes(rows * x.fullVocab * x.e)
-	x.zg(m, x.vocab*x.h)
-	m.save(ifB(x.t == 1, full))
-	m.linear(rows, x.h, x.vocab, x.e, true, ifB(x.t > 1, logits), ifB(x.sp, x.bsh))
-	if x.t > 1 {
-		m.save(full)
-		m.tpColl(strategies.OpAllGather, full, 0, logits)
-	}
 	nl := rows * x.fullVocab
+	// Without the fp32 loss the backward reads the logits; with it, the log-probabilities.
+	keep := !x.fp32Loss()
+	x.zg(m, x.vocab*x.h)
+	m.save(ifB(x.t == 1 && keep, full))
+	m.linear(rows, x.h, x.vocab, x.e, true, ifB(x.t > 1 || !keep, logits), ifB(x.sp, x.bsh))
+	if x.t > 1 {
+		m.save(ifB(keep, full))
+		m.tpColl(strategies.OpAllGather, full, ifB(!keep, full), logits)
+	}
 	m.save(units.Bytes(rows * 4)) // targets
-	m.elementwise(units.FLOPs(5*nl), units.Bytes(2*nl*x.e), 4, 4)
+	if keep {
+		m.elementwise(units.FLOPs(5*nl), units.Bytes(2*nl*x.e), 4, 4)
+		return
+	}
+	// The fp32 loss (strategies' loss): an upcast copy during the op, fp32 log-probabilities saved.
+	lp := units.Bytes(nl * 4)
+	m.save(lp)
+	m.elementwise(units.FLOPs(5*nl), units.Bytes(nl*(x.e+16)), 4+lp, 4+lp+full)
 }
+
+// fp32Loss reports whether the cross-entropy runs in fp32 on an upcast copy of the logits: under
+// mixed precision (PyTorch autocast, Megatron-LM's output.float()).
+func (x *xf) fp32Loss() bool { return x.e < 4 }
 
 // headBackward ends with the gradient of the last layer's output live.
 func (x *xf) headBackward(m *emitter) {
@@ -705,8 +718,13 @@ func (x *xf) headBackward(m *emitter) {
 	n := int64(x.r) / x.e
 	nl := rows * x.fullVocab
 	full := units.Bytes(nl * x.e)
-	m.elementwise(units.FLOPs(5*nl), units.Bytes(2*nl*x.e), full, 0)
-	m.drop(full + units.Bytes(rows*4))
+	if x.fp32Loss() {
+		m.elementwise(units.FLOPs(5*nl), units.Bytes(nl*(20+x.e)), full, 0)
+		m.drop(units.Bytes(nl*4 + rows*4)) // the log-probabilities and the targets
+	} else {
+		m.elementwise(units.FLOPs(5*nl), units.Bytes(2*nl*x.e), full, 0)
+		m.drop(full + units.Bytes(rows*4))
+	}
 	g := full
 	if x.t > 1 {
 		g = units.Bytes(rows * x.vocab * x.e)

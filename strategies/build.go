@@ -361,8 +361,22 @@ func (b *builder) loss(y ValueID) {
 	b.v(l).Elem = 4
 	n := elems(yv.Shape)
 	st := b.st
-	b.emit(Op{Kind: OpLoss, Loss: b.p.Model.Loss, Module: "loss", In: []ValueID{y, target}, Out: []ValueID{l},
-		Scale: 1 / float64(b.p.Microbatches*st.Mesh.DP*st.Mesh.CP), FLOPs: units.FLOPs(5 * n), MemBytes: units.Bytes(2 * n * int64(yv.Elem))})
+	op := Op{Kind: OpLoss, Loss: b.p.Model.Loss, Module: "loss", In: []ValueID{y, target}, Out: []ValueID{l},
+		Scale: 1 / float64(b.p.Microbatches*st.Mesh.DP*st.Mesh.CP), FLOPs: units.FLOPs(5 * n), MemBytes: units.Bytes(2 * n * int64(yv.Elem))}
+	if b.p.Model.Loss == model.KindCrossEntropy && yv.Elem < 4 {
+		// Mixed precision: cross-entropy runs in fp32 on an upcast copy of the logits (PyTorch's
+		// autocast runs log_softmax and cross_entropy in float32; Megatron-LM passes
+		// output.float() to its loss), and its backward reads the saved fp32 log-probabilities,
+		// not the logits. The copy lives only during the op. Traffic per logit: the cast reads e
+		// and writes 4 bytes, log_softmax reads the copy twice (max and sum, then normalise) and
+		// writes 4.
+		up := b.val("loss.logits_fp32", yv.Shape, Placement{Kind: Replicate})
+		lp := b.val("loss.logprobs", yv.Shape, Placement{Kind: Replicate})
+		b.v(up).Elem, b.v(lp).Elem = 4, 4
+		op.Out = append(op.Out, up, lp)
+		op.MemBytes = units.Bytes(n * int64(yv.Elem+16))
+	}
+	b.emit(op)
 }
 
 func (b *builder) paramNames(s *Stage) []string {

@@ -89,8 +89,18 @@ func (b *builder) differentiate() {
 		case OpLoss:
 			y := fop.In[0]
 			g := newGrad(y, Placement{Kind: Replicate})
+			sv, mem := []ValueID{saved(s.Index, fop.In[0]), fop.In[1]}, fop.MemBytes
+			if len(fop.Out) == 3 {
+				// The fp32 loss of mixed precision (build.go): the backward reads the saved
+				// log-probabilities. Per logit: the loss's backward writes a dense fp32 gradient
+				// (4 bytes), log_softmax's backward reads it and the output and writes its own
+				// (12), the cast back reads 4 and writes e.
+				yv := s.Values[y]
+				sv = []ValueID{saved(s.Index, fop.Out[2]), fop.In[1]}
+				mem = units.Bytes(yv.Elems() * int64(20+yv.Elem))
+			}
 			emitB(Op{Kind: OpLoss, Loss: fop.Loss, Module: fop.Module, Fwd: te.op, Out: []ValueID{g}, Scale: fop.Scale, Elems: fop.Elems,
-				Saved: []ValueID{saved(s.Index, fop.In[0]), fop.In[1]}, FLOPs: fop.FLOPs, MemBytes: fop.MemBytes, GradInput: true})
+				Saved: sv, FLOPs: fop.FLOPs, MemBytes: mem, GradInput: true})
 			addGrad(y, g, Placement{Kind: Replicate})
 		case OpSend:
 			r := recvOf[vkey{s.Index, fop.In[0]}]
