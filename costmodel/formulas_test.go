@@ -438,3 +438,26 @@ func TestFlashAttentionFLOPs(t *testing.T) {
 		}
 	}
 }
+
+// Under mixed precision the cross-entropy runs in fp32 (PyTorch autocast's float32 ops; Megatron-LM's
+// output.float()) and its backward reads the fp32 log-probabilities: 4 bytes saved per logit, not the
+// 2 of a bf16 logit. Growing the vocabulary by dV adds tokens x dV x 4 saved bytes and nothing else.
+func TestMixedPrecisionLossKeepsFP32LogProbs(t *testing.T) {
+	const s, b, h, a = 32, 2, 64, 4
+	var act [2]units.Bytes
+	for i, vocab := range []int{256, 512} {
+		m, err := model.Transformer{Hidden: h, Layers: 2, Heads: a, KVHeads: a, HeadDim: h / a, FFN: 4 * h, Vocab: vocab,
+			Seq: s, Bias: true, Learned: true, Batch: 8}.Build("gpt", "gpt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := strategies.Lower(m, mustParse(t, fmt.Sprintf("mbs=%d,gbs=8", b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		act[i] = StageActivations(p.Stages[0])
+	}
+	if got, want := act[1]-act[0], units.Bytes(s*b*256*4); got != want {
+		t.Errorf("256 more vocabulary entries keep %d more bytes, want tokens x 256 x 4 = %d", int64(got), int64(want))
+	}
+}
