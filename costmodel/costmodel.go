@@ -100,14 +100,14 @@ func NewCoster(p *strategies.Program, hw *hardware.Hardware) (*Coster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("costmodel: %v", err)
 	}
-	if err := checkFlash(p.Strategy, hw); err != nil {
+	if err := CheckFlash(p.Strategy, hw); err != nil {
 		return nil, err
 	}
 	return &Coster{P: p, HW: hw, peak: peak, slowdown: hw.ComputeSlowdown(p.Strategy.Mesh.Devices())}, nil
 }
 
-// checkFlash refuses FlashAttention on hardware that gives no efficiency for it.
-func checkFlash(st strategies.Strategy, hw *hardware.Hardware) error {
+// CheckFlash refuses FlashAttention on hardware that gives no efficiency for it, naming the fix.
+func CheckFlash(st strategies.Strategy, hw *hardware.Hardware) error {
 	if st.Attention == strategies.AttentionFlash && hw.Efficiency.FlashMax == 0 {
 		return fmt.Errorf("costmodel: attn=flash needs a FlashAttention kernel, and hardware %q gives no efficiency.flash_attention_fraction; use attn=eager or set it (the presets cite theirs)", hw.Name)
 	}
@@ -459,10 +459,13 @@ func assumptions(st strategies.Strategy, hw *hardware.Hardware, peak units.FLOPs
 	a = append(a,
 		fmt.Sprintf("GEMM efficiency %.3g x f/(f + %.3g FLOPs) of %v peak; elementwise ops at %.2g of %v",
 			hw.Efficiency.GEMMMax, float64(hw.Efficiency.GEMMHalfFLOPs), peak, hw.Efficiency.MemMax, hw.Device.MemBandwidth))
-	if attention && st.Attention == strategies.AttentionFlash {
-		a = append(a, fmt.Sprintf("attention by FlashAttention-2 at %.3g of peak: causal half of the s x s products, backward 2.5x the forward, no s x s activations", hw.Efficiency.FlashMax))
-	} else if attention {
+	switch {
+	case attention && st.Attention == strategies.AttentionFlash:
+		a = append(a, fmt.Sprintf("attention by FlashAttention-2 at %.3g of peak: the causal half of the s x s products, backward 2.5x the forward, no s x s activations; hardware FLOPs count that half and model FLOPs the full products, so HFU can be below MFU", hw.Efficiency.FlashMax))
+	case attention && st.Recompute == strategies.RecomputeNone:
 		a = append(a, "eager attention: separate kernels for the products, softmax and dropout, the s x s probabilities kept for backward")
+	case attention:
+		a = append(a, fmt.Sprintf("eager attention: separate kernels for the products, softmax and dropout, the s x s probabilities recomputed in backward (recompute=%s)", st.Recompute))
 	}
 	return append(a,
 		fmt.Sprintf("schedule %s; %d microbatches of %d per pipeline; dp gradient overlap %v", st.Schedule, microbatches, st.MBS, st.Overlap),

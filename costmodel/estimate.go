@@ -161,7 +161,7 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals) (strategies.Stra
 	if err != nil {
 		return st, 0, fmt.Errorf("costmodel: %v", err)
 	}
-	if err := checkFlash(st, hw); err != nil {
+	if err := CheckFlash(st, hw); err != nil {
 		return st, 0, err
 	}
 	mesh := st.Mesh

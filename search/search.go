@@ -91,6 +91,9 @@ func NewEvaluator(m *model.Model, hw *hardware.Hardware, space *strategies.Space
 	if _, err := hw.PeakFor(dtype); err != nil {
 		return nil, err
 	}
+	if err := costmodel.CheckFlash(space.Base, hw); err != nil {
+		return nil, err
+	}
 	ev := &Evaluator{Model: m, HW: hw, Space: space, GPUs: gpus, est: est, slowest: hw.LevelFor(max(gpus, 1))}
 	if len(hw.Levels) > 1 {
 		ev.nodeSize = hw.Levels[0].Size

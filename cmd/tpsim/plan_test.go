@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"tpsim/hardware"
 )
 
 func TestParsePlan(t *testing.T) {
@@ -187,6 +189,31 @@ func TestPlanBadInput(t *testing.T) {
 				t.Errorf("stdout lacks %q or stderr lacks %q:\n%s\n%s", c.stdoutHas, c.stderrHas, out, errs)
 			}
 		})
+	}
+}
+
+// A hardware profile without a FlashAttention efficiency cannot price attn=flash: plan says so and
+// names the fix, as predict does, rather than rejecting every candidate as unpriced.
+func TestPlanFlashNeedsKernel(t *testing.T) {
+	hw, err := hardware.Load("a100-80g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw.Efficiency.FlashMax = 0
+	path := filepath.Join(t.TempDir(), "noflash.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hw.Save(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code := runArgs(t, "plan", "--sim", "off", "--model", "llama2-7b", "--gpus", "8", "--hardware", path, "--fix", "attn=flash")
+	if code != exitFailure || !strings.Contains(errs, "flash_attention_fraction") || !strings.Contains(errs, "attn=eager") {
+		t.Errorf("exit %d, stderr %q; want exit 1 naming efficiency.flash_attention_fraction and attn=eager", code, errs)
 	}
 }
 
