@@ -186,6 +186,27 @@ func TestEnumerateFix(t *testing.T) {
 	}
 }
 
+// Under attn=flash selective recompute equals no recompute (FlashAttention recomputes the scores
+// itself), so the search does not list it twice; a fixed recompute=selective is still honoured.
+func TestEnumerateFlashSkipsSelective(t *testing.T) {
+	m := tinyLlama(t, 4)
+	_, got := enumerated(t, m, 8, EnumerateOptions{GBS: 16, Fix: mustFix(t, "attn=flash")})
+	modes := map[string]int{}
+	for _, str := range got {
+		for _, rc := range RecomputeModes {
+			if strings.Contains(str, "recompute="+rc+",") {
+				modes[rc]++
+			}
+		}
+	}
+	if modes[RecomputeSelective] != 0 || modes[RecomputeNone] == 0 || modes[RecomputeFull] == 0 {
+		t.Errorf("recompute modes searched under attn=flash: %v; want none and full only", modes)
+	}
+	if _, fixed := enumerated(t, m, 8, EnumerateOptions{GBS: 16, Fix: mustFix(t, "attn=flash,recompute=selective")}); len(fixed) == 0 {
+		t.Error("a fixed recompute=selective with attn=flash gave no candidates")
+	}
+}
+
 func TestEnumerateErrors(t *testing.T) {
 	m := tinyGPT(t, 2) // learned positions: 32
 	cases := []struct {
