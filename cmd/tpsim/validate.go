@@ -442,15 +442,20 @@ func valStrategy(r *valRecord, m *model.Model, hw *hardware.Hardware) (strategie
 	}
 	gbs := *p.GlobalBatch
 	keys := []string{fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d", pp, dp, cp, tp)}
-	// What the source's software does, where the record does not say.
-	switch valFamily(r) {
-	case "megatron", "bloom":
-		// Megatron-LM all-reduces gradients after the backward pass (Korthikanti et al. 2022 §6.3:
-		// "we do not use any overlapping of gradient all-reduces with back-propagation"), and
-		// DeepSpeed's pipeline engine reduces them after the last microbatch's backward
-		// (deepspeed/runtime/pipe/schedule.py: ReduceTiedGrads, ReduceGrads, OptimizerStep).
+	// What the source's software does, where the record does not say. Megatron-LM all-reduces
+	// gradients after the backward pass (Korthikanti et al. 2022 §6.3: "we do not use any
+	// overlapping of gradient all-reduces with back-propagation"); DeepSpeed's pipeline engine
+	// reduces them after the last microbatch's backward (deepspeed/runtime/pipe/schedule.py:
+	// ReduceTiedGrads, ReduceGrads, OptimizerStep), and its ZeRO overlaps the reduction by default
+	// only at stage 3 (deepspeed/runtime/zero/config.py, overlap_comm_valid: stage == 3).
+	zero3 := p.ZeRO != nil && *p.ZeRO == 3 || p.ZeRO == nil && p.FSDP != nil && *p.FSDP
+	switch f := valFamily(r); {
+	case (f == "megatron" || f == "bloom") && !zero3:
 		keys = append(keys, "overlap=off")
-		assumed = append(assumed, "data-parallel gradient reduction after backward, not overlapped (Megatron-LM, Korthikanti et al. 2022 §6.3; DeepSpeed's pipeline engine)")
+		assumed = append(assumed, "data-parallel gradient reduction after backward, not overlapped (Megatron-LM, Korthikanti et al. 2022 §6.3; DeepSpeed's pipeline engine and ZeRO below stage 3)")
+	case f == "megatron" || f == "bloom":
+		keys = append(keys, "overlap=on")
+		assumed = append(assumed, "data-parallel reduction overlapped with backward (DeepSpeed ZeRO-3's default overlap_comm)")
 	default:
 		keys = append(keys, "overlap=on")
 		assumed = append(assumed, "data-parallel gradient reduction overlapped with backward (PyTorch DDP and FSDP default)")
