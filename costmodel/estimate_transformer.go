@@ -27,7 +27,9 @@ import (
 //
 //	matrix-product FLOPs  forward 24bsh^2/t + 4bs^2h/t (Narayanan et al. 2021 §5.1), backward
 //	                      twice that; full recompute adds the forward again (Eq. 3: 96 for 72),
-//	                      selective recompute the attention core, 4bs^2h/t (Korthikanti et al. §5)
+//	                      selective recompute the attention core, 4bs^2h/t (Korthikanti et al. §5);
+//	                      FlashAttention's core is 2bs^2h/t forward and 5bs^2h/t backward (Dao
+//	                      2023 §4.1: the causal half, backward 2.5x)
 //	bytes sent over tp    8bsh (t-1)/t e: four all-reduces of b s h (Narayanan et al. §3.3), or
 //	                      four reduce-scatter + all-gather pairs under sequence parallelism, plus
 //	                      the backward's two re-gathers of the Linears' input, 2bsh (t-1)/t e
@@ -35,7 +37,8 @@ import (
 //	                      collectives, and then the replayed gathers stand for the re-gathers
 //	activations           Korthikanti et al. 2022 Table 2 (KorthikantiActivationBytes) plus the
 //	                      norms' fp32 statistics; TestProgramActivationsKorthikanti says where
-//	                      the Program differs
+//	                      the Program differs; FlashAttention keeps what selective recompute
+//	                      keeps plus an fp32 log-sum-exp per query row and local head
 //	parameters            12h^2 + 13h, sharded over tp but for the norms and row-parallel biases
 //	                      (Narayanan et al. 2021 §5.1: P = 12lh^2 (1 + 13/(12h) + (V+s)/(12lh)))
 //	ZeRO-3                each parameter all-gathered before its forward and its backward, its
@@ -705,6 +708,8 @@ func (x *xf) headForward(m *emitter) {
 	// The fp32 loss (strategies' loss): an upcast copy during the op, fp32 log-probabilities saved.
 	lp := units.Bytes(nl * 4)
 	m.save(lp)
+	// Writes the loss (4 bytes) and the transient fp32 copy (lp bytes: as large as the
+	// log-probabilities); frees both and the logits after.
 	m.elementwise(units.FLOPs(5*nl), units.Bytes(nl*(x.e+16)), 4+lp, 4+lp+full)
 }
 

@@ -16,8 +16,9 @@
 // A GEMM of f FLOPs runs at GEMMEfficiency(f) = GEMMMax * f/(f+GEMMHalfFLOPs) of the peak for its
 // dtype, i.e. it takes a fixed GEMMHalfFLOPs/(GEMMMax*peak) plus f/(GEMMMax*peak). An
 // elementwise op moving b bytes takes b/(MemMax*MemBandwidth). The fused FlashAttention kernel
-// runs its FLOPs at FlashMax of the peak, or is bound by its bytes, whichever is slower. A collective among ranks that
-// LevelFor (or LevelOf) places at level l uses l's Latency per ring step and
+// runs its FLOPs at FlashMax of the peak, or is bound by its bytes, whichever is slower. A
+// collective among ranks that LevelFor (or LevelOf) places at level l uses l's Latency per ring
+// step and
 // Bandwidth*Efficiency per device; a ring all-reduce of n bytes over p ranks takes
 // 2(p-1)*Latency + 2(p-1)/p * n/(Bandwidth*Efficiency) (Thakur, Rabenseifner and Gropp 2005,
 // Sec. 4; the 2(p-1)/p bus factor as in nccl-tests doc/PERFORMANCE.md).

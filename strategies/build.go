@@ -266,53 +266,54 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 	}
 	o := b.val(fqn+".core", []int{mb, s, heads * mod.HeadDim}, qv.Place)
 	op := Op{Kind: OpAttention, Module: fqn, In: in, Out: []ValueID{o}, Heads: heads, KVHeads: kv, HeadDim: mod.HeadDim}
-	probShape := []int{mb, heads, s, sFull}
-	if b.st.Attention == AttentionFlash {
+	op.Elems = int64(mb) * int64(heads) * int64(s) * int64(sFull)
+	// QK^T and (softmax)V: 2 x 2*b*s*S*h FLOPs over the local heads, the full s x S product
+	// (Narayanan et al. 2021 §5.1 counts it so, and eager kernels compute all of it).
+	products := 4 * float64(mb) * float64(s) * float64(sFull) * float64(heads*mod.HeadDim)
+	switch {
+	case b.st.Attention == AttentionFlash:
 		// FlashAttention-2 (Dao 2023 §3.1) keeps the output and the softmax's log-sum-exp, one fp32
 		// per query row and head, and regenerates its dropout mask from the RNG state in backward.
-		// Recompute modes leave it as it is: its backward always recomputes the scores.
+		// Recompute modes leave it as it is: its backward always recomputes the scores. A causal
+		// mask lets the kernel skip the blocks above the diagonal, half the products (Dao 2023 §4.1
+		// counts it so). It reads qkv (and the gathered keys and values) and writes the output and
+		// the lse.
 		lse := b.val(fqn+".lse", []int{mb, heads, s}, qv.Place)
 		b.v(lse).Elem = 4
 		op.Out = append(op.Out, lse)
 		op.P = b.dropout()
-		// A causal mask lets the kernel skip the blocks above the diagonal: half the s x S
-		// product (Dao 2023 §4.1 counts it so). It reads qkv and writes the output and the lse.
-		op.FLOPs = units.FLOPs(2 * float64(mb) * float64(s) * float64(sFull) * float64(heads*mod.HeadDim))
-		op.Elems = int64(mb) * int64(heads) * int64(s) * int64(sFull)
+		op.FLOPs = units.FLOPs(products / 2)
 		op.MemBytes = qv.Bytes() + b.v(o).Bytes() + b.v(lse).Bytes()
 		if len(in) > 1 {
 			op.MemBytes += b.v(in[1]).Bytes()
 		}
-		b.emit(op)
-		return b.linear(fqn+".proj", mod.Child("proj"), o)
-	}
-	if b.st.Recompute != RecomputeSelective {
-		// The softmax output (and dropout's mask and output) is what the attention's backward
-		// reads. Without recompute it is saved; under full recompute the forward's copy is
-		// transient (freed by this op: the backward reads the copy the replayed forward writes,
-		// as Megatron-LM's checkpointed layer keeps the probabilities of the layer it recomputes);
-		// only selective recompute drops it and recomputes it inside the backward op
-		// (Korthikanti et al. 2022 §4.2).
-		probs := b.val(fqn+".probs", probShape, qv.Place)
-		op.Out = append(op.Out, probs)
-		if pd := b.dropout(); pd > 0 {
-			// Attention dropout keeps its 1-byte mask and its output, the input of the product with
-			// V (Korthikanti et al. 2022 §4.1: as^2b + 2as^2b of the 5as^2b).
-			mask := b.val(fqn+".attn_mask", probShape, qv.Place)
-			b.v(mask).Elem = 1
-			dropped := b.val(fqn+".dropped", probShape, qv.Place)
-			op.Out = append(op.Out, mask, dropped)
-			op.P = pd
+	default:
+		if b.st.Recompute != RecomputeSelective {
+			// The softmax output (and dropout's mask and output) is what the attention's backward
+			// reads. Without recompute it is saved; under full recompute the forward's copy is
+			// transient (freed by this op: the backward reads the copy the replayed forward writes,
+			// as Megatron-LM's checkpointed layer keeps the probabilities of the layer it
+			// recomputes); only selective recompute drops it and recomputes it inside the backward
+			// op (Korthikanti et al. 2022 §4.2).
+			probShape := []int{mb, heads, s, sFull}
+			probs := b.val(fqn+".probs", probShape, qv.Place)
+			op.Out = append(op.Out, probs)
+			if pd := b.dropout(); pd > 0 {
+				// Attention dropout keeps its 1-byte mask and its output, the input of the product
+				// with V (Korthikanti et al. 2022 §4.1: as^2b + 2as^2b of the 5as^2b).
+				mask := b.val(fqn+".attn_mask", probShape, qv.Place)
+				b.v(mask).Elem = 1
+				dropped := b.val(fqn+".dropped", probShape, qv.Place)
+				op.Out = append(op.Out, mask, dropped)
+				op.P = pd
+			}
 		}
-	}
-	// QK^T and (softmax)V: 2 x 2*b*s*s*h FLOPs over the local heads (Narayanan et al. 2021 §5.1
-	// counts the full s x s product, without causal savings; so does tpsim).
-	op.FLOPs = units.FLOPs(4 * float64(mb) * float64(s) * float64(sFull) * float64(heads*mod.HeadDim))
-	op.Elems = int64(mb) * int64(heads) * int64(s) * int64(sFull)
-	probBytes := int64(mb) * int64(heads) * int64(s) * int64(sFull) * int64(b.p.ActBytes)
-	op.MemBytes = qv.Bytes() + b.v(o).Bytes() + units.Bytes(2*probBytes)
-	if b.dropout() > 0 {
-		op.MemBytes += units.Bytes(2*probBytes + probBytes/int64(b.p.ActBytes)) // dropout: read, write, mask
+		op.FLOPs = units.FLOPs(products)
+		probBytes := op.Elems * int64(b.p.ActBytes)
+		op.MemBytes = qv.Bytes() + b.v(o).Bytes() + units.Bytes(2*probBytes)
+		if b.dropout() > 0 {
+			op.MemBytes += units.Bytes(2*probBytes + probBytes/int64(b.p.ActBytes)) // dropout: read, write, mask
+		}
 	}
 	b.emit(op)
 	return b.linear(fqn+".proj", mod.Child("proj"), o)

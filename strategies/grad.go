@@ -90,7 +90,7 @@ func (b *builder) differentiate() {
 			y := fop.In[0]
 			g := newGrad(y, Placement{Kind: Replicate})
 			sv, mem := []ValueID{saved(s.Index, fop.In[0]), fop.In[1]}, fop.MemBytes
-			if len(fop.Out) == 3 {
+			if len(fop.Out) == 3 { // [loss, fp32 copy, log-probabilities]: OpLoss's doc
 				// The fp32 loss of mixed precision (build.go): the backward reads the saved
 				// log-probabilities. Per logit: the loss's backward writes a dense fp32 gradient
 				// (4 bytes), log_softmax's backward reads it and the output and writes its own

@@ -31,9 +31,9 @@ const (
 	OpAct       OpKind = "act"       // In [x]; Out [y]; Act is relu, gelu or silu
 	OpMul       OpKind = "mul"       // In [a, b]; Out [y]; elementwise
 	OpAdd       OpKind = "add"       // In [a, b]; Out [y]; elementwise (residual); also sums gradients in backward
-	OpAttention OpKind = "attention" // In [qkv (, kv gathered over cp)]; Out [o (, probs (, mask, dropped)) but under selective recompute] eager, [o, lse] flash; causal softmax(q k^T / sqrt(d)) v
+	OpAttention OpKind = "attention" // In [qkv (, kv gathered over cp)]; Out eager [o (, probs (, mask, dropped)) but under selective recompute], flash [o, lse]; causal softmax(q k^T / sqrt(d)) v
 	OpDropout   OpKind = "dropout"   // In [x]; Out [y, mask]; y = x * mask / (1 - P), mask is 1 byte per element
-	OpLoss      OpKind = "loss"      // In [y, target]; Out [loss]; Loss is the model's loss kind, scaled by Scale
+	OpLoss      OpKind = "loss"      // In [y, target]; Out [loss], or [loss, y in fp32 (transient), fp32 log-probabilities] for cross-entropy under mixed precision; Loss is the model's loss kind, scaled by Scale
 
 	OpAllReduce     OpKind = "all_reduce"
 	OpAllGather     OpKind = "all_gather"
@@ -134,8 +134,9 @@ type Op struct {
 	Heads, KVHeads   int // local attention heads
 	HeadDim          int
 	// Saved lists, for a backward op, the forward values it reads: linear [x], norm [x, stats],
-	// act [x], mul [a, b], attention [qkv (, kv) (, probs (, mask, dropped)) or (, lse) under flash], loss [y, target],
-	// embedding [ids], dropout [mask].
+	// act [x], mul [a, b], attention [qkv (, kv) (, probs (, mask, dropped))] eager or
+	// [qkv (, kv), lse] flash, loss [y, target] or [log-probabilities, target] (mixed precision
+	// cross-entropy), embedding [ids], dropout [mask].
 	// Under full recompute they are the recomputed copies. Under sequence parallel a Linear whose
 	// input is a sequence all-gather reads the gather's output redone in backward from the saved
 	// [b, s/t, h] shard (Korthikanti et al. 2022 §4.2.2), not the forward's gathered value.

@@ -134,6 +134,11 @@ func writeHardware(w io.Writer, hw *hardware.Hardware) error {
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  GEMM\t%.3g x f/(f + %v) of peak\n", e.GEMMMax, e.GEMMHalfFLOPs)
 	fmt.Fprintf(tw, "  elementwise\t%.3g of memory bandwidth\n", e.MemMax)
+	if e.FlashMax > 0 {
+		fmt.Fprintf(tw, "  FlashAttention\t%.3g of peak\n", e.FlashMax)
+	} else {
+		fmt.Fprintf(tw, "  FlashAttention\tnone (attn=flash refused)\n")
+	}
 	tw.Flush()
 
 	if hw.Source != "" {

@@ -49,7 +49,8 @@ Examples:
   tpsim plan --model gpt3-13b --gpus 32 --out plan-13b     (writes plan.csv, plan.json, pareto.png/svg)
 
 --fix takes the keys of a strategy (pp, dp, cp, tp, mbs, zero, recompute, sp, schedule, vpp,
-overlap; precision, optimizer and bucket_mb set what is not searched). --sim auto simulates the
+overlap; precision, optimizer, attn and bucket_mb set what is not searched: give attn=flash when
+the run will use FlashAttention). --sim auto simulates the
 top candidates when their timelines are small enough to take well under a second; on always; off
 never.
 `
