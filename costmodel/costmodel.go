@@ -181,7 +181,7 @@ func KernelKey(op *strategies.Op, optimizer string) string {
 		if op.Norm == model.KindRMSNorm {
 			k = "rmsnorm"
 		}
-	case strategies.OpLoss:
+	case strategies.OpLoss, strategies.OpLossStats:
 		k = "cross_entropy"
 		if op.Loss == model.KindMSE {
 			k = "mse"

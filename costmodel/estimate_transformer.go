@@ -678,7 +678,7 @@ func (x *xf) embedBackward(m *emitter) {
 }
 
 // headForward is the final norm, the output head (column-parallel over the vocabulary, tied or
-// not) and the cross-entropy loss on the all-gathered logits.
+// not) and the cross-entropy loss: vocabulary-parallel when t > 1.
 func (x *xf) headForward(m *emitter) {
 	rows := x.b * x.s
 	n := int64(x.r) / x.e
@@ -694,12 +694,12 @@ func (x *xf) headForward(m *emitter) {
 	// Without the fp32 loss the backward reads the logits; with it, the log-probabilities.
 	keep := !x.fp32Loss()
 	x.zg(m, x.vocab*x.h)
-	m.save(ifB(x.t == 1 && keep, full))
-	m.linear(rows, x.h, x.vocab, x.e, true, ifB(x.t > 1 || !keep, logits), ifB(x.sp, x.bsh))
 	if x.t > 1 {
-		m.save(ifB(keep, full))
-		m.tpColl(strategies.OpAllGather, full, ifB(!keep, full), logits)
+		x.vocabParallelLoss(m, keep, logits)
+		return
 	}
+	m.save(ifB(keep, full))
+	m.linear(rows, x.h, x.vocab, x.e, true, ifB(!keep, logits), ifB(x.sp, x.bsh))
 	m.save(units.Bytes(rows * 4)) // targets
 	if keep {
 		m.elementwise(units.FLOPs(5*nl), units.Bytes(2*nl*x.e), 4, 4)
@@ -713,6 +713,30 @@ func (x *xf) headForward(m *emitter) {
 	m.elementwise(units.FLOPs(5*nl), units.Bytes(nl*(x.e+16)), 4+lp, 4+lp+full)
 }
 
+// vocabParallelLoss is the output head's Linear and the cross-entropy on its vocabulary shard
+// (strategies' vocabParallelLoss): per-row statistics of the shard, their all-gather over tp, and
+// the combine that writes the loss and the lse. The backward reads the shard (its fp32 copy under
+// mixed precision), the targets and the lse.
+func (x *xf) vocabParallelLoss(m *emitter, keep bool, logits units.Bytes) {
+	rows := x.b * x.s
+	nl := rows * x.vocab
+	m.save(ifB(keep, logits))
+	m.linear(rows, x.h, x.vocab, x.e, true, ifB(!keep, logits), ifB(x.sp, x.bsh))
+	m.save(units.Bytes(rows * 4)) // targets
+	stats := units.Bytes(rows * 3 * 4)
+	all := stats * units.Bytes(x.t)
+	lse := units.Bytes(rows * 4)
+	mem := units.Bytes(8 * nl)
+	if !keep {
+		m.save(units.Bytes(nl * 4)) // the fp32 copy, read by the backward
+		mem = units.Bytes(nl * (x.e + 12))
+	}
+	m.elementwise(units.FLOPs(5*nl), mem, stats, 0)
+	m.tpColl(strategies.OpAllGather, all, all, stats)
+	m.save(lse)
+	m.elementwise(units.FLOPs(5*rows*x.t), all+lse, 4, 4+all+ifB(!keep, logits))
+}
+
 // fp32Loss reports whether the cross-entropy runs in fp32 on an upcast copy of the logits: under
 // mixed precision (PyTorch autocast, Megatron-LM's output.float()).
 func (x *xf) fp32Loss() bool { return x.e < 4 }
@@ -721,19 +745,21 @@ func (x *xf) fp32Loss() bool { return x.e < 4 }
 func (x *xf) headBackward(m *emitter) {
 	rows := x.b * x.s
 	n := int64(x.r) / x.e
-	nl := rows * x.fullVocab
-	full := units.Bytes(nl * x.e)
-	if x.fp32Loss() {
-		m.elementwise(units.FLOPs(5*nl), units.Bytes(nl*(20+x.e)), full, 0)
+	nl := rows * x.vocab // local logits: the whole vocabulary when t = 1
+	g := units.Bytes(nl * x.e)
+	switch {
+	case x.t > 1 && x.fp32Loss(): // vocabulary-parallel, from the fp32 copy
+		m.elementwise(units.FLOPs(5*nl), units.Bytes(nl*(12+x.e)), g, 0)
+		m.drop(units.Bytes(nl*4 + rows*4 + rows*4)) // the copy, the targets, the lse
+	case x.t > 1:
+		m.elementwise(units.FLOPs(5*nl), units.Bytes(8*nl), g, 0)
+		m.drop(g + units.Bytes(rows*4+rows*4)) // the shard, the targets, the lse
+	case x.fp32Loss():
+		m.elementwise(units.FLOPs(5*nl), units.Bytes(nl*(20+x.e)), g, 0)
 		m.drop(units.Bytes(nl*4 + rows*4)) // the log-probabilities and the targets
-	} else {
-		m.elementwise(units.FLOPs(5*nl), units.Bytes(2*nl*x.e), full, 0)
-		m.drop(full + units.Bytes(rows*4))
-	}
-	g := full
-	if x.t > 1 {
-		g = units.Bytes(rows * x.vocab * x.e)
-		m.elementwise(0, full, g, full) // slice of the replicated logits' gradient
+	default:
+		m.elementwise(units.FLOPs(5*nl), units.Bytes(2*nl*x.e), g, 0)
+		m.drop(g + units.Bytes(rows*4))
 	}
 	x.zg(m, x.vocab*x.h)
 	free, drop := x.regather(m, true)

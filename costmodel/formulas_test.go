@@ -461,3 +461,33 @@ func TestMixedPrecisionLossKeepsFP32LogProbs(t *testing.T) {
 		t.Errorf("256 more vocabulary entries keep %d more bytes, want tokens x 256 x 4 = %d", int64(got), int64(want))
 	}
 }
+
+// With the output head split over the vocabulary (the Megatron plan at tp > 1) the cross-entropy is
+// vocabulary-parallel (Megatron-LM's vocab_parallel_cross_entropy, PyTorch's loss_parallel): a rank
+// keeps only its shard's fp32 copy, tokens x V/t x 4 bytes, and the tensor-parallel traffic does not
+// grow with the vocabulary (no logits are gathered; only three fp32 numbers per token are).
+func TestVocabParallelLoss(t *testing.T) {
+	const s, b, h, a, tp = 32, 2, 64, 4, 4
+	var act, tpBytes [2]units.Bytes
+	hw := loadHW(t, "a100-80g")
+	for i, vocab := range []int{256, 512} {
+		m, err := model.Transformer{Hidden: h, Layers: 2, Heads: a, KVHeads: a, HeadDim: h / a, FFN: 4 * h, Vocab: vocab,
+			Seq: s, Bias: true, Learned: true, Batch: 8}.Build("gpt", "gpt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := mustParse(t, fmt.Sprintf("tp=%d,mbs=%d,gbs=%d", tp, b, b))
+		p, err := strategies.Lower(m, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		act[i] = StageActivations(p.Stages[0])
+		tpBytes[i] = predictLowered(t, m, st, hw).CommBytes["tp"]
+	}
+	if got, want := act[1]-act[0], units.Bytes(s*b*256/tp*4); got != want {
+		t.Errorf("256 more vocabulary entries keep %d more bytes per rank, want tokens x 256/tp x 4 = %d", int64(got), int64(want))
+	}
+	if tpBytes[0] != tpBytes[1] {
+		t.Errorf("tensor-parallel bytes grow with the vocabulary: %d -> %d", int64(tpBytes[0]), int64(tpBytes[1]))
+	}
+}

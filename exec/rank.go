@@ -246,6 +246,8 @@ func (r *rank) do(op *strategies.Op) (float64, error) {
 		r.attention(op, bwd)
 	case strategies.OpLoss:
 		return r.loss(op, bwd), nil
+	case strategies.OpLossStats:
+		r.lossStats(op)
 	case strategies.OpAllReduce, strategies.OpAllGather, strategies.OpReduceScatter, strategies.OpSlice:
 		if op.Phase == strategies.Optimizer {
 			return 0, r.gradCollective(op)
@@ -458,10 +460,34 @@ func (r *rank) flashAttention(op *strategies.Op, bwd bool, q, k, v []float32, d 
 	}
 }
 
+// lossStats is the first step of the vocabulary-parallel cross-entropy on this rank's shard of the
+// logits (vocabulary entries from tp rank x local on).
+func (r *rank) lossStats(op *strategies.Op) {
+	yv := r.s.Value(op.In[0])
+	local := op.VocabHi - op.VocabLo
+	y := r.value(op.In[0])
+	kernels.CrossEntropyStats(r.value(op.Out[0]), y, r.ints(op.In[1]), rows(yv), local, r.tpIdx*local)
+	if len(op.Out) > 1 { // the fp32 copy of mixed precision; exec runs fp32, so it is the same values
+		copy(r.value(op.Out[1]), y)
+	}
+}
+
 func (r *rank) loss(op *strategies.Op, bwd bool) float64 {
 	ids := op.In
 	if bwd {
 		ids = op.Saved
+	}
+	if len(ids) == 3 { // vocabulary-parallel: In [shard, targets, stats], Saved [shard, targets, lse]
+		yv := r.s.Value(ids[0])
+		local := op.VocabHi - op.VocabLo
+		if bwd {
+			dy := r.value(op.Out[0])
+			kernels.CrossEntropyShardBackward(dy, r.value(ids[0]), r.value(ids[2]), r.ints(ids[1]), rows(yv), local, r.tpIdx*local)
+			kernels.Scale(float32(op.Scale), dy)
+			return 0
+		}
+		l := kernels.CrossEntropyCombine(r.value(op.Out[1]), r.value(ids[2]), rows(yv), r.p.Strategy.Mesh.TP)
+		return op.Scale * float64(l)
 	}
 	yid, tid := ids[0], ids[1]
 	yv := r.s.Value(yid)

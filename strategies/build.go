@@ -346,8 +346,14 @@ func (b *builder) mlp(fqn string, mod *model.Module, x ValueID) (ValueID, error)
 	return b.linear(fqn+".down", mod.Child("down"), y)
 }
 
-// loss gathers the output when a plan left it sharded and applies the model's loss.
+// loss applies the model's loss: vocabulary-parallel cross-entropy on logits sharded over the
+// vocabulary, else on the output gathered when a plan left it sharded.
 func (b *builder) loss(y ValueID) {
+	if yv := b.v(y); b.p.Model.Loss == model.KindCrossEntropy && b.tp > 1 && yv.Place.Kind == Shard &&
+		axisOf(yv.Shape, yv.Place.Dim) == len(yv.Shape)-1 {
+		b.vocabParallelLoss(y)
+		return
+	}
 	y = b.redistribute(y, Placement{Kind: Replicate}, "loss")
 	yv := b.v(y)
 	var target ValueID
@@ -378,6 +384,49 @@ func (b *builder) loss(y ValueID) {
 		op.MemBytes = units.Bytes(n * int64(yv.Elem+16))
 	}
 	b.emit(op)
+}
+
+// vocabParallelLoss is cross-entropy on logits sharded over the vocabulary across tp, without
+// gathering them (Megatron-LM's vocab_parallel_cross_entropy; PyTorch's loss_parallel): each rank
+// reduces its shard to three numbers per row (OpLossStats), the ranks all-gather them, and every
+// rank combines them into the loss and each row's log-sum-exp (OpLoss), which the backward reads
+// with the shard to write the shard's gradient. Only the combine is on the tape: its backward is
+// the whole loss's.
+func (b *builder) vocabParallelLoss(y ValueID) {
+	s, yv := b.stage, b.v(y)
+	shape := yv.Shape
+	rowsShape := shape[:len(shape)-1]
+	rows := elems(rowsShape)
+	n := elems(shape)
+	local := shape[len(shape)-1]
+	target := b.val("targets", rowsShape, Placement{Kind: Replicate})
+	b.v(target).Elem, b.v(target).Int, b.v(target).Data = 4, true, true
+	stats := b.val("loss.stats", append(append([]int(nil), rowsShape...), 3), Placement{Kind: Shard, Dim: -1})
+	b.v(stats).Elem = 4
+	// Traffic per local logit: read the shard twice (the max, then the sum of exponentials); under
+	// mixed precision the upcast reads e and writes 4 bytes first, and the two passes read the copy,
+	// which is kept for backward (Megatron-LM's .float() and saved softmax).
+	so := Op{Kind: OpLossStats, Module: "loss", In: []ValueID{y, target}, Out: []ValueID{stats}, VocabLo: 0, VocabHi: local,
+		FLOPs: units.FLOPs(5 * n), MemBytes: units.Bytes(n * 8), Elems: n, Phase: Forward, Fwd: -1}
+	if yv.Elem < 4 {
+		up := b.val("loss.logits_fp32", shape, yv.Place)
+		b.v(up).Elem = 4
+		so.Out = append(so.Out, up)
+		so.MemBytes = units.Bytes(n * int64(yv.Elem+12))
+	}
+	s.Forward = append(s.Forward, so)
+	all := b.val("loss.stats_all", append(append([]int(nil), rowsShape...), 3*b.tp), Placement{Kind: Replicate})
+	b.v(all).Elem = 4
+	full := b.v(all).Bytes()
+	s.Forward = append(s.Forward, Op{Kind: OpAllGather, Module: "loss", In: []ValueID{stats}, Out: []ValueID{all}, Dim: DimTP, Group: b.tp,
+		Axis: -1, SentBytes: full * units.Bytes(b.tp-1) / units.Bytes(b.tp), FullBytes: full, MemBytes: full, Phase: Forward, Fwd: -1})
+	l := b.val("loss", []int{1}, Placement{Kind: Replicate})
+	lse := b.val("loss.lse", rowsShape, Placement{Kind: Replicate})
+	b.v(l).Elem, b.v(lse).Elem = 4, 4
+	st := b.st
+	b.emit(Op{Kind: OpLoss, Loss: b.p.Model.Loss, Module: "loss", In: []ValueID{y, target, all}, Out: []ValueID{l, lse},
+		VocabLo: 0, VocabHi: local, Scale: 1 / float64(b.p.Microbatches*st.Mesh.DP*st.Mesh.CP), Elems: rows,
+		FLOPs: units.FLOPs(5 * rows * int64(b.tp)), MemBytes: full + b.v(lse).Bytes()})
 }
 
 func (b *builder) paramNames(s *Stage) []string {

@@ -88,9 +88,34 @@ func (b *builder) differentiate() {
 		switch fop.Kind {
 		case OpLoss:
 			y := fop.In[0]
-			g := newGrad(y, Placement{Kind: Replicate})
-			sv, mem := []ValueID{saved(s.Index, fop.In[0]), fop.In[1]}, fop.MemBytes
-			if len(fop.Out) == 3 { // [loss, fp32 copy, log-probabilities]: OpLoss's doc
+			gpl := Placement{Kind: Replicate}
+			if len(fop.In) == 3 {
+				gpl = s.Values[y].Place // the shard's gradient is the shard's
+			}
+			g := newGrad(y, gpl)
+			sv, mem, flops, elems := []ValueID{saved(s.Index, fop.In[0]), fop.In[1]}, fop.MemBytes, fop.FLOPs, fop.Elems
+			if len(fop.In) == 3 {
+				// Vocabulary-parallel (build.go vocabParallelLoss): the gradient of this rank's
+				// shard, exp(y - lse) minus the one-hot target where the rank holds it, from the
+				// shard (its fp32 copy under mixed precision) and the lse. Per local logit it reads
+				// 4 bytes and writes 4 (fp32), then casts back to e (reads 4, writes e).
+				yv := s.Values[y]
+				n := yv.Elems()
+				yin := fop.In[0]
+				for i := te.op - 1; i >= 0; i-- {
+					if so := s.Forward[i]; so.Kind == OpLossStats {
+						if len(so.Out) == 2 {
+							yin = so.Out[1] // the fp32 copy
+						}
+						break
+					}
+				}
+				sv = []ValueID{saved(s.Index, yin), fop.In[1], fop.Out[1]}
+				mem, flops, elems = units.Bytes(8*n), units.FLOPs(5*n), n
+				if yv.Elem < 4 {
+					mem = units.Bytes(n * int64(12+yv.Elem))
+				}
+			} else if len(fop.Out) == 3 { // [loss, fp32 copy, log-probabilities]: OpLoss's doc
 				// The fp32 loss of mixed precision (build.go): the backward reads the saved
 				// log-probabilities. Per logit: the loss's backward writes a dense fp32 gradient
 				// (4 bytes), log_softmax's backward reads it and the output and writes its own
@@ -99,9 +124,9 @@ func (b *builder) differentiate() {
 				sv = []ValueID{saved(s.Index, fop.Out[2]), fop.In[1]}
 				mem = units.Bytes(yv.Elems() * int64(20+yv.Elem))
 			}
-			emitB(Op{Kind: OpLoss, Loss: fop.Loss, Module: fop.Module, Fwd: te.op, Out: []ValueID{g}, Scale: fop.Scale, Elems: fop.Elems,
-				Saved: sv, FLOPs: fop.FLOPs, MemBytes: mem, GradInput: true})
-			addGrad(y, g, Placement{Kind: Replicate})
+			emitB(Op{Kind: OpLoss, Loss: fop.Loss, Module: fop.Module, Fwd: te.op, Out: []ValueID{g}, Scale: fop.Scale, Elems: elems,
+				VocabLo: fop.VocabLo, VocabHi: fop.VocabHi, Saved: sv, FLOPs: flops, MemBytes: mem, GradInput: true})
+			addGrad(y, g, gpl)
 		case OpSend:
 			r := recvOf[vkey{s.Index, fop.In[0]}]
 			if !b.needsGrad[r] {

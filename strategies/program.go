@@ -33,7 +33,13 @@ const (
 	OpAdd       OpKind = "add"       // In [a, b]; Out [y]; elementwise (residual); also sums gradients in backward
 	OpAttention OpKind = "attention" // In [qkv (, kv gathered over cp)]; Out eager [o (, probs (, mask, dropped)) but under selective recompute], flash [o, lse]; causal softmax(q k^T / sqrt(d)) v
 	OpDropout   OpKind = "dropout"   // In [x]; Out [y, mask]; y = x * mask / (1 - P), mask is 1 byte per element
-	OpLoss      OpKind = "loss"      // In [y, target]; Out [loss], or [loss, y in fp32 (transient), fp32 log-probabilities] for cross-entropy under mixed precision; Loss is the model's loss kind, scaled by Scale
+	OpLoss      OpKind = "loss"      // In [y, target]; Out [loss], or [loss, y in fp32 (transient), fp32 log-probabilities] for cross-entropy under mixed precision; Loss is the model's loss kind, scaled by Scale. Vocabulary-parallel: In [y shard, target, stats over tp]; Out [loss, lse]
+	// OpLossStats starts a vocabulary-parallel cross-entropy on logits sharded over tp (Megatron-LM's
+	// vocab_parallel_cross_entropy, PyTorch's loss_parallel): In [y shard, target]; Out [stats (, y
+	// in fp32 under mixed precision)], per row the local max m, sum of exp(y - m) and the target's
+	// logit where this rank holds it (else 0); rows [VocabLo, VocabHi) of the vocabulary are local
+	// (offset by the tp rank). The stats are all-gathered over tp and OpLoss combines them.
+	OpLossStats OpKind = "loss_stats"
 
 	OpAllReduce     OpKind = "all_reduce"
 	OpAllGather     OpKind = "all_gather"

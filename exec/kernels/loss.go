@@ -78,3 +78,95 @@ func MSE(dy, y, target []float32) float32 {
 	}
 	return float32(total * inv)
 }
+
+// Vocabulary-parallel cross-entropy (Megatron-LM's vocab_parallel_cross_entropy, PyTorch's
+// loss_parallel): each of p ranks holds the logits of vocabulary entries [lo, lo+local) for all n
+// rows. CrossEntropyStats reduces a shard to three numbers per row, the ranks gather them, and
+// CrossEntropyCombine and CrossEntropyShardBackward finish on every rank without the full logits.
+
+// CrossEntropyStats writes, for each row i of a shard, stats[3i] = m (the shard's largest logit),
+// stats[3i+1] = Σ_j exp(y_j - m) and stats[3i+2] = the target's logit if lo <= target < lo+local,
+// else 0. It panics if a length does not match.
+func CrossEntropyStats(stats, logits []float32, targets []int32, n, local, lo int) {
+	if n <= 0 || local <= 0 {
+		panicf("CrossEntropyStats: n = %d and local = %d must be positive", n, local)
+	}
+	checkLen("CrossEntropyStats", "logits", logits, n*local)
+	checkLen("CrossEntropyStats", "stats", stats, 3*n)
+	if len(targets) != n {
+		panicf("CrossEntropyStats: len(targets) = %d, want %d", len(targets), n)
+	}
+	for i, t := range targets {
+		row := logits[i*local : (i+1)*local]
+		mx := row[0]
+		for _, x := range row[1:] {
+			if x > mx {
+				mx = x
+			}
+		}
+		var sum float64
+		for _, x := range row {
+			sum += math.Exp(float64(x - mx))
+		}
+		var tl float32
+		if j := int(t) - lo; j >= 0 && j < local {
+			tl = row[j]
+		}
+		stats[3*i], stats[3*i+1], stats[3*i+2] = mx, float32(sum), tl
+	}
+}
+
+// CrossEntropyCombine reads the gathered stats of p shards, all[i*3p + 3r + k] (row i, shard r, k
+// as in CrossEntropyStats), writes each row's log-sum-exp over the whole vocabulary into lse and
+// returns the mean over rows of lse - the target's logit. It panics if a length does not match.
+func CrossEntropyCombine(lse, all []float32, n, p int) float32 {
+	if n <= 0 || p <= 0 {
+		panicf("CrossEntropyCombine: n = %d and p = %d must be positive", n, p)
+	}
+	checkLen("CrossEntropyCombine", "all", all, 3*p*n)
+	checkLen("CrossEntropyCombine", "lse", lse, n)
+	var total float64
+	for i := range n {
+		row := all[i*3*p : (i+1)*3*p]
+		mx := row[0]
+		for r := 1; r < p; r++ {
+			mx = max(mx, row[3*r])
+		}
+		var sum, tl float64
+		for r := range p {
+			sum += float64(row[3*r+1]) * math.Exp(float64(row[3*r]-mx))
+			tl += float64(row[3*r+2])
+		}
+		l := float64(mx) + math.Log(sum)
+		lse[i] = float32(l)
+		total += l - tl
+	}
+	return float32(total / float64(n))
+}
+
+// CrossEntropyShardBackward writes the gradient of CrossEntropyCombine's mean loss with respect to
+// a shard: dlogits[i][j] = (exp(y_ij - lse_i) - [lo+j = target_i]) / n. It panics if a length
+// does not match.
+func CrossEntropyShardBackward(dlogits, logits, lse []float32, targets []int32, n, local, lo int) {
+	if n <= 0 || local <= 0 {
+		panicf("CrossEntropyShardBackward: n = %d and local = %d must be positive", n, local)
+	}
+	checkLen("CrossEntropyShardBackward", "logits", logits, n*local)
+	checkLen("CrossEntropyShardBackward", "dlogits", dlogits, n*local)
+	checkLen("CrossEntropyShardBackward", "lse", lse, n)
+	if len(targets) != n {
+		panicf("CrossEntropyShardBackward: len(targets) = %d, want %d", len(targets), n)
+	}
+	invN := 1 / float64(n)
+	for i, t := range targets {
+		row := logits[i*local : (i+1)*local]
+		drow := dlogits[i*local : (i+1)*local]
+		l := float64(lse[i])
+		for j, x := range row {
+			drow[j] = float32(math.Exp(float64(x)-l) * invN)
+		}
+		if j := int(t) - lo; j >= 0 && j < local {
+			drow[j] -= float32(invN)
+		}
+	}
+}
