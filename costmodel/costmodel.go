@@ -170,7 +170,9 @@ func (c *Coster) shared(op *strategies.Op, t units.Seconds) units.Seconds {
 
 // KernelKey names the kernel of a compute op for hardware.Efficiency.KernelRates: "gelu",
 // "layernorm", "cross_entropy", "attention", "adam", ... with ".backward" for backward ops; ""
-// for matrix products, which the GEMM efficiency prices.
+// for matrix products, which the GEMM efficiency prices. The vocabulary-parallel cross-entropy
+// has its own kernels: "cross_entropy_stats" on the shard, "cross_entropy_combine" on the
+// gathered statistics and "cross_entropy_shard.backward".
 func KernelKey(op *strategies.Op, optimizer string) string {
 	var k string
 	switch op.Kind {
@@ -181,10 +183,18 @@ func KernelKey(op *strategies.Op, optimizer string) string {
 		if op.Norm == model.KindRMSNorm {
 			k = "rmsnorm"
 		}
-	case strategies.OpLoss, strategies.OpLossStats:
-		k = "cross_entropy"
-		if op.Loss == model.KindMSE {
+	case strategies.OpLossStats:
+		return "cross_entropy_stats"
+	case strategies.OpLoss:
+		switch {
+		case op.Loss == model.KindMSE:
 			k = "mse"
+		case op.VocabHi > 0 && op.Phase == strategies.Backward: // vocabulary-parallel
+			k = "cross_entropy_shard"
+		case op.VocabHi > 0:
+			return "cross_entropy_combine"
+		default:
+			k = "cross_entropy"
 		}
 	case strategies.OpStep:
 		return optimizer

@@ -461,15 +461,11 @@ func (r *rank) flashAttention(op *strategies.Op, bwd bool, q, k, v []float32, d 
 }
 
 // lossStats is the first step of the vocabulary-parallel cross-entropy on this rank's shard of the
-// logits (vocabulary entries from tp rank x local on).
+// logits (vocabulary entries from tp rank x local on). exec runs fp32, so there is no fp32 copy.
 func (r *rank) lossStats(op *strategies.Op) {
 	yv := r.s.Value(op.In[0])
 	local := op.VocabHi - op.VocabLo
-	y := r.value(op.In[0])
-	kernels.CrossEntropyStats(r.value(op.Out[0]), y, r.ints(op.In[1]), rows(yv), local, r.tpIdx*local)
-	if len(op.Out) > 1 { // the fp32 copy of mixed precision; exec runs fp32, so it is the same values
-		copy(r.value(op.Out[1]), y)
-	}
+	kernels.CrossEntropyStats(r.value(op.Out[0]), r.value(op.In[0]), r.ints(op.In[1]), rows(yv), local, r.tpIdx*local, local*r.p.Strategy.Mesh.TP)
 }
 
 func (r *rank) loss(op *strategies.Op, bwd bool) float64 {
@@ -477,16 +473,17 @@ func (r *rank) loss(op *strategies.Op, bwd bool) float64 {
 	if bwd {
 		ids = op.Saved
 	}
-	if len(ids) == 3 { // vocabulary-parallel: In [shard, targets, stats], Saved [shard, targets, lse]
+	if op.VocabHi > 0 { // vocabulary-parallel: In [shard, targets, stats], Saved [shard, targets, lse]
 		yv := r.s.Value(ids[0])
 		local := op.VocabHi - op.VocabLo
 		if bwd {
 			dy := r.value(op.Out[0])
-			kernels.CrossEntropyShardBackward(dy, r.value(ids[0]), r.value(ids[2]), r.ints(ids[1]), rows(yv), local, r.tpIdx*local)
+			kernels.CrossEntropyShardBackward(dy, r.value(ids[0]), r.value(ids[2]), r.ints(ids[1]), rows(yv), local, r.tpIdx*local, local*r.p.Strategy.Mesh.TP)
 			kernels.Scale(float32(op.Scale), dy)
 			return 0
 		}
-		l := kernels.CrossEntropyCombine(r.value(op.Out[1]), r.value(ids[2]), rows(yv), r.p.Strategy.Mesh.TP)
+		all := r.s.Value(ids[2])
+		l := kernels.CrossEntropyCombine(r.value(op.Out[1]), r.value(ids[2]), rows(yv), last(all)/3)
 		return op.Scale * float64(l)
 	}
 	yid, tid := ids[0], ids[1]

@@ -387,11 +387,15 @@ func (b *builder) loss(y ValueID) {
 }
 
 // vocabParallelLoss is cross-entropy on logits sharded over the vocabulary across tp, without
-// gathering them (Megatron-LM's vocab_parallel_cross_entropy; PyTorch's loss_parallel): each rank
-// reduces its shard to three numbers per row (OpLossStats), the ranks all-gather them, and every
-// rank combines them into the loss and each row's log-sum-exp (OpLoss), which the backward reads
-// with the shard to write the shard's gradient. Only the combine is on the tape: its backward is
-// the whole loss's.
+// gathering them, as Megatron-LM's vocab_parallel_cross_entropy and PyTorch's loss_parallel do:
+// each rank reduces its shard to three numbers per row (OpLossStats), and every rank combines
+// them into the loss and each row's log-sum-exp (OpLoss), which the backward reads with the shard
+// to write the shard's gradient. Megatron-LM exchanges the numbers in three all-reduces (max,
+// sum, sum) of one fp32 per row; tpsim all-gathers the three at once (3t fp32 per row, the same
+// information in one collective, which exec's communicator runs without a max reduction); both
+// are a few bytes per token against the logits' V/t. Only the combine is on the tape: its backward
+// is the whole loss's. Under mixed precision the combine also lists the shard's fp32 copy, which
+// its backward reads.
 func (b *builder) vocabParallelLoss(y ValueID) {
 	s, yv := b.stage, b.v(y)
 	shape := yv.Shape
@@ -424,7 +428,11 @@ func (b *builder) vocabParallelLoss(y ValueID) {
 	lse := b.val("loss.lse", rowsShape, Placement{Kind: Replicate})
 	b.v(l).Elem, b.v(lse).Elem = 4, 4
 	st := b.st
-	b.emit(Op{Kind: OpLoss, Loss: b.p.Model.Loss, Module: "loss", In: []ValueID{y, target, all}, Out: []ValueID{l, lse},
+	in := []ValueID{y, target, all}
+	if len(so.Out) == 2 {
+		in = append(in, so.Out[1]) // the fp32 copy
+	}
+	b.emit(Op{Kind: OpLoss, Loss: b.p.Model.Loss, Module: "loss", In: in, Out: []ValueID{l, lse},
 		VocabLo: 0, VocabHi: local, Scale: 1 / float64(b.p.Microbatches*st.Mesh.DP*st.Mesh.CP), Elems: rows,
 		FLOPs: units.FLOPs(5 * rows * int64(b.tp)), MemBytes: full + b.v(lse).Bytes()})
 }

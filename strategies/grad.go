@@ -89,12 +89,12 @@ func (b *builder) differentiate() {
 		case OpLoss:
 			y := fop.In[0]
 			gpl := Placement{Kind: Replicate}
-			if len(fop.In) == 3 {
+			if fop.VocabHi > 0 { // vocabulary-parallel (build.go vocabParallelLoss)
 				gpl = s.Values[y].Place // the shard's gradient is the shard's
 			}
 			g := newGrad(y, gpl)
 			sv, mem, flops, elems := []ValueID{saved(s.Index, fop.In[0]), fop.In[1]}, fop.MemBytes, fop.FLOPs, fop.Elems
-			if len(fop.In) == 3 {
+			if fop.VocabHi > 0 {
 				// Vocabulary-parallel (build.go vocabParallelLoss): the gradient of this rank's
 				// shard, exp(y - lse) minus the one-hot target where the rank holds it, from the
 				// shard (its fp32 copy under mixed precision) and the lse. Per local logit it reads
@@ -102,13 +102,8 @@ func (b *builder) differentiate() {
 				yv := s.Values[y]
 				n := yv.Elems()
 				yin := fop.In[0]
-				for i := te.op - 1; i >= 0; i-- {
-					if so := s.Forward[i]; so.Kind == OpLossStats {
-						if len(so.Out) == 2 {
-							yin = so.Out[1] // the fp32 copy
-						}
-						break
-					}
+				if len(fop.In) == 4 {
+					yin = fop.In[3] // the fp32 copy
 				}
 				sv = []ValueID{saved(s.Index, yin), fop.In[1], fop.Out[1]}
 				mem, flops, elems = units.Bytes(8*n), units.FLOPs(5*n), n

@@ -33,12 +33,13 @@ const (
 	OpAdd       OpKind = "add"       // In [a, b]; Out [y]; elementwise (residual); also sums gradients in backward
 	OpAttention OpKind = "attention" // In [qkv (, kv gathered over cp)]; Out eager [o (, probs (, mask, dropped)) but under selective recompute], flash [o, lse]; causal softmax(q k^T / sqrt(d)) v
 	OpDropout   OpKind = "dropout"   // In [x]; Out [y, mask]; y = x * mask / (1 - P), mask is 1 byte per element
-	OpLoss      OpKind = "loss"      // In [y, target]; Out [loss], or [loss, y in fp32 (transient), fp32 log-probabilities] for cross-entropy under mixed precision; Loss is the model's loss kind, scaled by Scale. Vocabulary-parallel: In [y shard, target, stats over tp]; Out [loss, lse]
+	OpLoss      OpKind = "loss"      // In [y, target]; Out [loss], or [loss, y in fp32 (transient), fp32 log-probabilities] for cross-entropy under mixed precision; Loss is the model's loss kind, scaled by Scale. Vocabulary-parallel (VocabHi > 0): In [y shard, target, stats gathered over tp (, y shard in fp32)]; Out [loss, lse]
 	// OpLossStats starts a vocabulary-parallel cross-entropy on logits sharded over tp (Megatron-LM's
 	// vocab_parallel_cross_entropy, PyTorch's loss_parallel): In [y shard, target]; Out [stats (, y
-	// in fp32 under mixed precision)], per row the local max m, sum of exp(y - m) and the target's
-	// logit where this rank holds it (else 0); rows [VocabLo, VocabHi) of the vocabulary are local
-	// (offset by the tp rank). The stats are all-gathered over tp and OpLoss combines them.
+	// shard in fp32 under mixed precision)], for each token the shard's max m, its sum of
+	// exp(y - m) and the target's logit where this rank holds it (else 0). VocabHi - VocabLo
+	// vocabulary entries are local, from tp rank x that on. The stats are all-gathered over tp and
+	// OpLoss combines them.
 	OpLossStats OpKind = "loss_stats"
 
 	OpAllReduce     OpKind = "all_reduce"
@@ -142,7 +143,8 @@ type Op struct {
 	// Saved lists, for a backward op, the forward values it reads: linear [x], norm [x, stats],
 	// act [x], mul [a, b], attention [qkv (, kv) (, probs (, mask, dropped))] eager or
 	// [qkv (, kv), lse] flash, loss [y, target] or [log-probabilities, target] (mixed precision
-	// cross-entropy), embedding [ids], dropout [mask].
+	// cross-entropy) or [y shard or its fp32 copy, target, lse] (vocabulary-parallel), embedding
+	// [ids], dropout [mask].
 	// Under full recompute they are the recomputed copies. Under sequence parallel a Linear whose
 	// input is a sequence all-gather reads the gather's output redone in backward from the saved
 	// [b, s/t, h] shard (Korthikanti et al. 2022 §4.2.2), not the forward's gathered value.

@@ -56,6 +56,8 @@ func measureChecks(ctx context.Context, s sampler) ([]KernelCheck, error) {
 	kernels.SplitQKV(q, k, v, qkv, d)
 	kernels.AttentionForward(o, probs, q, k, v, d)
 	logits, dlogits := fill(rows*vocab, -3, 3), make([]float32, rows*vocab)
+	ceStats, ceLSE := make([]float32, 3*rows), make([]float32, rows)
+	ceAll := fill(6*rows, 0.5, 2)
 	targets := make([]int32, rows)
 	for i := range targets {
 		targets[i] = int32(rng.IntN(vocab))
@@ -98,6 +100,12 @@ func measureChecks(ctx context.Context, s sampler) ([]KernelCheck, error) {
 			func() { kernels.CrossEntropy(nil, logits, targets, rows, vocab) }},
 		{KernelCheck{Name: "cross-entropy backward", Key: "cross_entropy.backward", Elems: int64(rows * vocab), What: "gpt-tiny logits 256 x 256, loss and gradient (exec's backward)", FLOPs: units.FLOPs(5 * rows * vocab), Bytes: units.Bytes(2 * 4 * rows * vocab)},
 			func() { kernels.CrossEntropy(dlogits, logits, targets, rows, vocab) }},
+		{KernelCheck{Name: "cross-entropy statistics", Key: "cross_entropy_stats", Elems: int64(rows * vocab), What: "gpt-tiny logits 256 x 256 as one vocabulary shard (vocabulary-parallel loss)", FLOPs: units.FLOPs(5 * rows * vocab), Bytes: units.Bytes(2 * 4 * rows * vocab)},
+			func() { kernels.CrossEntropyStats(ceStats, logits, targets, rows, vocab, 0, vocab) }},
+		{KernelCheck{Name: "cross-entropy combine", Key: "cross_entropy_combine", Elems: int64(rows), What: "256 rows of 2 shards' statistics", FLOPs: units.FLOPs(5 * rows * 2), Bytes: units.Bytes(4 * (6 + 1) * rows)},
+			func() { kernels.CrossEntropyCombine(ceLSE, ceAll, rows, 2) }},
+		{KernelCheck{Name: "cross-entropy shard backward", Key: "cross_entropy_shard.backward", Elems: int64(rows * vocab), What: "gpt-tiny logits 256 x 256 as one vocabulary shard", FLOPs: units.FLOPs(5 * rows * vocab), Bytes: units.Bytes(2 * 4 * rows * vocab)},
+			func() { kernels.CrossEntropyShardBackward(dlogits, logits, ceLSE, targets, rows, vocab, 0, vocab) }},
 		{KernelCheck{Name: "relu", Key: "relu", Elems: int64(n), What: "256 x 256, inputs of both signs", FLOPs: units.FLOPs(n), Bytes: units.Bytes(2 * 4 * n)},
 			func() { kernels.ReLU(gy, gx) }},
 		{KernelCheck{Name: "relu backward", Key: "relu.backward", Elems: int64(n), What: "256 x 256", FLOPs: units.FLOPs(2 * n), Bytes: units.Bytes(4 * 4 * n)},

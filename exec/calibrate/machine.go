@@ -13,7 +13,8 @@ import (
 // change the numbers it produces.
 // Version 2: per-kernel rates, the BLAS parallelism rule and the slowdown of ranks that meet at
 // collectives, measured with exec recycling its buffers.
-const FormatVersion = 2
+// Version 3: the vocabulary-parallel cross-entropy's kernels (statistics, combine, shard backward).
+const FormatVersion = 3
 
 // Machine identifies the machine and build a profile was measured on: its fingerprint. A cached
 // profile whose fingerprint differs from the current one is stale.

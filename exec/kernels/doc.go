@@ -46,6 +46,8 @@
 //	                 probabilities in a scratch of 2*seq*seq floats
 //	Embedding        ids
 //	CrossEntropy     nothing: it returns dlogits together with the loss
+//	CrossEntropy     the logit shard, the targets and the lse [rows] (written by
+//	(vocab-parallel) CrossEntropyCombine from CrossEntropyStats' gathered statistics)
 //	MSE              nothing: it returns dy together with the loss
 //
 // # Fused qkv layout

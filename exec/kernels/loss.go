@@ -79,15 +79,16 @@ func MSE(dy, y, target []float32) float32 {
 	return float32(total * inv)
 }
 
-// Vocabulary-parallel cross-entropy (Megatron-LM's vocab_parallel_cross_entropy, PyTorch's
-// loss_parallel): each of p ranks holds the logits of vocabulary entries [lo, lo+local) for all n
-// rows. CrossEntropyStats reduces a shard to three numbers per row, the ranks gather them, and
-// CrossEntropyCombine and CrossEntropyShardBackward finish on every rank without the full logits.
+// Vocabulary-parallel cross-entropy (as Megatron-LM's vocab_parallel_cross_entropy and PyTorch's
+// loss_parallel compute it): each of p ranks holds the logits of vocabulary entries [lo, lo+local)
+// for all n rows. CrossEntropyStats reduces a shard to three numbers per row, the ranks gather
+// them (Megatron-LM all-reduces them instead: a max and two sums), and CrossEntropyCombine and
+// CrossEntropyShardBackward finish on every rank without the full logits.
 
 // CrossEntropyStats writes, for each row i of a shard, stats[3i] = m (the shard's largest logit),
 // stats[3i+1] = Σ_j exp(y_j - m) and stats[3i+2] = the target's logit if lo <= target < lo+local,
-// else 0. It panics if a length does not match.
-func CrossEntropyStats(stats, logits []float32, targets []int32, n, local, lo int) {
+// else 0. It panics if a length does not match or a target is outside [0, vocab).
+func CrossEntropyStats(stats, logits []float32, targets []int32, n, local, lo, vocab int) {
 	if n <= 0 || local <= 0 {
 		panicf("CrossEntropyStats: n = %d and local = %d must be positive", n, local)
 	}
@@ -97,6 +98,9 @@ func CrossEntropyStats(stats, logits []float32, targets []int32, n, local, lo in
 		panicf("CrossEntropyStats: len(targets) = %d, want %d", len(targets), n)
 	}
 	for i, t := range targets {
+		if t < 0 || int(t) >= vocab {
+			panicf("CrossEntropyStats: targets[%d] = %d outside [0, %d)", i, t, vocab)
+		}
 		row := logits[i*local : (i+1)*local]
 		mx := row[0]
 		for _, x := range row[1:] {
@@ -146,8 +150,8 @@ func CrossEntropyCombine(lse, all []float32, n, p int) float32 {
 
 // CrossEntropyShardBackward writes the gradient of CrossEntropyCombine's mean loss with respect to
 // a shard: dlogits[i][j] = (exp(y_ij - lse_i) - [lo+j = target_i]) / n. It panics if a length
-// does not match.
-func CrossEntropyShardBackward(dlogits, logits, lse []float32, targets []int32, n, local, lo int) {
+// does not match or a target is outside [0, vocab).
+func CrossEntropyShardBackward(dlogits, logits, lse []float32, targets []int32, n, local, lo, vocab int) {
 	if n <= 0 || local <= 0 {
 		panicf("CrossEntropyShardBackward: n = %d and local = %d must be positive", n, local)
 	}
@@ -159,6 +163,9 @@ func CrossEntropyShardBackward(dlogits, logits, lse []float32, targets []int32, 
 	}
 	invN := 1 / float64(n)
 	for i, t := range targets {
+		if t < 0 || int(t) >= vocab {
+			panicf("CrossEntropyShardBackward: targets[%d] = %d outside [0, %d)", i, t, vocab)
+		}
 		row := logits[i*local : (i+1)*local]
 		drow := dlogits[i*local : (i+1)*local]
 		l := float64(lse[i])

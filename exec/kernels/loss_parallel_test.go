@@ -28,7 +28,7 @@ func TestCrossEntropyVocabParallelMatchesWhole(t *testing.T) {
 		all := make([]float32, 3*p*n)
 		for r := range p {
 			st := make([]float32, 3*n)
-			CrossEntropyStats(st, shard(r), targets, n, local, r*local)
+			CrossEntropyStats(st, shard(r), targets, n, local, r*local, vocab)
 			for i := range n { // the all-gather along the last axis
 				copy(all[i*3*p+3*r:i*3*p+3*r+3], st[3*i:3*i+3])
 			}
@@ -40,7 +40,7 @@ func TestCrossEntropyVocabParallelMatchesWhole(t *testing.T) {
 		}
 		for r := range p {
 			d := make([]float32, n*local)
-			CrossEntropyShardBackward(d, shard(r), lse, targets, n, local, r*local)
+			CrossEntropyShardBackward(d, shard(r), lse, targets, n, local, r*local, vocab)
 			for i := range n {
 				for j := range local {
 					g, w := d[i*local+j], want[i*vocab+r*local+j]
@@ -54,10 +54,16 @@ func TestCrossEntropyVocabParallelMatchesWhole(t *testing.T) {
 }
 
 func TestCrossEntropyVocabParallelPanics(t *testing.T) {
-	mustPanic(t, "stats length", "len(stats)", func() { CrossEntropyStats(make([]float32, 2), make([]float32, 4), []int32{0}, 1, 4, 0) })
-	mustPanic(t, "targets", "len(targets)", func() { CrossEntropyStats(make([]float32, 3), make([]float32, 4), nil, 1, 4, 0) })
+	mustPanic(t, "stats length", "len(stats)", func() { CrossEntropyStats(make([]float32, 2), make([]float32, 4), []int32{0}, 1, 4, 0, 8) })
+	mustPanic(t, "targets", "len(targets)", func() { CrossEntropyStats(make([]float32, 3), make([]float32, 4), nil, 1, 4, 0, 8) })
+	mustPanic(t, "target past the vocabulary", "outside [0, 8)", func() {
+		CrossEntropyStats(make([]float32, 3), make([]float32, 4), []int32{99}, 1, 4, 0, 8)
+	})
+	mustPanic(t, "negative target", "outside [0, 8)", func() {
+		CrossEntropyShardBackward(make([]float32, 4), make([]float32, 4), make([]float32, 1), []int32{-1}, 1, 4, 0, 8)
+	})
 	mustPanic(t, "gathered stats", "len(all)", func() { CrossEntropyCombine(make([]float32, 1), make([]float32, 3), 1, 2) })
 	mustPanic(t, "lse", "len(lse)", func() {
-		CrossEntropyShardBackward(make([]float32, 4), make([]float32, 4), nil, []int32{0}, 1, 4, 0)
+		CrossEntropyShardBackward(make([]float32, 4), make([]float32, 4), nil, []int32{0}, 1, 4, 0, 8)
 	})
 }
