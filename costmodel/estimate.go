@@ -536,6 +536,7 @@ func transformerModelFLOPs(c *model.Transformer, batch, seq int) units.FLOPs {
 type rankSum struct {
 	perMicro, compute, comm, opt, optComm, dp, last, bwd units.Seconds
 	mem                                                  Memory
+	buckets, gathers                                     units.Bytes // StageComm, StageGathers
 	// bytes sent and communication time per step, summed over the rank's stages
 	sent     [nDims]units.Bytes
 	commTime [nDims]units.Seconds
@@ -600,7 +601,9 @@ func assemble(p *pricer, st strategies.Strategy, hw *hardware.Hardware, pb, gb, 
 			elems += int64(c) * s.params
 			rs.mem.Activations += units.Bytes(c) * units.Bytes(inFlight*float64(s.saved))
 			rs.mem.Workspace = max(rs.mem.Workspace, s.work)
-			rs.mem.Comm = max(rs.mem.Comm, s.comm)
+			rs.buckets = max(rs.buckets, s.comm)
+			rs.gathers = max(rs.gathers, 2*s.gather) // StageGathers
+			rs.mem.Comm = max(rs.buckets, rs.gathers)
 			// The saved values of the other microbatches in flight, and the live values of the one
 			// running (Coster.Memory).
 			dynamic += units.Bytes(c) * (units.Bytes((inFlight-1)*float64(s.saved)) + s.live)
@@ -615,8 +618,9 @@ func assemble(p *pricer, st strategies.Strategy, hw *hardware.Hardware, pb, gb, 
 		mem.Params = shard(elems, st.ZeRO >= 3) * units.Bytes(pb)
 		mem.Grads = shard(elems, st.ZeRO >= 2) * units.Bytes(gb)
 		mem.Optimizer = shard(elems, st.ZeRO >= 1) * units.Bytes(ob)
-		// Gradient buckets live in the optimizer phase, when no activations do.
-		mem.Peak = mem.Params + mem.Grads + mem.Optimizer + max(dynamic, mem.Comm)
+		// Gradient buckets live in the optimizer phase, when no activations do; ZeRO-3's gather
+		// buffers live beside them (Coster.Memory).
+		mem.Peak = mem.Params + mem.Grads + mem.Optimizer + max(dynamic+rs.gathers, rs.buckets)
 	}
 	if pp*v == 1 {
 		addRank(0, [2]int{kOnly, 1})

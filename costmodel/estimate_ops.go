@@ -126,6 +126,7 @@ type tally struct {
 	sent               [nDims]units.Bytes
 	flops              units.FLOPs // matrix-product FLOPs (linear and attention), recompute included
 	saved              units.Bytes // activations kept from forward to backward
+	gather             units.Bytes // the largest ZeRO-3 parameter gather (StageComm)
 }
 
 // addScaled adds k copies of o to t.
@@ -144,6 +145,9 @@ func (t *tally) addScaled(o *tally, k float64) {
 	}
 	t.flops += units.FLOPs(k) * o.flops
 	t.saved += kb * o.saved
+	if k > 0 {
+		t.gather = max(t.gather, o.gather)
+	}
 }
 
 // emitter walks one stretch of ops in Program order. With t set it prices them into t; it always
@@ -319,6 +323,9 @@ func (m *emitter) zero(kind strategies.OpKind, n units.Bytes) {
 	}
 	g := m.p.g
 	m.comm(dimDP, m.p.collective(kind, g, m.p.stride, n), n*units.Bytes(g-1)/units.Bytes(g))
+	if kind == strategies.OpAllGather && g > 1 {
+		m.t.gather = max(m.t.gather, n)
+	}
 }
 
 // pp is a send (bytes > 0) or receive between pipeline stages: one hop on the link joining them.

@@ -491,3 +491,33 @@ func TestVocabParallelLoss(t *testing.T) {
 		t.Errorf("tensor-parallel bytes grow with the vocabulary: %d -> %d", int64(tpBytes[0]), int64(tpBytes[1]))
 	}
 }
+
+// ZeRO-3 gathers each module's parameters into a buffer that lives while the module runs, with the
+// next module's prefetched (DeepSpeed's prefetch, FSDP's backward_prefetch): tpsim counts two buffers
+// of the largest gather, beside the activations. For Llama-2-7B that is the token embedding (or the untied output head),
+// 32,000 x 4,096 bf16 values: 2 x 262,144,000 bytes per rank, whatever the dp degree.
+func TestZeRO3GatherBuffers(t *testing.T) {
+	m := mustPreset(t, "llama2-7b")
+	hw := loadHW(t, "a100-80g")
+	for _, dp := range []int{8, 64} {
+		r, err := Estimate(m, mustParse(t, fmt.Sprintf("dp=%d,zero=3,gbs=%d", dp, dp)), hw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem := r.Memory
+		if want := units.Bytes(2 * 32000 * 4096 * 2); mem.Comm != want {
+			t.Errorf("dp=%d zero=3: comm buffers %d bytes, want two gathers of the embedding, %d", dp, int64(mem.Comm), int64(want))
+		}
+		// The buffers live during forward and backward, beside the activations.
+		if floor := mem.Params + mem.Grads + mem.Optimizer + mem.Activations + mem.Comm; mem.Peak < floor {
+			t.Errorf("dp=%d zero=3: peak %d below state + activations + gather buffers %d", dp, int64(mem.Peak), int64(floor))
+		}
+	}
+	r, err := Estimate(m, mustParse(t, "dp=8,zero=1,gbs=8"), hw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Memory.Comm >= units.Bytes(2*32000*4096*2) {
+		t.Errorf("zero=1 has no parameter gather buffers, but comm is %d bytes", int64(r.Memory.Comm))
+	}
+}

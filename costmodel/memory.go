@@ -100,6 +100,24 @@ func StageComm(s *strategies.Stage) units.Bytes {
 	return n
 }
 
+// StageGathers is ZeRO-3's parameter buffers in s: a module's whole (tp-local) parameters are
+// gathered before it runs and kept until it has, while the next module's are prefetched
+// (DeepSpeed's prefetch, FSDP's backward_prefetch; tpsim's simulator prefetches one gather
+// ahead): two buffers, bounded by twice the largest gather. They live during forward and
+// backward, beside the activations (the gradient buckets of StageComm live after them).
+func StageGathers(s *strategies.Stage) units.Bytes {
+	var n units.Bytes
+	for _, ops := range [][]strategies.Op{s.Forward, s.Backward} {
+		for i := range ops {
+			op := &ops[i]
+			if op.Kind == strategies.OpAllGather && op.Dim == strategies.DimDP && len(op.Params) > 0 && op.Group > 1 {
+				n = max(n, op.FullBytes)
+			}
+		}
+	}
+	return 2 * n
+}
+
 // InFlight is the number of microbatches whose activations pipeline rank r holds at once
 // (Narayanan et al. 2021 §2.2: GPipe keeps all m, 1F1B at most p - r), times Korthikanti et al.
 // 2022 §4.2.3's factor 1 + (p-1)/(p v) for the interleaved schedule.
@@ -124,6 +142,7 @@ func (c *Coster) Memory() RankMemory {
 	// dynamic is, per rank, the most activation and workspace bytes alive at once: the saved
 	// values of the other microbatches in flight plus the live values of the one running.
 	dynamic := make([]units.Bytes, st.Mesh.PP)
+	buckets, gathers := make([]units.Bytes, st.Mesh.PP), make([]units.Bytes, st.Mesh.PP)
 	for _, s := range p.Stages {
 		mem := &out.PerRank[s.Rank]
 		for i := range s.Params {
@@ -133,7 +152,9 @@ func (c *Coster) Memory() RankMemory {
 		act := StageActivations(s)
 		mem.Activations += units.Bytes(inflight * float64(act))
 		mem.Workspace = max(mem.Workspace, StageWorkspace(s))
-		mem.Comm = max(mem.Comm, StageComm(s))
+		buckets[s.Rank] = max(buckets[s.Rank], StageComm(s))
+		gathers[s.Rank] = max(gathers[s.Rank], StageGathers(s))
+		mem.Comm = max(buckets[s.Rank], gathers[s.Rank])
 		dynamic[s.Rank] += units.Bytes((inflight-1)*float64(act)) + StageLive(s)
 	}
 	shard := func(n int64, on bool) units.Bytes {
@@ -150,8 +171,9 @@ func (c *Coster) Memory() RankMemory {
 		mem.Params = shard(n, st.ZeRO >= 3) * units.Bytes(p.ParamBytes)
 		mem.Grads = shard(n, st.ZeRO >= 2) * units.Bytes(p.GradBytes)
 		mem.Optimizer = shard(n, st.ZeRO >= 1) * units.Bytes(p.OptBytes)
-		// Gradient buckets live in the optimizer phase, when no activations do.
-		mem.Peak = mem.Params + mem.Grads + mem.Optimizer + max(dynamic[r], mem.Comm)
+		// Gradient buckets live in the optimizer phase, when no activations do; ZeRO-3's gather
+		// buffers live beside them.
+		mem.Peak = mem.Params + mem.Grads + mem.Optimizer + max(dynamic[r]+gathers[r], buckets[r])
 		if mem.Peak > out.Worst.Peak {
 			out.Worst = *mem
 		}
