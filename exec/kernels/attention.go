@@ -80,10 +80,7 @@ func probsMat(p []float32, d AttnDims, b, h int) blas32.General {
 //
 // It panics if a dimension is negative, KVHeads does not divide Heads, or a length does not match.
 func AttentionForward(o, probs, q, k, v []float32, d AttnDims) {
-	d.check("AttentionForward")
-	checkLen("AttentionForward", "q", q, d.QLen())
-	checkLen("AttentionForward", "k", k, d.KVLen())
-	checkLen("AttentionForward", "v", v, d.KVLen())
+	d.checkInputs("AttentionForward", q, k, v)
 	checkLen("AttentionForward", "o", o, d.QLen())
 	checkLen("AttentionForward", "probs", probs, d.ProbsLen())
 	if d.empty() {
@@ -94,22 +91,54 @@ func AttentionForward(o, probs, q, k, v []float32, d AttnDims) {
 		causalUniform(probs, d)
 		return
 	}
-	group := d.Heads / d.KVHeads
-	scale := float32(1 / math.Sqrt(float64(d.HeadDim)))
-	S := d.Seq
+	group, scale := d.Heads/d.KVHeads, d.scale()
 	for b := range d.Batch {
 		for h := range d.Heads {
-			g := h / group
-			p := probsMat(probs, d, b, h)
-			blas32.Gemm(blas.NoTrans, blas.Trans, scale, headMat(q, d, b, h, d.Heads), headMat(k, d, b, g, d.KVHeads), 0, p)
-			for i := range S {
-				row := p.Data[i*S : (i+1)*S]
-				softmaxRow(row[:i+1], row[:i+1])
-				clear(row[i+1:])
-			}
-			blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, p, headMat(v, d, b, g, d.KVHeads), 0, headMat(o, d, b, h, d.Heads))
+			attnForwardHead(o, nil, q, k, v, probsMat(probs, d, b, h), d, b, h, h/group, scale)
 		}
 	}
+}
+
+// checkInputs checks the dimensions and the q, k, v lengths of an attention kernel named fn.
+func (d AttnDims) checkInputs(fn string, q, k, v []float32) {
+	d.check(fn)
+	checkLen(fn, "q", q, d.QLen())
+	checkLen(fn, "k", k, d.KVLen())
+	checkLen(fn, "v", v, d.KVLen())
+}
+
+// checkGrads checks the lengths of a backward attention kernel's output gradient and results.
+func (d AttnDims) checkGrads(fn string, do, dq, dk, dv []float32) {
+	checkLen(fn, "do", do, d.QLen())
+	checkLen(fn, "dq", dq, d.QLen())
+	checkLen(fn, "dk", dk, d.KVLen())
+	checkLen(fn, "dv", dv, d.KVLen())
+}
+
+// scale is the scores' factor 1/sqrt(HeadDim).
+func (d AttnDims) scale() float32 { return float32(1 / math.Sqrt(float64(d.HeadDim))) }
+
+// headScores writes the scaled scores Q_h K_gᵀ / sqrt(HeadDim) of sequence b, query head h
+// (key/value head g) into p [Seq, Seq], above the diagonal included.
+func headScores(p blas32.General, q, k []float32, d AttnDims, b, h, g int, scale float32) {
+	blas32.Gemm(blas.NoTrans, blas.Trans, scale, headMat(q, d, b, h, d.Heads), headMat(k, d, b, g, d.KVHeads), 0, p)
+}
+
+// attnForwardHead computes sequence b, query head h (key/value head g): the causal softmax of the
+// scores into p [Seq, Seq] (zero above the diagonal) and O_h = P V_g. With lse not nil it also
+// writes each row's log-sum-exp of the scores there ([Seq]).
+func attnForwardHead(o, lse, q, k, v []float32, p blas32.General, d AttnDims, b, h, g int, scale float32) {
+	S := d.Seq
+	headScores(p, q, k, d, b, h, g, scale)
+	for i := range S {
+		row := p.Data[i*S : (i+1)*S]
+		l := softmaxRow(row[:i+1], row[:i+1])
+		if lse != nil {
+			lse[i] = float32(l)
+		}
+		clear(row[i+1:])
+	}
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, p, headMat(v, d, b, g, d.KVHeads), 0, headMat(o, d, b, h, d.Heads))
 }
 
 // causalUniform fills probs with the causal softmax of all-zero scores (HeadDim = 0).
@@ -144,14 +173,8 @@ func causalUniform(probs []float32, d AttnDims) {
 //
 // It panics if a dimension is negative, KVHeads does not divide Heads, or a length does not match.
 func AttentionBackward(dq, dk, dv, scratch, do, q, k, v, probs []float32, d AttnDims) {
-	d.check("AttentionBackward")
-	checkLen("AttentionBackward", "q", q, d.QLen())
-	checkLen("AttentionBackward", "k", k, d.KVLen())
-	checkLen("AttentionBackward", "v", v, d.KVLen())
-	checkLen("AttentionBackward", "do", do, d.QLen())
-	checkLen("AttentionBackward", "dq", dq, d.QLen())
-	checkLen("AttentionBackward", "dk", dk, d.KVLen())
-	checkLen("AttentionBackward", "dv", dv, d.KVLen())
+	d.checkInputs("AttentionBackward", q, k, v)
+	d.checkGrads("AttentionBackward", do, dq, dk, dv)
 	checkLen("AttentionBackward", "probs", probs, d.ProbsLen())
 	if len(scratch) < d.ScratchLen() {
 		panicf("AttentionBackward: len(scratch) = %d, want at least Seq*Seq = %d", len(scratch), d.ScratchLen())
@@ -162,8 +185,7 @@ func AttentionBackward(dq, dk, dv, scratch, do, q, k, v, probs []float32, d Attn
 		clear(dq)
 		return
 	}
-	group := d.Heads / d.KVHeads
-	scale := float32(1 / math.Sqrt(float64(d.HeadDim)))
+	group, scale := d.Heads/d.KVHeads, d.scale()
 	S := d.Seq
 	ds := blas32.General{Rows: S, Cols: S, Stride: S, Data: scratch[:S*S]}
 	for b := range d.Batch {
@@ -216,10 +238,7 @@ func attnBackwardHead(dq, dk, dv, do, q, k, v []float32, p, ds blas32.General, d
 //
 // It panics if a dimension is negative, KVHeads does not divide Heads, or a length does not match.
 func AttentionForwardLSE(o, lse, scratch, q, k, v []float32, d AttnDims) {
-	d.check("AttentionForwardLSE")
-	checkLen("AttentionForwardLSE", "q", q, d.QLen())
-	checkLen("AttentionForwardLSE", "k", k, d.KVLen())
-	checkLen("AttentionForwardLSE", "v", v, d.KVLen())
+	d.checkInputs("AttentionForwardLSE", q, k, v)
 	checkLen("AttentionForwardLSE", "o", o, d.QLen())
 	checkLen("AttentionForwardLSE", "lse", lse, d.LSELen())
 	if len(scratch) < d.ScratchLen() {
@@ -239,20 +258,11 @@ func AttentionForwardLSE(o, lse, scratch, q, k, v []float32, d AttnDims) {
 		}
 		return
 	}
-	group := d.Heads / d.KVHeads
-	scale := float32(1 / math.Sqrt(float64(d.HeadDim)))
+	group, scale := d.Heads/d.KVHeads, d.scale()
 	p := blas32.General{Rows: S, Cols: S, Stride: S, Data: scratch[:S*S]}
 	for b := range d.Batch {
 		for h := range d.Heads {
-			g := h / group
-			blas32.Gemm(blas.NoTrans, blas.Trans, scale, headMat(q, d, b, h, d.Heads), headMat(k, d, b, g, d.KVHeads), 0, p)
-			l := lse[(b*d.Heads+h)*S : (b*d.Heads+h+1)*S]
-			for i := range S {
-				row := p.Data[i*S : (i+1)*S]
-				l[i] = float32(softmaxRowLSE(row[:i+1], row[:i+1]))
-				clear(row[i+1:])
-			}
-			blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, p, headMat(v, d, b, g, d.KVHeads), 0, headMat(o, d, b, h, d.Heads))
+			attnForwardHead(o, lse[(b*d.Heads+h)*S:(b*d.Heads+h+1)*S], q, k, v, p, d, b, h, h/group, scale)
 		}
 	}
 }
@@ -265,14 +275,8 @@ func AttentionForwardLSE(o, lse, scratch, q, k, v []float32, d AttnDims) {
 //
 // It panics if a dimension is negative, KVHeads does not divide Heads, or a length does not match.
 func AttentionBackwardLSE(dq, dk, dv, scratch, do, q, k, v, lse []float32, d AttnDims) {
-	d.check("AttentionBackwardLSE")
-	checkLen("AttentionBackwardLSE", "q", q, d.QLen())
-	checkLen("AttentionBackwardLSE", "k", k, d.KVLen())
-	checkLen("AttentionBackwardLSE", "v", v, d.KVLen())
-	checkLen("AttentionBackwardLSE", "do", do, d.QLen())
-	checkLen("AttentionBackwardLSE", "dq", dq, d.QLen())
-	checkLen("AttentionBackwardLSE", "dk", dk, d.KVLen())
-	checkLen("AttentionBackwardLSE", "dv", dv, d.KVLen())
+	d.checkInputs("AttentionBackwardLSE", q, k, v)
+	d.checkGrads("AttentionBackwardLSE", do, dq, dk, dv)
 	checkLen("AttentionBackwardLSE", "lse", lse, d.LSELen())
 	if len(scratch) < d.FlashScratchLen() {
 		panicf("AttentionBackwardLSE: len(scratch) = %d, want at least 2*Seq*Seq = %d", len(scratch), d.FlashScratchLen())
@@ -283,16 +287,14 @@ func AttentionBackwardLSE(dq, dk, dv, scratch, do, q, k, v, lse []float32, d Att
 		clear(dq)
 		return
 	}
-	group := d.Heads / d.KVHeads
-	scale := float32(1 / math.Sqrt(float64(d.HeadDim)))
+	group, scale := d.Heads/d.KVHeads, d.scale()
 	S := d.Seq
 	p := blas32.General{Rows: S, Cols: S, Stride: S, Data: scratch[:S*S]}
 	ds := blas32.General{Rows: S, Cols: S, Stride: S, Data: scratch[S*S : 2*S*S]}
 	for b := range d.Batch {
 		for h := range d.Heads {
 			g := h / group
-			// The same product as the forward's, so the same scores.
-			blas32.Gemm(blas.NoTrans, blas.Trans, scale, headMat(q, d, b, h, d.Heads), headMat(k, d, b, g, d.KVHeads), 0, p)
+			headScores(p, q, k, d, b, h, g, scale) // the forward's product, so the forward's scores
 			l := lse[(b*d.Heads+h)*S : (b*d.Heads+h+1)*S]
 			for i := range S {
 				row := p.Data[i*S : (i+1)*S]

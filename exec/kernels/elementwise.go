@@ -191,21 +191,13 @@ func Softmax(y, x []float32, rows, cols int) {
 	}
 }
 
-// softmaxRow writes the softmax of x into y (same length, may alias).
-func softmaxRow(y, x []float32) { softmaxRowLSE(y, x) }
-
-// softmaxRowLSE writes the softmax of x into y (same length, may alias) and returns the
-// log-sum-exp of x, log Σ_j exp(x_j) (-Inf for an empty x).
-func softmaxRowLSE(y, x []float32) float64 {
+// softmaxRow writes the softmax of x into y (same length, may alias) and returns the log-sum-exp
+// of x, log Σ_j exp(x_j) (-Inf for an empty x).
+func softmaxRow(y, x []float32) float64 {
 	if len(x) == 0 {
 		return math.Inf(-1)
 	}
-	mx := x[0]
-	for _, v := range x[1:] {
-		if v > mx {
-			mx = v
-		}
-	}
+	mx := rowMax(x)
 	var sum float64
 	for j, v := range x {
 		e := math.Exp(float64(v - mx))
@@ -217,6 +209,17 @@ func softmaxRowLSE(y, x []float32) float64 {
 		y[j] = float32(float64(y[j]) * inv)
 	}
 	return float64(mx) + math.Log(sum)
+}
+
+// rowMax is the largest of the non-empty x.
+func rowMax(x []float32) float32 {
+	mx := x[0]
+	for _, v := range x[1:] {
+		if v > mx {
+			mx = v
+		}
+	}
+	return mx
 }
 
 // SoftmaxBackward sets dx = y ⊙ (dy − Σ_j dy_j y_j) row by row, the gradient of Softmax given its

@@ -31,16 +31,7 @@ func CrossEntropy(dlogits, logits []float32, targets []int32, n, vocab int) floa
 			panicf("CrossEntropy: targets[%d] = %d outside [0, %d)", i, t, vocab)
 		}
 		row := logits[i*vocab : (i+1)*vocab]
-		mx := row[0]
-		for _, x := range row[1:] {
-			if x > mx {
-				mx = x
-			}
-		}
-		var sum float64
-		for _, x := range row {
-			sum += math.Exp(float64(x - mx))
-		}
+		mx, sum := maxSumExp(row)
 		lse := float64(mx) + math.Log(sum)
 		total += lse - float64(row[t])
 		if dlogits != nil {
@@ -102,16 +93,7 @@ func CrossEntropyStats(stats, logits []float32, targets []int32, n, local, lo, v
 			panicf("CrossEntropyStats: targets[%d] = %d outside [0, %d)", i, t, vocab)
 		}
 		row := logits[i*local : (i+1)*local]
-		mx := row[0]
-		for _, x := range row[1:] {
-			if x > mx {
-				mx = x
-			}
-		}
-		var sum float64
-		for _, x := range row {
-			sum += math.Exp(float64(x - mx))
-		}
+		mx, sum := maxSumExp(row)
 		var tl float32
 		if j := int(t) - lo; j >= 0 && j < local {
 			tl = row[j]
@@ -176,4 +158,14 @@ func CrossEntropyShardBackward(dlogits, logits, lse []float32, targets []int32, 
 			drow[j] -= float32(invN)
 		}
 	}
+}
+
+// maxSumExp returns the largest of the non-empty x and Σ_j exp(x_j - max), the two passes of a
+// numerically stable log-sum-exp.
+func maxSumExp(x []float32) (mx float32, sum float64) {
+	mx = rowMax(x)
+	for _, v := range x {
+		sum += math.Exp(float64(v - mx))
+	}
+	return mx, sum
 }
