@@ -16,8 +16,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"tpsim/costmodel"
-	"tpsim/hardware"
-	"tpsim/model"
 	"tpsim/reports"
 	"tpsim/search"
 	"tpsim/strategies"
@@ -65,8 +63,7 @@ const (
 
 // planOptions are the flags of tpsim plan.
 type planOptions struct {
-	Model       string
-	Hardware    string
+	target
 	GPUs        int
 	GlobalBatch int
 	Seq         int
@@ -92,8 +89,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 func parsePlan(args []string) (*planOptions, *pflag.FlagSet, error) {
 	o := &planOptions{}
 	fs := newFlagSet("plan")
-	fs.StringVar(&o.Model, "model", defaultModel, "model: a preset name (see 'tpsim models') or a Hugging Face config.json")
-	fs.StringVar(&o.Hardware, "hardware", defaultHardware, "hardware: a preset name (see 'tpsim hardware') or a hardware JSON file")
+	o.registerTarget(fs)
 	fs.IntVar(&o.GPUs, "gpus", 8, "number of devices")
 	fs.IntVar(&o.GlobalBatch, "global-batch", 0, "global batch in sequences (samples); 0 = the model's default")
 	fs.IntVar(&o.Seq, "seq", 0, "sequence length in tokens; 0 = the model's default")
@@ -181,11 +177,7 @@ type planRun struct {
 
 // search runs the whole search.
 func (o *planOptions) search() (*planRun, error) {
-	m, err := model.Load(o.Model)
-	if err != nil {
-		return nil, err
-	}
-	hw, err := hardware.Load(o.Hardware)
+	m, hw, err := o.load()
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 func TestParsePlan(t *testing.T) {
-	def := planOptions{Model: defaultModel, Hardware: defaultHardware, GPUs: 8, Objective: "time", Top: planDefaultTop, Sim: "auto"}
+	def := planOptions{target: target{Model: defaultModel, Hardware: defaultHardware}, GPUs: 8, Objective: "time", Top: planDefaultTop, Sim: "auto"}
 	cases := []struct {
 		name string
 		args []string
@@ -22,7 +22,7 @@ func TestParsePlan(t *testing.T) {
 		{"defaults", nil, def},
 		{"all flags", []string{"--model", "gpt3-175b", "--hardware=h100-sxm", "--gpus", "256", "--global-batch", "512", "--seq", "1024",
 			"--objective", "Memory", "--top", "3", "--fix", "tp=8", "--sim", "OFF", "--json", "--out", "d", "--workers", "2"},
-			planOptions{Model: "gpt3-175b", Hardware: "h100-sxm", GPUs: 256, GlobalBatch: 512, Seq: 1024, Objective: "memory", Top: 3,
+			planOptions{target: target{Model: "gpt3-175b", Hardware: "h100-sxm"}, GPUs: 256, GlobalBatch: 512, Seq: 1024, Objective: "memory", Top: 3,
 				Fix: "tp=8", Sim: "off", JSON: true, Out: "d", Workers: 2}},
 	}
 	for _, c := range cases {

@@ -48,8 +48,7 @@ overlap (on|off), bucket_mb. Keys left out take their defaults; --json shows the
 
 // predictOptions are the flags of tpsim predict.
 type predictOptions struct {
-	Model     string // preset name or config.json path
-	Hardware  string // preset name or hardware JSON path
+	target
 	Strategy  string // strategies.Parse form
 	Seq       int    // sequence length; 0 keeps the strategy's (or the model's)
 	Precision string // mixed or fp32; "" keeps the strategy's
@@ -77,10 +76,34 @@ func parsePredict(args []string) (*predictOptions, *pflag.FlagSet, error) {
 	return o, fs, o.check(fs)
 }
 
+// target is what predict, sim and plan price: a model on a hardware profile.
+type target struct {
+	Model    string // preset name or config.json path
+	Hardware string // preset name or hardware JSON path
+}
+
+// registerTarget adds the --model and --hardware flags.
+func (t *target) registerTarget(fs *pflag.FlagSet) {
+	fs.StringVar(&t.Model, "model", defaultModel, "model: a preset name (see 'tpsim models') or a Hugging Face config.json")
+	fs.StringVar(&t.Hardware, "hardware", defaultHardware, "hardware: a preset name (see 'tpsim hardware') or a hardware JSON file")
+}
+
+// load reads the model and the hardware profile.
+func (t *target) load() (*model.Model, *hardware.Hardware, error) {
+	m, err := model.Load(t.Model)
+	if err != nil {
+		return nil, nil, err
+	}
+	hw, err := hardware.Load(t.Hardware)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, hw, nil
+}
+
 // register adds the flags that describe what to price (shared by predict and sim).
 func (o *predictOptions) register(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Model, "model", defaultModel, "model: a preset name (see 'tpsim models') or a Hugging Face config.json")
-	fs.StringVar(&o.Hardware, "hardware", defaultHardware, "hardware: a preset name (see 'tpsim hardware') or a hardware JSON file")
+	o.registerTarget(fs)
 	fs.StringVar(&o.Strategy, "strategy", defaultStrategy, `strategy, e.g. "dp=24,tp=8,pp=8,mbs=1,gbs=2304,recompute=full,sp=off,zero=0"`)
 	fs.IntVar(&o.Seq, "seq", 0, "sequence length in tokens; overrides the strategy's seq and the model's default")
 	fs.StringVar(&o.Precision, "precision", "", "mixed (bf16 with fp32 Adam state) or fp32; overrides the strategy's precision")
@@ -134,11 +157,7 @@ func (o *predictOptions) strategy() (strategies.Strategy, error) {
 
 // predict loads the inputs, lowers the model and prices the Program.
 func (o *predictOptions) predict() (*prediction, error) {
-	m, err := model.Load(o.Model)
-	if err != nil {
-		return nil, err
-	}
-	hw, err := hardware.Load(o.Hardware)
+	m, hw, err := o.load()
 	if err != nil {
 		return nil, err
 	}

@@ -32,10 +32,10 @@ func TestParsePredict(t *testing.T) {
 		args []string
 		want predictOptions
 	}{
-		{"defaults", nil, predictOptions{Model: defaultModel, Hardware: defaultHardware, Strategy: defaultStrategy}},
+		{"defaults", nil, predictOptions{target: target{Model: defaultModel, Hardware: defaultHardware}, Strategy: defaultStrategy}},
 		{"all flags", []string{"--model", "gpt3-175b", "--hardware=h100-sxm", "--strategy", "dp=2,tp=4", "--seq", "1024",
 			"--precision", "FP32", "--plan", "megatron", "--json"},
-			predictOptions{Model: "gpt3-175b", Hardware: "h100-sxm", Strategy: "dp=2,tp=4", Seq: 1024, Precision: "fp32", Plan: "megatron", JSON: true}},
+			predictOptions{target: target{Model: "gpt3-175b", Hardware: "h100-sxm"}, Strategy: "dp=2,tp=4", Seq: 1024, Precision: "fp32", Plan: "megatron", JSON: true}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
