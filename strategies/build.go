@@ -356,20 +356,12 @@ func (b *builder) loss(y ValueID) {
 	}
 	y = b.redistribute(y, Placement{Kind: Replicate}, "loss")
 	yv := b.v(y)
-	var target ValueID
-	if b.p.Model.Loss == model.KindCrossEntropy {
-		target = b.val("targets", yv.Shape[:len(yv.Shape)-1], Placement{Kind: Replicate})
-		b.v(target).Elem, b.v(target).Int = 4, true
-	} else {
-		target = b.val("targets", yv.Shape, Placement{Kind: Replicate})
-	}
-	b.v(target).Data = true
+	target := b.targets(yv.Shape)
 	l := b.val("loss", []int{1}, Placement{Kind: Replicate})
 	b.v(l).Elem = 4
 	n := elems(yv.Shape)
-	st := b.st
 	op := Op{Kind: OpLoss, Loss: b.p.Model.Loss, Module: "loss", In: []ValueID{y, target}, Out: []ValueID{l},
-		Scale: 1 / float64(b.p.Microbatches*st.Mesh.DP*st.Mesh.CP), FLOPs: units.FLOPs(5 * n), MemBytes: units.Bytes(2 * n * int64(yv.Elem))}
+		Scale: b.lossScale(), FLOPs: units.FLOPs(5 * n), MemBytes: units.Bytes(2 * n * int64(yv.Elem))}
 	if b.p.Model.Loss == model.KindCrossEntropy && yv.Elem < 4 {
 		// Mixed precision: cross-entropy runs in fp32 on an upcast copy of the logits (PyTorch's
 		// autocast runs log_softmax and cross_entropy in float32; Megatron-LM passes
@@ -386,6 +378,27 @@ func (b *builder) loss(y ValueID) {
 	b.emit(op)
 }
 
+// targets is the data value of the loss's targets for outputs of shape y: one int32 class per row
+// for cross-entropy, y's shape otherwise.
+func (b *builder) targets(y []int) ValueID {
+	shape := y
+	if b.p.Model.Loss == model.KindCrossEntropy {
+		shape = y[:len(y)-1]
+	}
+	t := b.val("targets", shape, Placement{Kind: Replicate})
+	if b.p.Model.Loss == model.KindCrossEntropy {
+		b.v(t).Elem, b.v(t).Int = 4, true
+	}
+	b.v(t).Data = true
+	return t
+}
+
+// lossScale is the factor of each microbatch's loss: one over the microbatches of a step on all
+// data- and context-parallel ranks.
+func (b *builder) lossScale() float64 {
+	return 1 / float64(b.p.Microbatches*b.st.Mesh.DP*b.st.Mesh.CP)
+}
+
 // vocabParallelLoss is cross-entropy on logits sharded over the vocabulary across tp, without
 // gathering them, as Megatron-LM's vocab_parallel_cross_entropy and PyTorch's loss_parallel do:
 // each rank reduces its shard to three numbers per row (OpLossStats), and every rank combines
@@ -393,9 +406,9 @@ func (b *builder) loss(y ValueID) {
 // to write the shard's gradient. Megatron-LM exchanges the numbers in three all-reduces (max,
 // sum, sum) of one fp32 per row; tpsim all-gathers the three at once (3t fp32 per row, the same
 // information in one collective, which exec's communicator runs without a max reduction); both
-// are a few bytes per token against the logits' V/t. Only the combine is on the tape: its backward
-// is the whole loss's. Under mixed precision the combine also lists the shard's fp32 copy, which
-// its backward reads.
+// are a few bytes per token against the logits' V/t. The statistics op is not on the tape, so
+// nothing after it needs a gradient but through the combine, whose backward is the whole loss's.
+// Under mixed precision the combine also lists the shard's fp32 copy, which its backward reads.
 func (b *builder) vocabParallelLoss(y ValueID) {
 	s, yv := b.stage, b.v(y)
 	shape := yv.Shape
@@ -403,8 +416,7 @@ func (b *builder) vocabParallelLoss(y ValueID) {
 	rows := elems(rowsShape)
 	n := elems(shape)
 	local := shape[len(shape)-1]
-	target := b.val("targets", rowsShape, Placement{Kind: Replicate})
-	b.v(target).Elem, b.v(target).Int, b.v(target).Data = 4, true, true
+	target := b.targets(shape)
 	stats := b.val("loss.stats", append(append([]int(nil), rowsShape...), 3), Placement{Kind: Shard, Dim: -1})
 	b.v(stats).Elem = 4
 	// Traffic per local logit: read the shard twice (the max, then the sum of exponentials); under
@@ -419,22 +431,19 @@ func (b *builder) vocabParallelLoss(y ValueID) {
 		so.MemBytes = units.Bytes(n * int64(yv.Elem+12))
 	}
 	s.Forward = append(s.Forward, so)
-	all := b.val("loss.stats_all", append(append([]int(nil), rowsShape...), 3*b.tp), Placement{Kind: Replicate})
-	b.v(all).Elem = 4
-	full := b.v(all).Bytes()
-	s.Forward = append(s.Forward, Op{Kind: OpAllGather, Module: "loss", In: []ValueID{stats}, Out: []ValueID{all}, Dim: DimTP, Group: b.tp,
-		Axis: -1, SentBytes: full * units.Bytes(b.tp-1) / units.Bytes(b.tp), FullBytes: full, MemBytes: full, Phase: Forward, Fwd: -1})
+	// On the tape, but stats needs no gradient (the statistics op is not on it), so the gather gets
+	// no backward.
+	all := b.redistribute(stats, Placement{Kind: Replicate}, "loss")
 	l := b.val("loss", []int{1}, Placement{Kind: Replicate})
 	lse := b.val("loss.lse", rowsShape, Placement{Kind: Replicate})
 	b.v(l).Elem, b.v(lse).Elem = 4, 4
-	st := b.st
 	in := []ValueID{y, target, all}
 	if len(so.Out) == 2 {
 		in = append(in, so.Out[1]) // the fp32 copy
 	}
 	b.emit(Op{Kind: OpLoss, Loss: b.p.Model.Loss, Module: "loss", In: in, Out: []ValueID{l, lse},
-		VocabLo: 0, VocabHi: local, Scale: 1 / float64(b.p.Microbatches*st.Mesh.DP*st.Mesh.CP), Elems: rows,
-		FLOPs: units.FLOPs(5 * rows * int64(b.tp)), MemBytes: full + b.v(lse).Bytes()})
+		VocabLo: 0, VocabHi: local, Scale: b.lossScale(), Elems: rows,
+		FLOPs: units.FLOPs(5 * rows * int64(b.tp)), MemBytes: b.v(all).Bytes() + b.v(lse).Bytes()})
 }
 
 func (b *builder) paramNames(s *Stage) []string {

@@ -262,6 +262,7 @@ func (b *builder) collective(kind OpKind, g ValueID, to Placement, axis int, mod
 		op.Dim, op.Group = "", 0
 	}
 	id := b.val(src.Name+"."+string(kind), out, to)
+	b.v(id).Elem = src.Elem // n counts the source's element size; so does the result
 	op.Out = []ValueID{id}
 	b.emit(op)
 	return id

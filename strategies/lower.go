@@ -219,6 +219,7 @@ func (b *builder) redistribute(v ValueID, to Placement, module string) ValueID {
 	}
 	op.MemBytes = n
 	id := b.val(src.Name+"."+string(op.Kind), out, to)
+	b.v(id).Elem = src.Elem // n counts the source's element size; so does the result
 	op.Out = []ValueID{id}
 	b.emit(op)
 	b.memo[key] = id
