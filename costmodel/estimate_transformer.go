@@ -52,12 +52,12 @@ import (
 type xf struct {
 	p *pricer
 
-	b, s, S, h, t, cp    int64
-	heads, kv, hd        int64 // local heads and key/value heads (a/t, k/t), head dim
-	qkvOut, ffn, vocab   int64 // local qkv width (a + 2k) d / t, local MLP width f/t, local vocabulary V/t
-	fullVocab, positions int64
-	e                    int64 // bytes per activation
-	pb, gb               int64 // bytes per parameter and per gradient element
+	b, s, S, h, t, cp  int64
+	heads, kv, hd      int64 // local heads and key/value heads (a/t, k/t), head dim
+	qkvOut, ffn, vocab int64 // local qkv width (a + 2k) d / t, local MLP width f/t, local vocabulary V/t
+	positions          int64
+	e                  int64 // bytes per activation
+	pb, gb             int64 // bytes per parameter and per gradient element
 
 	sp, gated, rms, bias, qkvBias, learned, tied, dropout, flash bool
 	recompute                                                    string
@@ -76,7 +76,7 @@ func newXF(p *pricer, m *model.Model, st strategies.Strategy, e, pb, gb int64) x
 	x := xf{p: p, b: int64(st.MBS), s: int64(st.Seq / st.Mesh.CP), S: int64(st.Seq), h: int64(c.Hidden), t: t, cp: int64(st.Mesh.CP),
 		heads: int64(c.Heads) / t, kv: int64(c.KVHeads) / t, hd: int64(c.HeadDim),
 		qkvOut: int64(c.Heads+2*c.KVHeads) * int64(c.HeadDim) / t, ffn: int64(c.FFN) / t, vocab: int64(c.Vocab) / t,
-		fullVocab: int64(c.Vocab), positions: int64(c.Seq), e: e, pb: pb, gb: gb,
+		positions: int64(c.Seq), e: e, pb: pb, gb: gb,
 		sp: st.SP && t > 1, gated: c.Gated, rms: c.RMSNorm, bias: c.Bias, qkvBias: c.Bias || c.QKVBias, learned: c.Learned,
 		tied: c.Tied, dropout: c.Dropout > 0, flash: st.Attention == strategies.AttentionFlash, recompute: st.Recompute, zero3: st.ZeRO == 3}
 	x.bsh = units.Bytes(x.b * x.s * x.h * e)
@@ -688,41 +688,39 @@ func (x *xf) headForward(m *emitter) {
 	if x.sp {
 		m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, 0)
 	}
-	logits := units.Bytes(rows * x.vocab * x.e)
-	full := units.Bytes(rows * x.fullVocab * x.e)
-	nl := rows * x.fullVocab
-	// Without the fp32 loss the backward reads the logits; with it, the log-probabilities.
+	// The logits of this rank's vocabulary: all of it when t = 1, a shard for the
+	// vocabulary-parallel loss.
+	nl := rows * x.vocab
+	logits := units.Bytes(nl * x.e)
+	// Without the fp32 loss the backward reads the logits; with it, the log-probabilities (or,
+	// vocabulary-parallel, the fp32 copy).
 	keep := !x.fp32Loss()
 	x.zg(m, x.vocab*x.h)
-	if x.t > 1 {
-		x.vocabParallelLoss(m, keep, logits)
-		return
-	}
-	m.save(ifB(keep, full))
-	m.linear(rows, x.h, x.vocab, x.e, true, ifB(!keep, logits), ifB(x.sp, x.bsh))
-	m.save(units.Bytes(rows * 4)) // targets
-	if keep {
-		m.elementwise(units.FLOPs(5*nl), units.Bytes(2*nl*x.e), 4, 4)
-		return
-	}
-	// The fp32 loss (strategies' loss): an upcast copy during the op, fp32 log-probabilities saved.
-	lp := units.Bytes(nl * 4)
-	m.save(lp)
-	// Writes the loss (4 bytes) and the transient fp32 copy (lp bytes: as large as the
-	// log-probabilities); frees both and the logits after.
-	m.elementwise(units.FLOPs(5*nl), units.Bytes(nl*(x.e+16)), 4+lp, 4+lp+full)
-}
-
-// vocabParallelLoss is the output head's Linear and the cross-entropy on its vocabulary shard
-// (strategies' vocabParallelLoss): per-row statistics of the shard, their all-gather over tp, and
-// the combine that writes the loss and the lse. The backward reads the shard (its fp32 copy under
-// mixed precision), the targets and the lse.
-func (x *xf) vocabParallelLoss(m *emitter, keep bool, logits units.Bytes) {
-	rows := x.b * x.s
-	nl := rows * x.vocab
 	m.save(ifB(keep, logits))
 	m.linear(rows, x.h, x.vocab, x.e, true, ifB(!keep, logits), ifB(x.sp, x.bsh))
 	m.save(units.Bytes(rows * 4)) // targets
+	switch {
+	case x.t > 1:
+		x.vocabParallelLoss(m, keep, logits)
+	case keep:
+		m.elementwise(units.FLOPs(5*nl), units.Bytes(2*nl*x.e), 4, 4)
+	default:
+		// The fp32 loss (strategies' loss): an upcast copy during the op, fp32 log-probabilities
+		// saved. Writes the loss (4 bytes) and the transient fp32 copy (lp bytes: as large as the
+		// log-probabilities); frees both and the logits after.
+		lp := units.Bytes(nl * 4)
+		m.save(lp)
+		m.elementwise(units.FLOPs(5*nl), units.Bytes(nl*(x.e+16)), 4+lp, 4+lp+logits)
+	}
+}
+
+// vocabParallelLoss is the cross-entropy on the output head's vocabulary shard (strategies'
+// vocabParallelLoss), after the head's Linear: per-row statistics of the shard, their all-gather
+// over tp, and the combine that writes the loss and the lse. The backward reads the shard (its
+// fp32 copy under mixed precision), the targets and the lse.
+func (x *xf) vocabParallelLoss(m *emitter, keep bool, logits units.Bytes) {
+	rows := x.b * x.s
+	nl := rows * x.vocab
 	stats := units.Bytes(rows * 3 * 4)
 	all := stats * units.Bytes(x.t)
 	lse := units.Bytes(rows * 4)
