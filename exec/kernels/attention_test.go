@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -94,25 +95,40 @@ func TestAttentionFirstTokenCopiesValue(t *testing.T) {
 }
 
 func TestAttentionGradients(t *testing.T) {
-	rng := NewRand(10)
+	attentionGradCheck(t, NewRand(10), func(d AttnDims) (attnFwd, attnBwd) {
+		probs, scratch := make([]float32, d.ProbsLen()), make([]float32, d.ScratchLen())
+		return func(o, q, k, v []float32) { AttentionForward(o, probs, q, k, v, d) },
+			func(dq, dk, dv, do, q, k, v []float32) { AttentionBackward(dq, dk, dv, scratch, do, q, k, v, probs, d) }
+	})
+}
+
+type (
+	attnFwd func(o, q, k, v []float32)
+	attnBwd func(dq, dk, dv, do, q, k, v []float32)
+)
+
+// attentionGradCheck checks a forward and backward attention kernel pair, made for each case by
+// kernels (which allocates what they save between them), against finite differences of
+// L = Σ o·r. The gradient buffers start as garbage: the backward overwrites them.
+func attentionGradCheck(t *testing.T, rng *rand.Rand, kernels func(AttnDims) (attnFwd, attnBwd)) {
+	t.Helper()
 	for _, d := range attnCases {
 		t.Run(fmt.Sprintf("%+v", d), func(t *testing.T) {
+			forward, backward := kernels(d)
 			q := randSlice(rng, d.QLen(), 1)
 			k := randSlice(rng, d.KVLen(), 1)
 			v := randSlice(rng, d.KVLen(), 1)
 			r := randSlice(rng, d.QLen(), 1)
 			o := make([]float32, d.QLen())
-			probs := make([]float32, d.ProbsLen())
 			loss := func() float64 {
-				AttentionForward(o, probs, q, k, v, d)
+				forward(o, q, k, v)
 				return dot64(o, r)
 			}
 			loss()
-			dq := randSlice(rng, d.QLen(), 1) // garbage: outputs are overwritten
+			dq := randSlice(rng, d.QLen(), 1)
 			dk := randSlice(rng, d.KVLen(), 1)
 			dv := randSlice(rng, d.KVLen(), 1)
-			scratch := make([]float32, d.ScratchLen())
-			AttentionBackward(dq, dk, dv, scratch, r, q, k, v, probs, d)
+			backward(dq, dk, dv, r, q, k, v)
 			gradCheck(t, "dq", q, dq, loss)
 			gradCheck(t, "dk", k, dk, loss)
 			gradCheck(t, "dv", v, dv, loss)
@@ -258,26 +274,13 @@ func TestAttentionLSEMatchesEager(t *testing.T) {
 }
 
 func TestAttentionLSEGradients(t *testing.T) {
-	rng := NewRand(13)
-	for _, d := range attnCases {
-		t.Run(fmt.Sprintf("%+v", d), func(t *testing.T) {
-			q := randSlice(rng, d.QLen(), 1)
-			k := randSlice(rng, d.KVLen(), 1)
-			v := randSlice(rng, d.KVLen(), 1)
-			r := randSlice(rng, d.QLen(), 1)
-			o, lse, sc := make([]float32, d.QLen()), make([]float32, d.LSELen()), make([]float32, d.FlashScratchLen())
-			loss := func() float64 {
-				AttentionForwardLSE(o, lse, sc, q, k, v, d)
-				return dot64(o, r)
+	attentionGradCheck(t, NewRand(13), func(d AttnDims) (attnFwd, attnBwd) {
+		lse, scratch := make([]float32, d.LSELen()), make([]float32, d.FlashScratchLen())
+		return func(o, q, k, v []float32) { AttentionForwardLSE(o, lse, scratch, q, k, v, d) },
+			func(dq, dk, dv, do, q, k, v []float32) {
+				AttentionBackwardLSE(dq, dk, dv, scratch, do, q, k, v, lse, d)
 			}
-			loss()
-			dq, dk, dv := make([]float32, d.QLen()), make([]float32, d.KVLen()), make([]float32, d.KVLen())
-			AttentionBackwardLSE(dq, dk, dv, sc, r, q, k, v, lse, d)
-			gradCheck(t, "dq", q, dq, loss)
-			gradCheck(t, "dk", k, dk, loss)
-			gradCheck(t, "dv", v, dv, loss)
-		})
-	}
+	})
 }
 
 func TestAttentionLSEPanics(t *testing.T) {
