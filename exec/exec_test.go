@@ -24,6 +24,32 @@ func cfgFor(t *testing.T, m *model.Model, s, plan, opt string) Config {
 	return Config{Model: m, Strategy: st, Steps: 3, Seed: 1}
 }
 
+// llamaTiny is a small Llama block (RMSNorm, SwiGLU: gate and up read one sequence-parallel
+// all-gather) with grouped-query attention.
+func llamaTiny(t *testing.T) *model.Model {
+	t.Helper()
+	m, err := model.Transformer{Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, FFN: 64, Vocab: 64, Seq: 16,
+		Gated: true, RMSNorm: true, Batch: 4}.Build("llama-tiny", "llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// singleDevice trains m on one device with optimizer opt, once per model: refs keeps the runs.
+func singleDevice(t *testing.T, refs map[*model.Model]*Result, m *model.Model, opt string) *Result {
+	t.Helper()
+	if ref, ok := refs[m]; ok {
+		return ref
+	}
+	ref, err := Run(context.Background(), Single(cfgFor(t, m, "dp=1", "", opt)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs[m] = ref
+	return ref
+}
+
 func TestMatchesSingleDevice(t *testing.T) {
 	mlp, err := model.Preset("seed-mlp")
 	if err != nil {
@@ -33,12 +59,7 @@ func TestMatchesSingleDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A Llama block (RMSNorm, SwiGLU: gate and up read one sequence-parallel all-gather).
-	llama, err := model.Transformer{Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, FFN: 64, Vocab: 64, Seq: 16,
-		Gated: true, RMSNorm: true, Batch: 4}.Build("llama-tiny", "llama")
-	if err != nil {
-		t.Fatal(err)
-	}
+	llama := llamaTiny(t)
 	cases := []struct {
 		m          *model.Model
 		mesh, plan string
@@ -63,16 +84,8 @@ func TestMatchesSingleDevice(t *testing.T) {
 	for _, opt := range []string{"sgd", "adam"} {
 		refs := map[*model.Model]*Result{}
 		for _, c := range cases {
-			cfg := cfgFor(t, c.m, c.mesh, c.plan, opt)
-			ref, ok := refs[c.m]
-			if !ok {
-				ref, err = Run(context.Background(), Single(cfg))
-				if err != nil {
-					t.Fatal(err)
-				}
-				refs[c.m] = ref
-			}
-			got, err := Run(context.Background(), cfg)
+			ref := singleDevice(t, refs, c.m, opt)
+			got, err := Run(context.Background(), cfgFor(t, c.m, c.mesh, c.plan, opt))
 			if err != nil {
 				t.Fatalf("%s %s %s: %v", c.m.Name, c.mesh, c.plan, err)
 			}
@@ -96,11 +109,7 @@ func TestFlashAttentionMatchesEager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	llama, err := model.Transformer{Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, FFN: 64, Vocab: 64, Seq: 16,
-		Gated: true, RMSNorm: true, Batch: 4}.Build("llama-tiny", "llama")
-	if err != nil {
-		t.Fatal(err)
-	}
+	llama := llamaTiny(t)
 	cases := []struct {
 		m          *model.Model
 		mesh, plan string
@@ -121,13 +130,7 @@ func TestFlashAttentionMatchesEager(t *testing.T) {
 	for _, opt := range []string{"sgd", "adam"} {
 		refs := map[*model.Model]*Result{}
 		for _, c := range cases {
-			ref, ok := refs[c.m]
-			if !ok {
-				if ref, err = Run(context.Background(), Single(cfgFor(t, c.m, "dp=1", "", opt))); err != nil {
-					t.Fatal(err)
-				}
-				refs[c.m] = ref
-			}
+			ref := singleDevice(t, refs, c.m, opt)
 			got, err := Run(context.Background(), cfgFor(t, c.m, c.mesh+",attn=flash", c.plan, opt))
 			if err != nil {
 				t.Fatalf("%s %s %s: %v", c.m.Name, c.mesh, opt, err)
