@@ -87,21 +87,18 @@ func (b *builder) differentiate() {
 		}
 		switch fop.Kind {
 		case OpLoss:
-			y := fop.In[0]
+			y, yv := fop.In[0], s.Values[fop.In[0]]
 			gpl := Placement{Kind: Replicate}
-			if fop.VocabHi > 0 { // vocabulary-parallel (build.go vocabParallelLoss)
-				gpl = s.Values[y].Place // the shard's gradient is the shard's
-			}
-			g := newGrad(y, gpl)
-			sv, mem, flops, elems := []ValueID{saved(s.Index, fop.In[0]), fop.In[1]}, fop.MemBytes, fop.FLOPs, fop.Elems
-			if fop.VocabHi > 0 {
+			sv, mem, flops, elems := []ValueID{saved(s.Index, y), fop.In[1]}, fop.MemBytes, fop.FLOPs, fop.Elems
+			switch {
+			case fop.VocabHi > 0:
 				// Vocabulary-parallel (build.go vocabParallelLoss): the gradient of this rank's
 				// shard, exp(y - lse) minus the one-hot target where the rank holds it, from the
 				// shard (its fp32 copy under mixed precision) and the lse. Per local logit it reads
 				// 4 bytes and writes 4 (fp32), then casts back to e (reads 4, writes e).
-				yv := s.Values[y]
+				gpl = yv.Place // the shard's gradient is the shard's
 				n := yv.Elems()
-				yin := fop.In[0]
+				yin := y
 				if len(fop.In) == 4 {
 					yin = fop.In[3] // the fp32 copy
 				}
@@ -110,15 +107,15 @@ func (b *builder) differentiate() {
 				if yv.Elem < 4 {
 					mem = units.Bytes(n * int64(12+yv.Elem))
 				}
-			} else if len(fop.Out) == 3 { // [loss, fp32 copy, log-probabilities]: OpLoss's doc
+			case len(fop.Out) == 3: // [loss, fp32 copy, log-probabilities]: OpLoss's doc
 				// The fp32 loss of mixed precision (build.go): the backward reads the saved
 				// log-probabilities. Per logit: the loss's backward writes a dense fp32 gradient
 				// (4 bytes), log_softmax's backward reads it and the output and writes its own
 				// (12), the cast back reads 4 and writes e.
-				yv := s.Values[y]
 				sv = []ValueID{saved(s.Index, fop.Out[2]), fop.In[1]}
 				mem = units.Bytes(yv.Elems() * int64(20+yv.Elem))
 			}
+			g := newGrad(y, gpl)
 			emitB(Op{Kind: OpLoss, Loss: fop.Loss, Module: fop.Module, Fwd: te.op, Out: []ValueID{g}, Scale: fop.Scale, Elems: elems,
 				VocabLo: fop.VocabLo, VocabHi: fop.VocabHi, Saved: sv, FLOPs: flops, MemBytes: mem, GradInput: true})
 			addGrad(y, g, gpl)
