@@ -448,9 +448,17 @@ func valStrategy(r *valRecord, m *model.Model, hw *hardware.Hardware) (strategie
 	// reduces them after the last microbatch's backward (deepspeed/runtime/pipe/schedule.py:
 	// ReduceTiedGrads, ReduceGrads, OptimizerStep), and its ZeRO overlaps the reduction by default
 	// only at stage 3 (deepspeed/runtime/zero/config.py, overlap_comm_valid: stage == 3).
-	zero3 := p.ZeRO != nil && *p.ZeRO == 3 || p.ZeRO == nil && p.FSDP != nil && *p.FSDP
+	zero, zeroStated := 0, true
+	switch {
+	case p.ZeRO != nil:
+		zero = *p.ZeRO
+	case p.FSDP != nil && *p.FSDP:
+		zero = 3
+	default:
+		zeroStated = false
+	}
 	switch f := valFamily(r); {
-	case (f == "megatron" || f == "bloom") && !zero3:
+	case (f == "megatron" || f == "bloom") && zero < 3:
 		keys = append(keys, "overlap=off")
 		assumed = append(assumed, "data-parallel gradient reduction after backward, not overlapped (Megatron-LM, Korthikanti et al. 2022 §6.3; DeepSpeed's pipeline engine and ZeRO below stage 3)")
 	case f == "megatron" || f == "bloom":
@@ -467,13 +475,8 @@ func valStrategy(r *valRecord, m *model.Model, hw *hardware.Hardware) (strategie
 		keys = append(keys, "attn=eager")
 		assumed = append(assumed, "attention kernel not stated: eager (unfused), as Megatron-LM ran it")
 	}
-	switch {
-	case p.ZeRO != nil:
-		keys = append(keys, fmt.Sprintf("zero=%d", *p.ZeRO))
-	case p.FSDP != nil && *p.FSDP:
-		keys = append(keys, "zero=3")
-	default:
-		keys = append(keys, "zero=0")
+	keys = append(keys, fmt.Sprintf("zero=%d", zero))
+	if !zeroStated {
 		assumed = append(assumed, "ZeRO stage not stated: 0 (no optimizer sharding)")
 	}
 	if p.SP != nil {
