@@ -108,10 +108,26 @@ func NewCoster(p *strategies.Program, hw *hardware.Hardware) (*Coster, error) {
 
 // CheckFlash refuses FlashAttention on hardware that gives no efficiency for it, naming the fix.
 func CheckFlash(st strategies.Strategy, hw *hardware.Hardware) error {
-	if st.Attention == strategies.AttentionFlash && hw.Efficiency.FlashMax == 0 {
-		return fmt.Errorf("costmodel: attn=flash needs a FlashAttention kernel, and hardware %q gives no efficiency.flash_attention_fraction; use attn=eager or set it (the presets cite theirs)", hw.Name)
+	if f, field := flashFraction(st, hw); st.FusedAttention() && f == 0 {
+		alt := "attn=eager"
+		if st.Attention == strategies.AttentionFlash1 && hw.Efficiency.FlashMax > 0 {
+			alt = "attn=flash (FlashAttention-2) or attn=eager"
+		}
+		return fmt.Errorf("costmodel: attn=%s needs that FlashAttention kernel's efficiency, and hardware %q gives no efficiency.%s; use %s, or set it (the presets cite theirs)", st.Attention, hw.Name, field, alt)
 	}
 	return nil
+}
+
+// flashFraction is the fraction of peak at which the strategy's fused attention kernel runs, and
+// its hardware field; 0 for eager attention or a device without a figure.
+func flashFraction(st strategies.Strategy, hw *hardware.Hardware) (float64, string) {
+	switch st.Attention {
+	case strategies.AttentionFlash:
+		return hw.Efficiency.FlashMax, "flash_attention_fraction"
+	case strategies.AttentionFlash1:
+		return hw.Efficiency.Flash1Max, "flash1_attention_fraction"
+	}
+	return 0, ""
 }
 
 // Peak is the device's peak FLOP/s at the program's precision.
@@ -130,10 +146,11 @@ func (c *Coster) Compute(op *strategies.Op) units.Seconds {
 	if op.FLOPs <= 0 {
 		return c.shared(op, max(mem, kernel))
 	}
-	if op.Kind == strategies.OpAttention && c.P.Strategy.Attention == strategies.AttentionFlash {
+	if op.Kind == strategies.OpAttention && c.P.Strategy.FusedAttention() {
 		// One fused kernel: its products run at the FlashAttention efficiency, its traffic
 		// overlaps them (Dao 2023).
-		flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * hw.Efficiency.FlashMax))
+		f, _ := flashFraction(c.P.Strategy, hw)
+		flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * f))
 		return c.shared(op, max(flop, mem, kernel))
 	}
 	eff := 1.0
@@ -470,8 +487,13 @@ func assumptions(st strategies.Strategy, hw *hardware.Hardware, peak units.FLOPs
 		fmt.Sprintf("GEMM efficiency %.3g x f/(f + %.3g FLOPs) of %v peak; elementwise ops at %.2g of %v",
 			hw.Efficiency.GEMMMax, float64(hw.Efficiency.GEMMHalfFLOPs), peak, hw.Efficiency.MemMax, hw.Device.MemBandwidth))
 	switch {
-	case attention && st.Attention == strategies.AttentionFlash:
-		a = append(a, fmt.Sprintf("attention by FlashAttention-2 at %.3g of peak: the causal half of the s x s products, backward 2.5x the forward, no s x s activations; hardware FLOPs count that half and model FLOPs the full products, so HFU can be below MFU", hw.Efficiency.FlashMax))
+	case attention && st.FusedAttention():
+		f, _ := flashFraction(st, hw)
+		kernel := "FlashAttention-2"
+		if st.Attention == strategies.AttentionFlash1 {
+			kernel = "FlashAttention-1 (or its Triton port)"
+		}
+		a = append(a, fmt.Sprintf("attention by %s at %.3g of peak: the causal half of the s x s products, backward 2.5x the forward, no s x s activations; hardware FLOPs count that half and model FLOPs the full products, so HFU can be below MFU", kernel, f))
 	case attention && st.Recompute == strategies.RecomputeNone:
 		a = append(a, "eager attention: separate kernels for the products, softmax and dropout, the s x s probabilities kept for backward")
 	case attention:

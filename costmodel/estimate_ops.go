@@ -41,7 +41,7 @@ type pricer struct {
 	invPeak  float64 // seconds per FLOP at peak
 	invGEMM  float64 // seconds per FLOP at the GEMM efficiency's limit, GEMMMax x peak
 	halfGEMM float64 // GEMMHalfFLOPs
-	invFlash float64 // seconds per FLOP of FlashAttention at FlashMax x peak; 0 for eager attention
+	invFlash float64 // seconds per FLOP of the FlashAttention kernel at its fraction of peak; 0 for eager attention
 	tp       int     // tensor-parallel group
 	cp       int     // context-parallel group, stride tp
 	g        int     // data-parallel group (dp x cp), stride tp
@@ -64,8 +64,8 @@ func newPricer(hw *hardware.Hardware, peak units.FLOPsPerSecond, st strategies.S
 	e := hw.Efficiency
 	mesh := st.Mesh
 	var invFlash float64
-	if st.Attention == strategies.AttentionFlash {
-		invFlash = 1 / (float64(peak) * e.FlashMax)
+	if f, _ := flashFraction(st, hw); f > 0 {
+		invFlash = 1 / (float64(peak) * f)
 	}
 	return pricer{invFlash: invFlash, hw: hw, peak: peak, slowdown: units.Seconds(hw.ComputeSlowdown(mesh.Devices())), overhead: e.OpOverhead,
 		invMem: 1 / (float64(hw.Device.MemBandwidth) * e.MemMax), invPeak: 1 / float64(peak),

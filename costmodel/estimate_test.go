@@ -2,13 +2,14 @@ package costmodel
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
-	"tpsim/units"
 
 	"tpsim/hardware"
 	"tpsim/model"
 	"tpsim/strategies"
+	"tpsim/units"
 )
 
 // Small models of every layer type Estimate covers.
@@ -101,6 +102,9 @@ var transformerStrategies = []string{
 	"cp=2,tp=2,sp=on,attn=flash",
 	"pp=2,dp=2,zero=1,attn=flash,gbs=16",
 	"dp=2,zero=3,attn=flash,recompute=full",
+	// Its first generation: the same Program, another price.
+	"dp=2,tp=2,sp=on,attn=flash1",
+	"pp=2,dp=2,zero=3,attn=flash1,recompute=full,gbs=16",
 	"precision=fp32,optimizer=sgd,dp=2,tp=2",
 	"optimizer=sgd,dp=2,zero=1",
 	"dp=2,bucket_mb=1",
@@ -262,6 +266,13 @@ func TestEstimateEqualsPredict(t *testing.T) {
 						}
 						continue
 					}
+					if ferr := CheckFlash(st, hw); ferr != nil {
+						// A kernel the hardware has no figure for: both refuse it alike.
+						if _, perr := Predict(p, hw); err == nil || perr == nil || err.Error() != ferr.Error() || perr.Error() != ferr.Error() {
+							t.Errorf("%s: Estimate error %v, Predict error %v, want %v", name, err, perr, ferr)
+						}
+						continue
+					}
 					if err != nil {
 						t.Errorf("%s: %v", name, err)
 						continue
@@ -391,5 +402,50 @@ func TestFlashNeedsKernel(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "flash_attention_fraction") || !strings.Contains(err.Error(), "attn=eager") {
 			t.Errorf("got %v, want an error naming efficiency.flash_attention_fraction and attn=eager", err)
 		}
+	}
+	// The first generation has no figure on H100: refused, pointing to FlashAttention-2.
+	h100 := loadHW(t, "h100-sxm")
+	if _, err := Estimate(m, mustParse(t, "attn=flash1"), h100); err == nil || !strings.Contains(err.Error(), "flash1_attention_fraction") || !strings.Contains(err.Error(), "attn=flash ") {
+		t.Errorf("attn=flash1 on h100-sxm: %v, want an error naming efficiency.flash1_attention_fraction and attn=flash", err)
+	}
+}
+
+// attn=flash1 is attn=flash at the other fraction of peak: the same Program (bytes, memory,
+// FLOPs), and the attention ops, bound by their FLOPs at these shapes, slower by the ratio of
+// the two fractions.
+func TestFlash1PricesOnlyTheKernel(t *testing.T) {
+	hw := loadHW(t, "a100-80g")
+	m := mustPreset(t, "gpt3-1.3b")
+	var res [2]*Result
+	var attn [2]units.Seconds
+	for i, a := range []string{"flash", "flash1"} {
+		p, err := strategies.Lower(m, mustParse(t, "dp=2,tp=2,mbs=2,gbs=8,attn="+a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res[i], err = Predict(p, hw); err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewCoster(p, hw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ops := range [][]strategies.Op{p.Stages[0].Forward, p.Stages[0].Backward} {
+			for j := range ops {
+				if ops[j].Kind == strategies.OpAttention {
+					attn[i] += c.Compute(&ops[j])
+				}
+			}
+		}
+	}
+	if res[0].Memory != res[1].Memory || res[0].FLOPs != res[1].FLOPs || !reflect.DeepEqual(res[0].CommBytes, res[1].CommBytes) {
+		t.Errorf("flash and flash1 differ beyond time: memory %+v / %+v, FLOPs %+v / %+v", res[0].Memory, res[1].Memory, res[0].FLOPs, res[1].FLOPs)
+	}
+	want := hw.Efficiency.FlashMax / hw.Efficiency.Flash1Max
+	if got := float64(attn[1] / attn[0]); attn[0] == 0 || math.Abs(got/want-1) > 1e-9 {
+		t.Errorf("attention time flash1/flash = %.4f, want %.4f", got, want)
+	}
+	if res[1].Time.Step <= res[0].Time.Step {
+		t.Errorf("step %v with flash1, %v with flash", res[1].Time.Step, res[0].Time.Step)
 	}
 }

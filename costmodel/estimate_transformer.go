@@ -78,7 +78,7 @@ func newXF(p *pricer, m *model.Model, st strategies.Strategy, e, pb, gb int64) x
 		qkvOut: int64(c.Heads+2*c.KVHeads) * int64(c.HeadDim) / t, ffn: int64(c.FFN) / t, vocab: int64(c.Vocab) / t,
 		positions: int64(c.Seq), e: e, pb: pb, gb: gb,
 		sp: st.SP && t > 1, gated: c.Gated, rms: c.RMSNorm, bias: c.Bias, qkvBias: c.Bias || c.QKVBias, learned: c.Learned,
-		tied: c.Tied, dropout: c.Dropout > 0, flash: st.Attention == strategies.AttentionFlash, recompute: st.Recompute, zero3: st.ZeRO == 3}
+		tied: c.Tied, dropout: c.Dropout > 0, flash: st.FusedAttention(), recompute: st.Recompute, zero3: st.ZeRO == 3}
 	x.bsh = units.Bytes(x.b * x.s * x.h * e)
 	x.r = x.bsh
 	rows := x.b * x.s

@@ -403,7 +403,7 @@ func (r *rank) attention(op *strategies.Op, bwd bool) {
 	q, k, v := r.scratch(d.QLen()), r.scratch(d.KVLen()), r.scratch(d.KVLen())
 	defer func() { r.unscratch(q); r.unscratch(k); r.unscratch(v) }()
 	kernels.SplitQKV(q, k, v, r.value(qkvID), d)
-	if r.p.Strategy.Attention == strategies.AttentionFlash {
+	if r.p.Strategy.FusedAttention() {
 		r.flashAttention(op, bwd, q, k, v, d)
 		return
 	}

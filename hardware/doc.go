@@ -16,7 +16,8 @@
 // A GEMM of f FLOPs runs at GEMMEfficiency(f) = GEMMMax * f/(f+GEMMHalfFLOPs) of the peak for its
 // dtype, i.e. it takes a fixed GEMMHalfFLOPs/(GEMMMax*peak) plus f/(GEMMMax*peak). An
 // elementwise op moving b bytes takes b/(MemMax*MemBandwidth). The fused FlashAttention kernel
-// runs its FLOPs at FlashMax of the peak, or is bound by its bytes, whichever is slower. A
+// runs its FLOPs at FlashMax of the peak (Flash1Max for its first generation), or is bound by its
+// bytes, whichever is slower. A
 // collective among ranks that LevelFor (or LevelOf) places at level l uses l's Latency per ring
 // step and
 // Bandwidth*Efficiency per device; a ring all-reduce of n bytes over p ranks takes
@@ -32,7 +33,7 @@
 //     grow strictly outward and each is a multiple of the one inside it (units nest); the last
 //     level's Size is 0, meaning unbounded. Bandwidth and Latency are positive.
 //   - Every efficiency (each level's, GEMMMax, MemMax) is in (0, 1]; GEMMHalfFLOPs is positive;
-//     FlashMax is 0 (no FlashAttention kernel) or in (0, 1].
+//     FlashMax and Flash1Max are 0 (no figure for that kernel) or in (0, 1].
 //
 // Numbers are finite. Validate reports every violation, one per line, prefixed "hardware:",
 // naming the JSON field and the fix.

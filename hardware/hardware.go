@@ -58,6 +58,9 @@ type Efficiency struct {
 	// and backward, counting the FLOPs as Dao 2023 §4.1 does), in (0, 1]; 0 when the device has
 	// no such kernel (attn=flash is then refused).
 	FlashMax float64 `json:"flash_attention_fraction,omitempty"`
+	// Flash1Max is the same for the first generation, FlashAttention (Dao et al. 2022) or its
+	// Triton port (attn=flash1); 0 when not known for the device (attn=flash1 is then refused).
+	Flash1Max float64 `json:"flash1_attention_fraction,omitempty"`
 	// OpOverhead is a fixed time every op pays besides its roofline time (kernel launch on a GPU,
 	// dispatch and allocation on the host); 0 when not modelled.
 	OpOverhead units.Seconds `json:"op_overhead_s,omitempty"`
@@ -211,6 +214,9 @@ func (h *Hardware) problems() []string {
 	}
 	if e.FlashMax != 0 && !fraction(e.FlashMax) {
 		add("efficiency.flash_attention_fraction = %g must be in (0, 1], or 0 when the device has no FlashAttention kernel: the achieved fraction of peak of its forward and backward, e.g. 0.6", e.FlashMax)
+	}
+	if e.Flash1Max != 0 && !fraction(e.Flash1Max) {
+		add("efficiency.flash1_attention_fraction = %g must be in (0, 1], or 0 when no figure is known: the achieved fraction of peak of FlashAttention-1's forward and backward, e.g. 0.3", e.Flash1Max)
 	}
 	for _, k := range sortedKeys(e.KernelRates) {
 		if r := e.KernelRates[k]; !finitePositive(r) {

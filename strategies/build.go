@@ -271,7 +271,7 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 	// (Narayanan et al. 2021 §5.1 counts it so, and eager kernels compute all of it).
 	products := 4 * float64(mb) * float64(s) * float64(sFull) * float64(heads*mod.HeadDim)
 	switch {
-	case b.st.Attention == AttentionFlash:
+	case b.st.FusedAttention():
 		// FlashAttention-2 (Dao 2023 §3.1) keeps the output and the softmax's log-sum-exp, one fp32
 		// per query row and head, and regenerates its dropout mask from the RNG state in backward.
 		// Recompute modes leave it as it is: its backward always recomputes the scores. A causal

@@ -319,7 +319,7 @@ func (e *enumerator) options(ms Mesh) options {
 	sps := []bool{false}
 	if e.t != nil {
 		o.recompute = []uint8{0, 1, 2}
-		if e.fix.Strategy.Attention == AttentionFlash {
+		if e.fix.Strategy.FusedAttention() {
 			// Selective recompute recomputes the attention core, which FlashAttention already
 			// recomputes inside its backward: it is recompute=none again, so not searched.
 			o.recompute = []uint8{0, 2}

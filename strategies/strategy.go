@@ -36,11 +36,22 @@ const (
 // softmax, dropout), keeping the s x s probabilities for backward, as PyTorch's eager attention
 // and Megatron-LM's unfused path do. Flash is FlashAttention-2 (Dao 2023): one fused kernel that
 // keeps only the output and the softmax's log-sum-exp, skips the masked half of a causal product
-// and recomputes the scores in backward (5 products for the forward's 2, §4.1).
+// and recomputes the scores in backward (5 products for the forward's 2, §4.1). Flash1 is the
+// kernel's first generation, FlashAttention (Dao et al. 2022) or its Triton port (the
+// attn_impl triton of MosaicML's llm-foundry): the same algorithm, values, FLOPs and memory, at a
+// lower fraction of peak (FlashAttention-2 is 1.7-3.0x faster than FlashAttention and 1.3-2.5x
+// faster than its Triton port on A100, Dao 2023 §4.1), so only its price differs.
 const (
-	AttentionEager = "eager"
-	AttentionFlash = "flash"
+	AttentionEager  = "eager"
+	AttentionFlash  = "flash"
+	AttentionFlash1 = "flash1"
 )
+
+// FusedAttention reports whether the attention core is a FlashAttention kernel of either
+// generation: one fused kernel that keeps the output and the log-sum-exp only.
+func (st Strategy) FusedAttention() bool {
+	return st.Attention == AttentionFlash || st.Attention == AttentionFlash1
+}
 
 // Optimizers.
 const (
@@ -64,7 +75,7 @@ type Strategy struct {
 	VPP       int    `json:"vpp"`
 	Precision string `json:"precision"`
 	Optimizer string `json:"optimizer"`
-	// Attention is the attention kernel: AttentionEager or AttentionFlash.
+	// Attention is the attention kernel: AttentionEager, AttentionFlash or AttentionFlash1.
 	Attention string `json:"attn"`
 	// Overlap lets data-parallel gradient reduction run under backward (PyTorch DDP's default).
 	Overlap bool `json:"overlap"`
@@ -170,7 +181,7 @@ func (st *Strategy) set(k, v string) error {
 	case "optimizer":
 		st.Optimizer, err = oneOf(k, v, OptimizerAdam, OptimizerSGD)
 	case "attn":
-		st.Attention, err = oneOf(k, v, AttentionEager, AttentionFlash)
+		st.Attention, err = oneOf(k, v, AttentionEager, AttentionFlash, AttentionFlash1)
 	case "sp":
 		st.SP, err = onOff(k, v)
 	case "overlap":

@@ -75,7 +75,7 @@ func parseExec(args []string) (*execOptions, *pflag.FlagSet, error) {
 	fs.IntVar(&o.MBS, "mbs", 0, "microbatch per data-parallel rank (0: the whole local batch at once)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
 	fs.StringVar(&o.Optimizer, "optimizer", "sgd", "sgd or adam")
-	fs.StringVar(&o.Attn, "attn", "eager", "attention kernel: eager or flash")
+	fs.StringVar(&o.Attn, "attn", "eager", "attention kernel: eager, or flash/flash1 (FlashAttention-2/-1: one fused kernel here, they differ only in GPU speed)")
 	fs.Float64Var(&o.LR, "lr", 0, "learning rate (0: 0.01 for sgd, 0.001 for adam)")
 	fs.BoolVar(&o.JSON, "json", false, "print the measurement as JSON (keys of 'tpsim predict --json' where they mean the same)")
 	fs.StringVar(&o.Trace, "trace", "", "write the measured timeline as a Chrome trace (opens in Perfetto)")
@@ -119,10 +119,10 @@ func (o *execOptions) configFor(m *model.Model, mesh strategies.Mesh) (exec.Conf
 	switch a := strings.ToLower(o.Attn); a {
 	case "": // callers that build options in code (compare) leave it unset: the flag's default
 		st.Attention = strategies.AttentionEager
-	case strategies.AttentionEager, strategies.AttentionFlash:
+	case strategies.AttentionEager, strategies.AttentionFlash, strategies.AttentionFlash1:
 		st.Attention = a
 	default:
-		return exec.Config{}, usagef("--attn=%q is not valid; use eager or flash", o.Attn)
+		return exec.Config{}, usagef("--attn=%q is not valid; use eager, flash or flash1", o.Attn)
 	}
 	if mesh.TP > 1 {
 		if st.Plan, err = strategies.ParsePlan(o.Plan); err != nil {

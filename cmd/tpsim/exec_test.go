@@ -80,7 +80,7 @@ func TestExecErrors(t *testing.T) {
 		{[]string{"--steps", "0"}, 2, "run at least one step"},
 		{[]string{"--batch", "-1"}, 2, "must be positive"},
 		{[]string{"--optimizer", "lamb"}, 2, "use sgd or adam"},
-		{[]string{"--attn", "fast"}, 2, "use eager or flash"},
+		{[]string{"--attn", "fast"}, 2, "use eager, flash or flash1"},
 		{[]string{"--attn", "flash"}, 1, `model "seed-mlp" has no attention, use attn=eager`},
 		{[]string{"--trace", "/nonexistent-dir/t.json", "--steps", "1"}, 1, "cannot write the trace"},
 	}

@@ -134,10 +134,15 @@ func writeHardware(w io.Writer, hw *hardware.Hardware) error {
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  GEMM\t%.3g x f/(f + %v) of peak\n", e.GEMMMax, e.GEMMHalfFLOPs)
 	fmt.Fprintf(tw, "  elementwise\t%.3g of memory bandwidth\n", e.MemMax)
-	if e.FlashMax > 0 {
-		fmt.Fprintf(tw, "  FlashAttention\t%.3g of peak\n", e.FlashMax)
-	} else {
-		fmt.Fprintf(tw, "  FlashAttention\tnone (attn=flash refused)\n")
+	for _, k := range []struct {
+		name, attn string
+		f          float64
+	}{{"FlashAttention-2", "flash", e.FlashMax}, {"FlashAttention-1", "flash1", e.Flash1Max}} {
+		if k.f > 0 {
+			fmt.Fprintf(tw, "  %s\t%.3g of peak (attn=%s)\n", k.name, k.f, k.attn)
+		} else {
+			fmt.Fprintf(tw, "  %s\tnone (attn=%s refused)\n", k.name, k.attn)
+		}
 	}
 	tw.Flush()
 

@@ -48,7 +48,7 @@ Examples:
 
 --fix takes the keys of a strategy (pp, dp, cp, tp, mbs, zero, recompute, sp, schedule, vpp,
 overlap; precision, optimizer, attn and bucket_mb set what is not searched: give attn=flash when
-the run will use FlashAttention). --sim auto simulates the
+the run will use FlashAttention-2, attn=flash1 for FlashAttention-1 or its Triton port). --sim auto simulates the
 top candidates when their timelines are small enough to take well under a second; on always; off
 never.
 `

@@ -43,7 +43,7 @@ Examples:
 Strategy keys: mesh dimensions pp, dp, cp, tp (their product is the device count) and options
 mbs, gbs, seq, zero (0-3), recompute (none|selective|full), sp (on|off),
 schedule (gpipe|1f1b|interleaved), vpp, precision (mixed|fp32), optimizer (adam|sgd),
-overlap (on|off), bucket_mb. Keys left out take their defaults; --json shows them resolved.
+attn (eager|flash|flash1), overlap (on|off), bucket_mb. Keys left out take their defaults; --json shows them resolved.
 `
 
 // predictOptions are the flags of tpsim predict.
