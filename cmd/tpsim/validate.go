@@ -82,6 +82,8 @@ type valRecord struct {
 	ID     string `json:"id"`
 	Source struct {
 		Title    string `json:"title"`
+		Repo     string `json:"repo"`
+		Path     string `json:"path"`
 		Location string `json:"location"`
 	} `json:"source"`
 	Model struct {
@@ -347,8 +349,10 @@ func valHardware(r *valRecord) (*hardware.Hardware, []string, string) {
 // valModel builds the record's model. The records give sizes only; the rest follows the source's
 // software (valFamily): Megatron-LM GPTs have biases, learned positions, tied embeddings and
 // dropout 0.1 (Megatron-LM's defaults; Shoeybi et al. 2019); MPT (llm-foundry) has no biases,
-// ALiBi instead of position embeddings, tied embeddings, no dropout (scripts/train/yamls/pretrain/
-// mpt-*.yaml); BLOOM has biases, ALiBi, tied embeddings and no dropout (Le Scao et al. 2022).
+// tied embeddings and no dropout (scripts/train/yamls/pretrain/mpt-*.yaml) and, as benchmarked, a
+// learned position table of the sequence length: the yamls set no ALiBi, and the tables'
+// NumParams grow by seq x d_model with the sequence (MPT-7B: 6,918,905,856 at 65,536 tokens,
+// 6,658,859,008 at 2,048, 63,488 x 4,096 apart); BLOOM has biases, ALiBi, tied embeddings and no dropout (Le Scao et al. 2022).
 // The MLP is 4h with GELU unless the record gives ffn.
 func valModel(r *valRecord, gbs int) (*model.Model, []string, string) {
 	mm := r.Model
@@ -378,7 +382,8 @@ func valModel(r *valRecord, gbs int) (*model.Model, []string, string) {
 	}
 	switch valFamily(r) {
 	case "mpt":
-		assumed = append(assumed, "MPT architecture (llm-foundry): no biases, ALiBi (no position embeddings), tied embeddings, no dropout")
+		t.Learned = true
+		assumed = append(assumed, "MPT architecture (llm-foundry): no biases, learned positions (the tables' NumParams grow with the sequence), tied embeddings, no dropout")
 	case "bloom":
 		t.Bias = true
 		assumed = append(assumed, "BLOOM architecture: biases, ALiBi (no position embeddings), tied embeddings, no dropout")
@@ -468,13 +473,9 @@ func valStrategy(r *valRecord, m *model.Model, hw *hardware.Hardware) (strategie
 		keys = append(keys, "overlap=on")
 		assumed = append(assumed, "data-parallel gradient reduction overlapped with backward (PyTorch DDP and FSDP default)")
 	}
-	if notes := strings.ToLower(r.Notes); strings.Contains(notes, "flashattention") || strings.Contains(notes, "flash attention") || strings.Contains(notes, "attn_impl flash") {
-		keys = append(keys, "attn=flash")
-		assumed = append(assumed, "attention: FlashAttention, as the record's notes say, priced as FlashAttention-2")
-	} else {
-		keys = append(keys, "attn=eager")
-		assumed = append(assumed, "attention kernel not stated: eager (unfused), as Megatron-LM ran it")
-	}
+	attn, why := valAttention(r)
+	keys = append(keys, "attn="+attn)
+	assumed = append(assumed, why)
 	keys = append(keys, fmt.Sprintf("zero=%d", zero))
 	if !zeroStated {
 		assumed = append(assumed, "ZeRO stage not stated: 0 (no optimizer sharding)")
@@ -591,6 +592,38 @@ func valStrategy(r *valRecord, m *model.Model, hw *hardware.Hardware) (strategie
 		assumed = append(assumed, fmt.Sprintf("not stated, chosen by search among %d options: %s (%s)", len(space.Candidates), strings.Join(chose, ", "), fits))
 	}
 	return st, assumed, ""
+}
+
+// valAttention is the attention kernel a record's run used, and the assumption line that says
+// why. Notes that name a FlashAttention generation decide it. MosaicML's llm-foundry A100
+// benchmark tables ran its Triton FlashAttention whatever their records' notes say: the MPT yamls
+// set attn_impl triton (scripts/train/yamls/mpt/7b.yaml, pretrain/mpt-7b.yaml), and
+// scripts/train/benchmarking/sweep.sh, which the README says lists all the tables' runs, made the
+// A100 ones with llm-foundry v0.0.4 on torch 1.13.1 without --attn_impl, whose default in
+// submit_benchmarks.py was triton (later versions default to flash and install FlashAttention-2
+// for torch 2). Other notes that say FlashAttention are priced as FlashAttention-2; no mention
+// is eager attention, as Megatron-LM ran it.
+func valAttention(r *valRecord) (string, string) {
+	notes := strings.ToLower(r.Notes)
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(notes, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("flashattention-2", "flashattention 2", "flash-attn 2", "flash_attn 2", "flash attention 2"):
+		return strategies.AttentionFlash, "attention: FlashAttention-2, as the record's notes say"
+	case has("flashattention-1", "flashattention 1", "flash-attn 1", "flash_attn 1", "flash attention 1", "triton"):
+		return strategies.AttentionFlash1, "attention: FlashAttention-1 or its Triton port, as the record's notes say"
+	case strings.Contains(r.Source.Repo, "llm-foundry") && strings.Contains(r.Source.Path, "benchmarking") && strings.Contains(strings.ToLower(r.Hardware.GPU), "a100"):
+		return strategies.AttentionFlash1, "attention: llm-foundry's Triton FlashAttention (attn_impl triton), priced as FlashAttention-1: the MPT yamls set it, and the A100 tables were made with llm-foundry v0.0.4 on torch 1.13.1 (benchmarking/sweep.sh), whose submit_benchmarks.py defaulted to it; the notes' 'attn_impl flash' is the later default"
+	case has("flashattention", "flash attention", "attn_impl flash"):
+		return strategies.AttentionFlash, "attention: FlashAttention, as the record's notes say, priced as FlashAttention-2"
+	}
+	return strategies.AttentionEager, "attention kernel not stated: eager (unfused), as Megatron-LM ran it"
 }
 
 // valSourceFLOPs is the FLOPs of one step counted as Megatron-LM counts them (Narayanan et al.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"tpsim/model"
+	"tpsim/strategies"
 )
 
 const validateFixture = "testdata/validate-runs.json"
@@ -220,4 +221,30 @@ func TestValidateRunsJSON(t *testing.T) {
 		}
 	}
 	t.Logf("%d rows: MAPE %.1f%%, max %.1f%%; %d skipped", out.Summary.N, 100*out.Summary.MAPE, 100*out.Summary.MaxAPE, len(out.Skipped))
+}
+
+// The attention kernel follows the record's notes, except llm-foundry's A100 benchmark tables,
+// whose runs used its Triton FlashAttention (valAttention says why).
+func TestValAttention(t *testing.T) {
+	cases := []struct {
+		repo, path, gpu, notes string
+		want, why              string
+	}{
+		{"", "", "NVIDIA A100-SXM4-80GB", "Megatron-LM, no fused attention stated", strategies.AttentionEager, "not stated"},
+		{"", "", "NVIDIA H100", "trained with FlashAttention", strategies.AttentionFlash, "FlashAttention-2"},
+		{"", "", "NVIDIA A100", "flash-attn 1.0.4", strategies.AttentionFlash1, "as the record's notes say"},
+		{"", "", "NVIDIA A100", "attn_impl triton", strategies.AttentionFlash1, "as the record's notes say"},
+		{"", "", "NVIDIA A100", "FlashAttention-2 kernels", strategies.AttentionFlash, "as the record's notes say"},
+		{"github.com/mosaicml/llm-foundry", "scripts/train/benchmarking/README.md", "NVIDIA A100 80GB", "Composer + FSDP, FlashAttention (attn_impl flash)", strategies.AttentionFlash1, "sweep.sh"},
+		{"github.com/mosaicml/llm-foundry", "scripts/train/benchmarking/README.md", "NVIDIA H100 80GB", "FlashAttention (attn_impl flash)", strategies.AttentionFlash, "FlashAttention-2"},
+		{"github.com/mosaicml/llm-foundry", "scripts/train/benchmarking/README.md", "NVIDIA A100 80GB", "flash-attn 2.4", strategies.AttentionFlash, "as the record's notes say"},
+	}
+	for _, c := range cases {
+		var r valRecord
+		r.Source.Repo, r.Source.Path, r.Hardware.GPU, r.Notes = c.repo, c.path, c.gpu, c.notes
+		got, why := valAttention(&r)
+		if got != c.want || !strings.Contains(why, c.why) {
+			t.Errorf("%s %s %q: %s (%s), want %s (%q)", c.repo, c.gpu, c.notes, got, why, c.want, c.why)
+		}
+	}
 }
