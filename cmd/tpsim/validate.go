@@ -36,10 +36,11 @@ Eq. 3, which counts the recompute forward pass, for Megatron-LM, BLOOM and MT-NL
 FLOPs otherwise), else MFU. It prints predicted against published with the absolute percentage
 error (APE) per row, the mean (MAPE) and max per source and overall, the rows it skipped and why,
 and what it assumed where a record is silent (microbatch, recompute, schedule, ...): the
-architecture follows the source's software (Megatron-LM GPT, MPT, BLOOM), Megatron-LM records
-that do not say run full recompute, and knobs still missing are chosen by tpsim's own search (the
-fastest that fits, as the sources tuned their runs for throughput). The measured figures are
-never used to choose anything.
+architecture follows the source's software (Megatron-LM GPT, MPT, BLOOM), so does the attention
+kernel (the one a record's notes name; for MosaicML's A100 tables the Triton FlashAttention their
+scripts ran, priced as attn=flash1), Megatron-LM records that do not say run full recompute,
+and knobs still missing are chosen by tpsim's own search (the fastest that fits, as the sources
+tuned their runs for throughput). The measured figures are never used to choose anything.
 
 The records are those of shared/validation/runs.json (see its README); any file of records in
 that format works, so you can validate against your own runs.
@@ -601,7 +602,7 @@ func valStrategy(r *valRecord, m *model.Model, hw *hardware.Hardware) (strategie
 // scripts/train/benchmarking/sweep.sh, which the README says lists all the tables' runs, made the
 // A100 ones with llm-foundry v0.0.4 on torch 1.13.1 without --attn_impl, whose default in
 // submit_benchmarks.py was triton (later versions default to flash and install FlashAttention-2
-// for torch 2). Other notes that say FlashAttention are priced as FlashAttention-2; no mention
+// for torch 2); v0.0.4 predates FlashAttention-2 (July 2023) in any case. Other notes that say FlashAttention are priced as FlashAttention-2; no mention
 // is eager attention, as Megatron-LM ran it.
 func valAttention(r *valRecord) (string, string) {
 	notes := strings.ToLower(r.Notes)
