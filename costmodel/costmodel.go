@@ -108,26 +108,47 @@ func NewCoster(p *strategies.Program, hw *hardware.Hardware) (*Coster, error) {
 
 // CheckFlash refuses FlashAttention on hardware that gives no efficiency for it, naming the fix.
 func CheckFlash(st strategies.Strategy, hw *hardware.Hardware) error {
-	if f, field := flashFraction(st, hw); st.FusedAttention() && f == 0 {
-		alt := "attn=eager"
-		if st.Attention == strategies.AttentionFlash1 && hw.Efficiency.FlashMax > 0 {
-			alt = "attn=flash (FlashAttention-2) or attn=eager"
-		}
-		return fmt.Errorf("costmodel: attn=%s needs that FlashAttention kernel's efficiency, and hardware %q gives no efficiency.%s; use %s, or set it (the presets cite theirs)", st.Attention, hw.Name, field, alt)
+	k, ok := flashKernel(st)
+	if !ok || k.Fraction(hw.Efficiency) > 0 {
+		return nil
 	}
-	return nil
+	alt := "attn=eager"
+	if st.Attention == strategies.AttentionFlash1 && hw.Efficiency.FlashMax > 0 {
+		alt = "attn=flash (FlashAttention-2) or attn=eager"
+	}
+	return fmt.Errorf("costmodel: attn=%s needs the efficiency of %s, and hardware %q gives no efficiency.%s; use %s, or set it (the presets cite theirs)", st.Attention, k.Name, hw.Name, k.Field, alt)
 }
 
-// flashFraction is the fraction of peak at which the strategy's fused attention kernel runs, and
-// its hardware field; 0 for eager attention or a device without a figure.
-func flashFraction(st strategies.Strategy, hw *hardware.Hardware) (float64, string) {
-	switch st.Attention {
-	case strategies.AttentionFlash:
-		return hw.Efficiency.FlashMax, "flash_attention_fraction"
-	case strategies.AttentionFlash1:
-		return hw.Efficiency.Flash1Max, "flash1_attention_fraction"
+// FlashKernel is a FlashAttention generation that a strategy's attn option names, and where the
+// hardware gives its fraction of peak.
+type FlashKernel struct {
+	Attn, Name, Field string
+	Fraction          func(hardware.Efficiency) float64
+}
+
+// FlashKernels are the fused attention kernels tpsim prices, newest first.
+var FlashKernels = []FlashKernel{
+	{strategies.AttentionFlash, "FlashAttention-2", "flash_attention_fraction", func(e hardware.Efficiency) float64 { return e.FlashMax }},
+	{strategies.AttentionFlash1, "FlashAttention-1 (or its Triton port)", "flash1_attention_fraction", func(e hardware.Efficiency) float64 { return e.Flash1Max }},
+}
+
+// flashKernel is the strategy's fused attention kernel; false for eager attention.
+func flashKernel(st strategies.Strategy) (FlashKernel, bool) {
+	for _, k := range FlashKernels {
+		if k.Attn == st.Attention {
+			return k, true
+		}
 	}
-	return 0, ""
+	return FlashKernel{}, false
+}
+
+// flashFraction is the fraction of peak at which the strategy's fused attention kernel runs; 0
+// for eager attention or a device without a figure.
+func flashFraction(st strategies.Strategy, hw *hardware.Hardware) float64 {
+	if k, ok := flashKernel(st); ok {
+		return k.Fraction(hw.Efficiency)
+	}
+	return 0
 }
 
 // Peak is the device's peak FLOP/s at the program's precision.
@@ -149,8 +170,7 @@ func (c *Coster) Compute(op *strategies.Op) units.Seconds {
 	if op.Kind == strategies.OpAttention && c.P.Strategy.FusedAttention() {
 		// One fused kernel: its products run at the FlashAttention efficiency, its traffic
 		// overlaps them (Dao 2023).
-		f, _ := flashFraction(c.P.Strategy, hw)
-		flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * f))
+		flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * flashFraction(c.P.Strategy, hw)))
 		return c.shared(op, max(flop, mem, kernel))
 	}
 	eff := 1.0
@@ -488,12 +508,8 @@ func assumptions(st strategies.Strategy, hw *hardware.Hardware, peak units.FLOPs
 			hw.Efficiency.GEMMMax, float64(hw.Efficiency.GEMMHalfFLOPs), peak, hw.Efficiency.MemMax, hw.Device.MemBandwidth))
 	switch {
 	case attention && st.FusedAttention():
-		f, _ := flashFraction(st, hw)
-		kernel := "FlashAttention-2"
-		if st.Attention == strategies.AttentionFlash1 {
-			kernel = "FlashAttention-1 (or its Triton port)"
-		}
-		a = append(a, fmt.Sprintf("attention by %s at %.3g of peak: the causal half of the s x s products, backward 2.5x the forward, no s x s activations; hardware FLOPs count that half and model FLOPs the full products, so HFU can be below MFU", kernel, f))
+		k, _ := flashKernel(st)
+		a = append(a, fmt.Sprintf("attention by %s at %.3g of peak: the causal half of the s x s products, backward 2.5x the forward, no s x s activations; hardware FLOPs count that half and model FLOPs the full products, so HFU can be below MFU", k.Name, k.Fraction(hw.Efficiency)))
 	case attention && st.Recompute == strategies.RecomputeNone:
 		a = append(a, "eager attention: separate kernels for the products, softmax and dropout, the s x s probabilities kept for backward")
 	case attention:

@@ -64,7 +64,7 @@ func newPricer(hw *hardware.Hardware, peak units.FLOPsPerSecond, st strategies.S
 	e := hw.Efficiency
 	mesh := st.Mesh
 	var invFlash float64
-	if f, _ := flashFraction(st, hw); f > 0 {
+	if f := flashFraction(st, hw); f > 0 {
 		invFlash = 1 / (float64(peak) * f)
 	}
 	return pricer{invFlash: invFlash, hw: hw, peak: peak, slowdown: units.Seconds(hw.ComputeSlowdown(mesh.Devices())), overhead: e.OpOverhead,

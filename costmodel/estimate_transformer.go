@@ -239,9 +239,9 @@ func (x *xf) join(m *emitter) { x.add(m, int64(x.r)/x.e, x.r, 2*x.r) }
 // attentionCost is the forward cost of the attention core over the local heads: QK^T and the
 // product with V, 2 x 2 b s S (a/t) d FLOPs (Narayanan et al. 2021 §5.1, the full s x S product),
 // reading qkv and writing the output and the s x S probabilities twice; attention dropout reads
-// and writes them again and writes a one-byte mask. FlashAttention-2 computes the causal half of
-// the products (Dao 2023 §4.1), reading qkv (and the gathered keys and values) and writing the
-// output and the log-sum-exp.
+// and writes them again and writes a one-byte mask. FlashAttention (attn=flash or flash1)
+// computes the causal half of the products (Dao 2023 §4.1), reading qkv (and the gathered keys
+// and values) and writing the output and the log-sum-exp.
 func (x *xf) attentionCost() (units.FLOPs, units.Bytes) {
 	if x.flash {
 		f := units.FLOPs(2 * float64(x.b) * float64(x.s) * float64(x.S) * float64(x.heads*x.hd))
@@ -587,7 +587,7 @@ func (x *xf) blockBackward(m *emitter) {
 	fb := 2 * fa
 	switch {
 	case x.flash:
-		fb = fa * 5 / 2 // FlashAttention-2 recomputes the scores: 5 products for 2 (Dao 2023 §4.1)
+		fb = fa * 5 / 2 // FlashAttention recomputes the scores: 5 products for 2 (Dao 2023 §4.1)
 	case x.recompute == strategies.RecomputeSelective:
 		fb += fa
 	}

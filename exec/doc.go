@@ -18,8 +18,8 @@
 //     scratch buffers kernels need (workspace) and gradient buckets (comm). The communicator's
 //     own message copies are not counted; the Go heap is reported beside the accounting.
 //   - Executed: single device, data parallel, tensor parallel from any plan, and dp x tp, with
-//     eager attention (probabilities saved) or attn=flash (the softmax's log-sum-exp saved, the
-//     probabilities recomputed in backward, as FlashAttention-2 does). Pipeline
+//     eager attention (probabilities saved) or attn=flash/flash1 (the softmax's log-sum-exp saved,
+//     the probabilities recomputed in backward, as FlashAttention of either generation does). Pipeline
 //     and context parallel, ZeRO and dropout are priced by the cost model but not executed; Run
 //     says so instead of running them.
 package exec

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"tpsim/model"
@@ -98,6 +99,24 @@ func TestMatchesSingleDevice(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// attn=flash1 differs from attn=flash only in the GPU speed tpsim prices; exec runs the same
+// kernels, so the two train to the same bits.
+func TestFlash1RunsAsFlash(t *testing.T) {
+	gpt, err := model.Preset("gpt-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs [2]*Result
+	for i, attn := range []string{"flash", "flash1"} {
+		if runs[i], err = Run(context.Background(), cfgFor(t, gpt, "tp=2,attn="+attn, "megatron", "adam")); err != nil {
+			t.Fatalf("attn=%s: %v", attn, err)
+		}
+	}
+	if d := MaxRelDiff(runs[1], runs[0]); d != 0 || !reflect.DeepEqual(runs[1].Losses, runs[0].Losses) {
+		t.Errorf("attn=flash1 differs from attn=flash: max relative difference %g, losses %v vs %v", d, runs[1].Losses, runs[0].Losses)
 	}
 }
 

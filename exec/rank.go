@@ -438,7 +438,7 @@ func (r *rank) attention(op *strategies.Op, bwd bool) {
 	}
 }
 
-// flashAttention runs an attention op under attn=flash: the forward's Out is [o, lse] and the
+// flashAttention runs an attention op under attn=flash or flash1: the forward's Out is [o, lse] and the
 // backward's Saved ends with the lse, from which it recomputes the probabilities (one head at a
 // time, in scratch) instead of reading saved ones.
 func (r *rank) flashAttention(op *strategies.Op, bwd bool, q, k, v []float32, d kernels.AttnDims) {

@@ -11,7 +11,8 @@ import (
 )
 
 // Label is a short name for a strategy: the mesh and the options that differ from the usual
-// (mbs always; zero, recompute, sp, the pipeline schedule and overlap off when not the default).
+// (mbs always; zero, recompute, sp, the pipeline schedule, overlap off and the attention kernel
+// when not the default).
 func Label(st strategies.Strategy) string {
 	parts := []string{st.Mesh.String(), "mbs=" + strconv.Itoa(st.MBS)}
 	if st.ZeRO > 0 {
@@ -31,6 +32,9 @@ func Label(st strategies.Strategy) string {
 	}
 	if !st.Overlap {
 		parts = append(parts, "overlap=off")
+	}
+	if st.Attention != strategies.AttentionEager {
+		parts = append(parts, "attn="+st.Attention)
 	}
 	return strings.Join(parts, ",")
 }

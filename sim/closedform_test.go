@@ -47,16 +47,25 @@ func TestOverlapOffEqualsClosedForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hw, err := hardware.Load("h100-sxm")
+	h100, err := hardware.Load("h100-sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a100, err := hardware.Load("a100-80g") // the preset with a FlashAttention-1 figure
 	if err != nil {
 		t.Fatal(err)
 	}
 	families := []string{"dp=1", "dp=4", "tp=2", "tp=2,sp=on", "dp=2,tp=2", "dp=4,zero=1", "dp=4,zero=2", "dp=4,zero=3",
-		"tp=2,recompute=full", "tp=2,recompute=selective", "cp=2", "dp=2,mbs=2", "dp=2,precision=fp32,optimizer=sgd", "tp=2,attn=flash"}
+		"tp=2,recompute=full", "tp=2,recompute=selective", "cp=2", "dp=2,mbs=2", "dp=2,precision=fp32,optimizer=sgd", "tp=2,attn=flash",
+		"dp=2,cp=2,attn=flash1"}
 	for _, m := range []*model.Model{gpt, llama, mlp} {
 		for _, f := range families {
-			if m == mlp && (f == "cp=2" || f == "tp=2,sp=on" || strings.HasPrefix(f, "tp=2,re") || strings.Contains(f, "attn=")) {
+			if m == mlp && (f == "tp=2,sp=on" || strings.HasPrefix(f, "tp=2,re") || strings.Contains(f, "cp=2") || strings.Contains(f, "attn=")) {
 				continue
+			}
+			hw := h100
+			if strings.Contains(f, "flash1") {
+				hw = a100
 			}
 			p := lowerT(t, m, f+",overlap=off")
 			c, err := costmodel.NewCoster(p, hw)

@@ -272,12 +272,12 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 	products := 4 * float64(mb) * float64(s) * float64(sFull) * float64(heads*mod.HeadDim)
 	switch {
 	case b.st.FusedAttention():
-		// FlashAttention-2 (Dao 2023 §3.1) keeps the output and the softmax's log-sum-exp, one fp32
-		// per query row and head, and regenerates its dropout mask from the RNG state in backward.
-		// Recompute modes leave it as it is: its backward always recomputes the scores. A causal
-		// mask lets the kernel skip the blocks above the diagonal, half the products (Dao 2023 §4.1
-		// counts it so). It reads qkv (and the gathered keys and values) and writes the output and
-		// the lse.
+		// FlashAttention, of either generation (Dao 2023 §3.1), keeps the output and the softmax's
+		// log-sum-exp, one fp32 per query row and head, and regenerates its dropout mask from the
+		// RNG state in backward. Recompute modes leave it as it is: its backward always recomputes
+		// the scores. A causal mask lets the kernel skip the blocks above the diagonal, half the
+		// products (Dao 2023 §4.1 counts it so). It reads qkv (and the gathered keys and values) and
+		// writes the output and the lse.
 		lse := b.val(fqn+".lse", []int{mb, heads, s}, qv.Place)
 		b.v(lse).Elem = 4
 		op.Out = append(op.Out, lse)

@@ -189,8 +189,14 @@ func TestEnumerateFix(t *testing.T) {
 // Under attn=flash selective recompute equals no recompute (FlashAttention recomputes the scores
 // itself), so the search does not list it twice; a fixed recompute=selective is still honoured.
 func TestEnumerateFlashSkipsSelective(t *testing.T) {
+	for _, attn := range []string{AttentionFlash, AttentionFlash1} {
+		t.Run(attn, func(t *testing.T) { testFlashSkipsSelective(t, attn) })
+	}
+}
+
+func testFlashSkipsSelective(t *testing.T, attn string) {
 	m := tinyLlama(t, 4)
-	_, got := enumerated(t, m, 8, EnumerateOptions{GBS: 16, Fix: mustFix(t, "attn=flash")})
+	_, got := enumerated(t, m, 8, EnumerateOptions{GBS: 16, Fix: mustFix(t, "attn="+attn)})
 	modes := map[string]int{}
 	for _, str := range got {
 		for _, rc := range RecomputeModes {
@@ -200,9 +206,9 @@ func TestEnumerateFlashSkipsSelective(t *testing.T) {
 		}
 	}
 	if modes[RecomputeSelective] != 0 || modes[RecomputeNone] == 0 || modes[RecomputeFull] == 0 {
-		t.Errorf("recompute modes searched under attn=flash: %v; want none and full only", modes)
+		t.Errorf("recompute modes searched under attn=%s: %v; want none and full only", attn, modes)
 	}
-	if _, fixed := enumerated(t, m, 8, EnumerateOptions{GBS: 16, Fix: mustFix(t, "attn=flash,recompute=selective")}); len(fixed) == 0 {
+	if _, fixed := enumerated(t, m, 8, EnumerateOptions{GBS: 16, Fix: mustFix(t, "attn="+attn+",recompute=selective")}); len(fixed) == 0 {
 		t.Error("a fixed recompute=selective with attn=flash gave no candidates")
 	}
 }

@@ -415,7 +415,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 		// forward product for attention; Narayanan et al. 2021 §5.1 takes backward = 2 x forward).
 		op.FLOPs, op.MemBytes = 2*fop.FLOPs, 2*fop.MemBytes
 		if fop.Kind == OpAttention && b.st.FusedAttention() {
-			// FlashAttention-2's backward recomputes the scores: 5 products for the forward's 2
+			// FlashAttention's backward recomputes the scores: 5 products for the forward's 2
 			// (Dao 2023 §4.1: backward FLOPs = 2.5 x forward). It reads q, k, v, the output, its
 			// gradient and the lse and writes dq, dk, dv: about twice the forward's traffic.
 			op.FLOPs = fop.FLOPs * 5 / 2

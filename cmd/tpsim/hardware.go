@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"tpsim/costmodel"
 	"tpsim/hardware"
 	"tpsim/units"
 )
@@ -134,14 +135,11 @@ func writeHardware(w io.Writer, hw *hardware.Hardware) error {
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  GEMM\t%.3g x f/(f + %v) of peak\n", e.GEMMMax, e.GEMMHalfFLOPs)
 	fmt.Fprintf(tw, "  elementwise\t%.3g of memory bandwidth\n", e.MemMax)
-	for _, k := range []struct {
-		name, attn string
-		f          float64
-	}{{"FlashAttention-2", "flash", e.FlashMax}, {"FlashAttention-1", "flash1", e.Flash1Max}} {
-		if k.f > 0 {
-			fmt.Fprintf(tw, "  %s\t%.3g of peak (attn=%s)\n", k.name, k.f, k.attn)
+	for _, k := range costmodel.FlashKernels {
+		if f := k.Fraction(e); f > 0 {
+			fmt.Fprintf(tw, "  %s\t%.3g of peak (attn=%s)\n", k.Name, f, k.Attn)
 		} else {
-			fmt.Fprintf(tw, "  %s\tnone (attn=%s refused)\n", k.name, k.attn)
+			fmt.Fprintf(tw, "  %s\tnone (attn=%s refused)\n", k.Name, k.Attn)
 		}
 	}
 	tw.Flush()

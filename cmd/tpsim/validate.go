@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -606,26 +607,31 @@ func valStrategy(r *valRecord, m *model.Model, hw *hardware.Hardware) (strategie
 // is eager attention, as Megatron-LM ran it.
 func valAttention(r *valRecord) (string, string) {
 	notes := strings.ToLower(r.Notes)
-	has := func(words ...string) bool {
-		for _, w := range words {
-			if strings.Contains(notes, w) {
-				return true
-			}
-		}
-		return false
+	var gen string
+	if m := valFlashGen.FindStringSubmatch(notes); m != nil {
+		gen = m[1]
 	}
 	switch {
-	case has("flashattention-2", "flashattention 2", "flash-attn 2", "flash_attn 2", "flash attention 2"):
+	case gen == "2":
 		return strategies.AttentionFlash, "attention: FlashAttention-2, as the record's notes say"
-	case has("flashattention-1", "flashattention 1", "flash-attn 1", "flash_attn 1", "flash attention 1", "triton"):
+	case gen == "1" || valTriton.MatchString(notes):
 		return strategies.AttentionFlash1, "attention: FlashAttention-1 or its Triton port, as the record's notes say"
 	case strings.Contains(r.Source.Repo, "llm-foundry") && strings.Contains(r.Source.Path, "benchmarking") && strings.Contains(strings.ToLower(r.Hardware.GPU), "a100"):
-		return strategies.AttentionFlash1, "attention: llm-foundry's Triton FlashAttention (attn_impl triton), priced as FlashAttention-1: the MPT yamls set it, and the A100 tables were made with llm-foundry v0.0.4 on torch 1.13.1 (benchmarking/sweep.sh), whose submit_benchmarks.py defaulted to it; the notes' 'attn_impl flash' is the later default"
-	case has("flashattention", "flash attention", "attn_impl flash"):
+		return strategies.AttentionFlash1, "attention: llm-foundry's Triton FlashAttention (attn_impl triton), priced as FlashAttention-1: the MPT yamls set it, and the A100 tables were made with llm-foundry v0.0.4 on torch 1.13.1 (benchmarking/sweep.sh), whose submit_benchmarks.py defaulted to it and which predates FlashAttention-2; the notes' 'attn_impl flash' is the later default"
+	case valFlash.MatchString(notes):
 		return strategies.AttentionFlash, "attention: FlashAttention, as the record's notes say, priced as FlashAttention-2"
 	}
 	return strategies.AttentionEager, "attention kernel not stated: eager (unfused), as Megatron-LM ran it"
 }
+
+// The attention kernels notes name: FlashAttention by any spelling, its generation when given
+// ("FlashAttention-2", "flash-attn v1", "flash_attn==2.4"; not the 128 of "FlashAttention
+// 128-dim heads"), and the Triton port as llm-foundry configures it.
+var (
+	valFlash    = regexp.MustCompile(`flash[-_ ]?att(?:n|ention)\b|attn_impl[ :=]*["']?flash\b`)
+	valFlashGen = regexp.MustCompile(`flash[-_ ]?att(?:n|ention)[-_ =]*(?:v|version )?([12])\b`)
+	valTriton   = regexp.MustCompile(`attn_impl[ :=]*["']?triton\b|triton flash[-_ ]?att(?:n|ention)\b|flash[-_ ]?att(?:n|ention) (?:in|on) triton\b`)
+)
 
 // valSourceFLOPs is the FLOPs of one step counted as Megatron-LM counts them (Narayanan et al.
 // 2021 Eq. 3, with activation recomputation): every transformer layer's matrix products four

@@ -235,6 +235,13 @@ func TestValAttention(t *testing.T) {
 		{"", "", "NVIDIA A100", "flash-attn 1.0.4", strategies.AttentionFlash1, "as the record's notes say"},
 		{"", "", "NVIDIA A100", "attn_impl triton", strategies.AttentionFlash1, "as the record's notes say"},
 		{"", "", "NVIDIA A100", "FlashAttention-2 kernels", strategies.AttentionFlash, "as the record's notes say"},
+		{"", "", "NVIDIA A100", "FlashAttention v1", strategies.AttentionFlash1, "as the record's notes say"},
+		{"", "", "NVIDIA A100", "flash_attn==2.4.2", strategies.AttentionFlash, "FlashAttention-2, as"},
+		{"", "", "NVIDIA A100", "model: {attn_impl: 'triton'}", strategies.AttentionFlash1, "as the record's notes say"},
+		// A head size or another Triton kernel is not a generation.
+		{"", "", "NVIDIA A100", "FlashAttention 128-dim heads", strategies.AttentionFlash, "priced as FlashAttention-2"},
+		{"", "", "NVIDIA A100", "Triton RMSNorm and FlashAttention", strategies.AttentionFlash, "priced as FlashAttention-2"},
+		{"", "", "NVIDIA A100", "Triton RMSNorm, no fused attention", strategies.AttentionEager, "not stated"},
 		{"github.com/mosaicml/llm-foundry", "scripts/train/benchmarking/README.md", "NVIDIA A100 80GB", "Composer + FSDP, FlashAttention (attn_impl flash)", strategies.AttentionFlash1, "sweep.sh"},
 		{"github.com/mosaicml/llm-foundry", "scripts/train/benchmarking/README.md", "NVIDIA H100 80GB", "FlashAttention (attn_impl flash)", strategies.AttentionFlash, "FlashAttention-2"},
 		{"github.com/mosaicml/llm-foundry", "scripts/train/benchmarking/README.md", "NVIDIA A100 80GB", "flash-attn 2.4", strategies.AttentionFlash, "as the record's notes say"},

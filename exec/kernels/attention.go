@@ -226,7 +226,7 @@ func attnBackwardHead(dq, dk, dv, do, q, k, v []float32, p, ds blas32.General, d
 }
 
 // AttentionForwardLSE is AttentionForward keeping, instead of the probabilities, the softmax's
-// log-sum-exp per query row: what attn=flash saves (FlashAttention-2, Dao 2023 §3.1; this kernel
+// log-sum-exp per query row: what attn=flash/flash1 save (FlashAttention, Dao 2023 §3.1; this kernel
 // computes one head's full score matrix at a time, not FlashAttention's tiles, and gives the same
 // o as AttentionForward). For sequence b, head h and row i,
 //

@@ -42,7 +42,7 @@
 //	Attention        q, k, v and the probabilities probs [batch, heads, seq, seq] (written by
 //	                 AttentionForward); backward also needs a scratch of seq*seq floats
 //	Attention (LSE)  q, k, v and the log-sum-exp lse [batch, heads, seq] (written by
-//	                 AttentionForwardLSE, what attn=flash keeps); backward recomputes the
+//	                 AttentionForwardLSE, what attn=flash/flash1 keep); backward recomputes the
 //	                 probabilities in a scratch of 2*seq*seq floats
 //	Embedding        ids
 //	CrossEntropy     nothing: it returns dlogits together with the loss
