@@ -350,11 +350,12 @@ func valHardware(r *valRecord) (*hardware.Hardware, []string, string) {
 
 // valModel builds the record's model. The records give sizes only; the rest follows the source's
 // software (valFamily): Megatron-LM GPTs have biases, learned positions, tied embeddings and
-// dropout 0.1 (Megatron-LM's defaults; Shoeybi et al. 2019); MPT (llm-foundry) has no biases,
-// tied embeddings and no dropout (scripts/train/yamls/pretrain/mpt-*.yaml) and, as benchmarked, a
-// learned position table of the sequence length: the yamls set no ALiBi, and the tables'
-// NumParams grow by seq x d_model with the sequence (MPT-7B: 6,918,905,856 at 65,536 tokens,
-// 6,658,859,008 at 2,048, 63,488 x 4,096 apart); BLOOM has biases, ALiBi, tied embeddings and no dropout (Le Scao et al. 2022).
+// dropout 0.1 (Megatron-LM's defaults; Shoeybi et al. 2019); MPT as llm-foundry's benchmark
+// tables ran it has tied embeddings and no dropout (scripts/train/yamls/pretrain/mpt-*.yaml), and
+// biases and a learned position table of the sequence length (the yamls set neither no_bias nor
+// ALiBi, and MPTConfig's defaults keep biases and learned positions): with them the tables'
+// NumParams come out exactly (MPT-7B: 6,658,859,008 at 2,048 tokens, 6,918,905,856 at 65,536,
+// 63,488 x 4,096 apart; TestValidateMPTParams); BLOOM has biases, ALiBi, tied embeddings and no dropout (Le Scao et al. 2022).
 // The MLP is 4h with GELU unless the record gives ffn.
 func valModel(r *valRecord, gbs int) (*model.Model, []string, string) {
 	mm := r.Model
@@ -384,8 +385,8 @@ func valModel(r *valRecord, gbs int) (*model.Model, []string, string) {
 	}
 	switch valFamily(r) {
 	case "mpt":
-		t.Learned = true
-		assumed = append(assumed, "MPT architecture (llm-foundry): no biases, learned positions (the tables' NumParams grow with the sequence), tied embeddings, no dropout")
+		t.Bias, t.Learned = true, true
+		assumed = append(assumed, "MPT architecture as llm-foundry benchmarked it: biases, learned positions, tied embeddings, no dropout (what gives the tables' parameter counts)")
 	case "bloom":
 		t.Bias = true
 		assumed = append(assumed, "BLOOM architecture: biases, ALiBi (no position embeddings), tied embeddings, no dropout")

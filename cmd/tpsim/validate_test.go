@@ -255,3 +255,35 @@ func TestValAttention(t *testing.T) {
 		}
 	}
 }
+
+// valModel builds MPT as llm-foundry's benchmark tables ran it: its parameter count is the one
+// each table row gives (NumParams, the records' params), for every size and sequence length.
+func TestValidateMPTParams(t *testing.T) {
+	path := filepath.Join("..", "..", validateDefaultData)
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("no %s: %v", path, err)
+	}
+	recs, err := valLoad(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := range recs {
+		r := &recs[i]
+		if valFamily(r) != "mpt" || r.Model.Params == nil || r.Parallel.GlobalBatch == nil {
+			continue
+		}
+		m, _, why := valModel(r, *r.Parallel.GlobalBatch)
+		if why != "" {
+			t.Fatalf("%s: %s", r.ID, why)
+		}
+		if got, want := m.Params(), int64(*r.Model.Params); got != want {
+			t.Errorf("%s: tpsim builds %d parameters, the table says %d", r.ID, got, want)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no MPT records")
+	}
+	t.Logf("%d MPT records: parameter counts equal", n)
+}
