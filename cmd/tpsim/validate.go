@@ -355,8 +355,8 @@ func valHardware(r *valRecord) (*hardware.Hardware, []string, string) {
 // biases and a learned position table of the sequence length (the yamls set neither no_bias nor
 // ALiBi, and MPTConfig's defaults keep biases and learned positions): with them the tables'
 // NumParams come out exactly (MPT-7B: 6,658,859,008 at 2,048 tokens, 6,918,905,856 at 65,536,
-// 63,488 x 4,096 apart; TestValidateMPTParams); BLOOM has biases, ALiBi, tied embeddings and no dropout (Le Scao et al. 2022).
-// The MLP is 4h with GELU unless the record gives ffn.
+// 63,488 x 4,096 apart; TestValidateMPTParams); BLOOM has biases, ALiBi, tied embeddings and no
+// dropout (Le Scao et al. 2022). The MLP is 4h with GELU unless the record gives ffn.
 func valModel(r *valRecord, gbs int) (*model.Model, []string, string) {
 	mm := r.Model
 	for _, f := range []struct {
@@ -604,8 +604,9 @@ func valStrategy(r *valRecord, m *model.Model, hw *hardware.Hardware) (strategie
 // scripts/train/benchmarking/sweep.sh, which the README says lists all the tables' runs, made the
 // A100 ones with llm-foundry v0.0.4 on torch 1.13.1 without --attn_impl, whose default in
 // submit_benchmarks.py was triton (later versions default to flash and install FlashAttention-2
-// for torch 2); v0.0.4 predates FlashAttention-2 (July 2023) in any case. Other notes that say FlashAttention are priced as FlashAttention-2; no mention
-// is eager attention, as Megatron-LM ran it.
+// for torch 2); v0.0.4 predates FlashAttention-2 (July 2023) in any case. Other notes that say
+// FlashAttention are priced as FlashAttention-2; no mention is eager attention, as Megatron-LM
+// ran it.
 func valAttention(r *valRecord) (string, string) {
 	notes := strings.ToLower(r.Notes)
 	var gen string
