@@ -44,29 +44,26 @@ func newAllocator() *allocator {
 	return &allocator{live: map[string]int64{}, peak: map[string]int64{}, f32s: pool[float32]{}, i32s: pool[int32]{}}
 }
 
-// f32 returns a zeroed buffer of n floats accounted to cat.
-func (a *allocator) f32(cat string, n int) []float32 {
+// take returns a zeroed buffer of n elements from p (a's pool of that type) accounted to cat;
+// both element types take 4 bytes.
+func take[T float32 | int32](a *allocator, p pool[T], cat string, n int) []T {
 	a.add(cat, int64(n)*4)
-	return a.f32s.get(n)
+	return p.get(n)
 }
 
-// putF32 frees b, which f32 returned for cat.
-func (a *allocator) putF32(cat string, b []float32) {
+// give frees b, which take returned from p for cat.
+func give[T float32 | int32](a *allocator, p pool[T], cat string, b []T) {
 	a.free(cat, int64(len(b))*4)
-	a.f32s.put(b)
+	p.put(b)
 }
 
-// i32 returns a zeroed buffer of n int32 accounted to cat.
-func (a *allocator) i32(cat string, n int) []int32 {
-	a.add(cat, int64(n)*4)
-	return a.i32s.get(n)
-}
+// f32 returns a zeroed buffer of n floats accounted to cat; putF32 frees it.
+func (a *allocator) f32(cat string, n int) []float32 { return take(a, a.f32s, cat, n) }
+func (a *allocator) putF32(cat string, b []float32)  { give(a, a.f32s, cat, b) }
 
-// putI32 frees b, which i32 returned for cat.
-func (a *allocator) putI32(cat string, b []int32) {
-	a.free(cat, int64(len(b))*4)
-	a.i32s.put(b)
-}
+// i32 returns a zeroed buffer of n int32 accounted to cat; putI32 frees it.
+func (a *allocator) i32(cat string, n int) []int32 { return take(a, a.i32s, cat, n) }
+func (a *allocator) putI32(cat string, b []int32)  { give(a, a.i32s, cat, b) }
 
 func (a *allocator) add(cat string, b int64) {
 	a.live[cat] += b

@@ -121,28 +121,21 @@ func (r *rank) trainStep() (float64, error) {
 	return loss, nil
 }
 
-// value returns the float32 storage of id, allocating it (as activations when the Program keeps
-// it for backward, workspace otherwise) on first use.
-func (r *rank) value(id strategies.ValueID) []float32 {
-	if b, ok := r.f32[id]; ok {
-		return b
-	}
-	v := r.s.Value(id)
-	b := r.alloc.f32(category(v), int(v.Elems()))
-	r.f32[id] = b
-	if v.Data {
-		r.fill(id)
-	}
-	return b
-}
+// value returns the float32 storage of id, allocating it on first use (stored); ints is the same
+// for int32 values.
+func (r *rank) value(id strategies.ValueID) []float32 { return stored(r, r.f32, r.alloc.f32s, id) }
+func (r *rank) ints(id strategies.ValueID) []int32    { return stored(r, r.i32, r.alloc.i32s, id) }
 
-func (r *rank) ints(id strategies.ValueID) []int32 {
-	if b, ok := r.i32[id]; ok {
+// stored returns id's storage in m, allocating it from p on first use (as activations when the
+// Program keeps it for backward, workspace otherwise) and filling it from the batch when it is
+// data.
+func stored[T float32 | int32](r *rank, m map[strategies.ValueID][]T, p pool[T], id strategies.ValueID) []T {
+	if b, ok := m[id]; ok {
 		return b
 	}
 	v := r.s.Value(id)
-	b := r.alloc.i32(category(v), int(v.Elems()))
-	r.i32[id] = b
+	b := take(r.alloc, p, category(v), int(v.Elems()))
+	m[id] = b
 	if v.Data {
 		r.fill(id)
 	}
@@ -158,15 +151,17 @@ func category(v *strategies.Value) string {
 
 func (r *rank) release(op *strategies.Op) {
 	for _, id := range op.Free {
-		v := r.s.Value(id)
-		if b, ok := r.f32[id]; ok {
-			delete(r.f32, id)
-			r.alloc.putF32(category(v), b)
-		}
-		if b, ok := r.i32[id]; ok {
-			delete(r.i32, id)
-			r.alloc.putI32(category(v), b)
-		}
+		cat := category(r.s.Value(id))
+		unstore(r.alloc, r.f32, r.alloc.f32s, cat, id)
+		unstore(r.alloc, r.i32, r.alloc.i32s, cat, id)
+	}
+}
+
+// unstore frees id's storage in m, if it has any, back to p.
+func unstore[T float32 | int32](a *allocator, m map[strategies.ValueID][]T, p pool[T], cat string, id strategies.ValueID) {
+	if b, ok := m[id]; ok {
+		delete(m, id)
+		give(a, p, cat, b)
 	}
 }
 
