@@ -38,16 +38,8 @@ func TestCalibrateFlags(t *testing.T) {
 			if code != c.code {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", code, c.code, errs)
 			}
-			for _, s := range c.stdoutHas {
-				if !strings.Contains(out, s) {
-					t.Errorf("stdout lacks %q:\n%s", s, out)
-				}
-			}
-			for _, s := range c.stderrHas {
-				if !strings.Contains(errs, s) {
-					t.Errorf("stderr lacks %q:\n%s", s, errs)
-				}
-			}
+			wantAll(t, "stdout", out, c.stdoutHas)
+			wantAll(t, "stderr", errs, c.stderrHas)
 		})
 	}
 }
@@ -70,11 +62,7 @@ func TestCalibrateQuick(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
-	for _, s := range []string{"calibrate: matrix multiply", "calibrate: collectives", "wrote " + out, "cached "} {
-		if !strings.Contains(stderr, s) {
-			t.Errorf("stderr lacks %q:\n%s", s, stderr)
-		}
-	}
+	wantAll(t, "stderr", stderr, []string{"calibrate: matrix multiply", "calibrate: collectives", "wrote " + out, "cached "})
 	hw, err := hardware.Parse([]byte(stdout))
 	if err != nil {
 		t.Fatalf("--json output is not a hardware file: %v\n%s", err, stdout)

@@ -14,6 +14,16 @@ func runArgs(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errb.String(), code
 }
 
+// wantAll reports each string of want that text, a command's stdout or stderr (which), lacks.
+func wantAll(t *testing.T, which, text string, want []string) {
+	t.Helper()
+	for _, s := range want {
+		if !strings.Contains(text, s) {
+			t.Errorf("%s lacks %q:\n%s", which, s, text)
+		}
+	}
+}
+
 func TestRunDispatch(t *testing.T) {
 	cases := []struct {
 		name       string
@@ -38,16 +48,8 @@ func TestRunDispatch(t *testing.T) {
 			if code != c.code {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", code, c.code, errs)
 			}
-			for _, s := range c.stdoutHas {
-				if !strings.Contains(out, s) {
-					t.Errorf("stdout lacks %q:\n%s", s, out)
-				}
-			}
-			for _, s := range c.stderrHas {
-				if !strings.Contains(errs, s) {
-					t.Errorf("stderr lacks %q:\n%s", s, errs)
-				}
-			}
+			wantAll(t, "stdout", out, c.stdoutHas)
+			wantAll(t, "stderr", errs, c.stderrHas)
 			if c.emptyOut && out != "" {
 				t.Errorf("stdout not empty:\n%s", out)
 			}
