@@ -516,10 +516,19 @@ func optimizerCosts(p *pricer, s *stageSum, st strategies.Strategy, g, tp, pb, g
 	}
 }
 
-// transformerModelFLOPs is ModelFLOPs for a transformer, per layer: 3 x (2 tokens x the Linear
-// weights + 4 B s^2 a d for attention), plus the output head 2 tokens h V. For a GPT with a 4h MLP
-// this is Narayanan et al. 2021 Eq. 3 without recompute, 72 B L s h^2 (1 + s/(6h) + V/(12 h L)).
+// transformerModelFLOPs is ModelFLOPs for a transformer: each matrix product once forward and
+// twice backward. For a GPT with a 4h MLP this is Narayanan et al. 2021 Eq. 3 without recompute,
+// 72 B L s h^2 (1 + s/(6h) + V/(12 h L)).
 func transformerModelFLOPs(c *model.Transformer, batch, seq int) units.FLOPs {
+	layers, head := TransformerForwardFLOPs(c, batch, seq)
+	return 3 * (layers + head)
+}
+
+// TransformerForwardFLOPs is one forward pass of batch sequences of seq tokens through a
+// transformer's matrix products: its layers (2 tokens x the Linear weights + 4 B s^2 a d for
+// attention, the full s x s product, each) and its output head (2 tokens h V), apart, so that a
+// FLOP count can weigh them differently (Megatron-LM's Eq. 3 counts the layers' recompute).
+func TransformerForwardFLOPs(c *model.Transformer, batch, seq int) (layers, head units.FLOPs) {
 	tokens := float64(batch) * float64(max(seq, 1))
 	h, q := float64(c.Hidden), float64(c.Heads*c.HeadDim)
 	qkv := float64((c.Heads + 2*c.KVHeads) * c.HeadDim)
@@ -528,8 +537,7 @@ func transformerModelFLOPs(c *model.Transformer, batch, seq int) units.FLOPs {
 		mlp = 3
 	}
 	layer := 2*tokens*(h*qkv+q*h+mlp*h*float64(c.FFN)) + 4*float64(batch)*float64(seq)*float64(seq)*q
-	fwd := float64(c.Layers)*layer + 2*tokens*h*float64(c.Vocab)
-	return units.FLOPs(3 * fwd)
+	return units.FLOPs(float64(c.Layers) * layer), units.FLOPs(2 * tokens * h * float64(c.Vocab))
 }
 
 // rankSum is one pipeline rank: the sum over its virtual stages, as Predict's rankT.

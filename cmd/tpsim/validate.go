@@ -640,15 +640,8 @@ var (
 // times (forward, backward twice, recompute forward), the output head three times. For a GPT
 // with a 4h MLP this is 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
 func valSourceFLOPs(t *model.Transformer, batch, seq int) float64 {
-	tokens := float64(batch) * float64(seq)
-	h, q := float64(t.Hidden), float64(t.Heads*t.HeadDim)
-	qkv := float64((t.Heads + 2*t.KVHeads) * t.HeadDim)
-	mlp := 2.0
-	if t.Gated {
-		mlp = 3
-	}
-	layer := 2*tokens*(h*qkv+q*h+mlp*h*float64(t.FFN)) + 4*float64(batch)*float64(seq)*float64(seq)*q
-	return 4*float64(t.Layers)*layer + 3*2*tokens*h*float64(t.Vocab)
+	layers, head := costmodel.TransformerForwardFLOPs(t, batch, seq)
+	return float64(4*layers + 3*head)
 }
 
 // valCompare predicts one record. It returns the row, or why the record was skipped.
