@@ -201,8 +201,10 @@ func TestValidateTextAndOut(t *testing.T) {
 	}
 }
 
-// The published runs of shared/validation, when the checkout has them beside it.
-func TestValidateRunsJSON(t *testing.T) {
+// sharedRuns loads the published runs of shared/validation, or skips the test when the checkout
+// does not have them beside it.
+func sharedRuns(t *testing.T) []valRecord {
+	t.Helper()
 	path := filepath.Join("..", "..", validateDefaultData)
 	if _, err := os.Stat(path); err != nil {
 		t.Skipf("no %s: %v", path, err)
@@ -211,6 +213,12 @@ func TestValidateRunsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return recs
+}
+
+// The published runs of shared/validation, when the checkout has them beside it.
+func TestValidateRunsJSON(t *testing.T) {
+	recs := sharedRuns(t)
 	out := valAll(recs)
 	if len(out.Rows)+len(out.Skipped) != len(recs) || len(out.Rows) < len(recs)/2 {
 		t.Fatalf("%d rows, %d skipped of %d records", len(out.Rows), len(out.Skipped), len(recs))
@@ -259,14 +267,7 @@ func TestValAttention(t *testing.T) {
 // valModel builds MPT as llm-foundry's benchmark tables ran it: its parameter count is the one
 // each table row gives (NumParams, the records' params), for every size and sequence length.
 func TestValidateMPTParams(t *testing.T) {
-	path := filepath.Join("..", "..", validateDefaultData)
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("no %s: %v", path, err)
-	}
-	recs, err := valLoad(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := sharedRuns(t)
 	n := 0
 	for i := range recs {
 		r := &recs[i]
