@@ -3,8 +3,8 @@ package costmodel
 import (
 	"testing"
 
-	"tpsim/model"
-	"tpsim/strategies"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
 )
 
 // benchCase is Narayanan et al. 2021 Table 2's GPT-3 175B row: PTD-P on 1536 A100s.

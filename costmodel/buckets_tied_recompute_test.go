@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"testing"
 
-	"tpsim/hardware"
-	"tpsim/model"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // Rajbhandari et al. 2020 §5: under ZeRO-1/2 a rank reduce-scatters its gradients (in DDP's

@@ -3,10 +3,10 @@ package costmodel
 import (
 	"fmt"
 
-	"tpsim/hardware"
-	"tpsim/model"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // Totals is the numeric content of a Result: what a search compares, without the strings and maps

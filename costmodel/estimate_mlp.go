@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"strings"
 
-	"tpsim/model"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // The MLP family: a Sequential of Linear layers with an activation (ReLU or GELU) between

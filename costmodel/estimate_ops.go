@@ -1,9 +1,9 @@
 package costmodel
 
 import (
-	"tpsim/hardware"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // This file prices single ops for Estimate the way Coster prices the Program's ops: the same

@@ -1,9 +1,9 @@
 package costmodel
 
 import (
-	"tpsim/model"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // This file is the closed form of a decoder-only transformer under the Megatron plan, one function

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"tpsim/model"
+	"github.com/tpsim/tpsim/model"
 )
 
 // Dao 2023 (FlashAttention-2, arXiv:2307.08691) Table 1 trained GPT-style models on 8 A100 80GB

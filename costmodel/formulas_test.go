@@ -5,10 +5,10 @@ import (
 	"math"
 	"testing"
 
-	"tpsim/hardware"
-	"tpsim/model"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // Tests against published formulas. Each cites its source; ../shared/validation/formulas.json

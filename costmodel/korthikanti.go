@@ -1,6 +1,6 @@
 package costmodel
 
-import "tpsim/strategies"
+import "github.com/tpsim/tpsim/strategies"
 
 // KorthikantiActivationBytes is the activation memory of one transformer layer in bytes, as
 // Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // Korthikanti et al. 2022 measured Megatron-LM on Selene's A100s (the a100-80g preset's system)

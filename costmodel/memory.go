@@ -1,8 +1,8 @@
 package costmodel
 
 import (
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // RankMemory is the memory of every pipeline rank and the most loaded one.

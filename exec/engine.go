@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"tpsim/exec/comm"
-	"tpsim/exec/kernels"
-	"tpsim/model"
-	"tpsim/strategies"
+	"github.com/tpsim/tpsim/exec/comm"
+	"github.com/tpsim/tpsim/exec/kernels"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
 )
 
 // Config is one execution.

@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
-	"tpsim/model"
-	"tpsim/strategies"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
 )
 
 func cfgFor(t *testing.T, m *model.Model, s, plan, opt string) Config {

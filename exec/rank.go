@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"tpsim/exec/comm"
-	"tpsim/exec/kernels"
-	"tpsim/model"
-	"tpsim/strategies"
+	"github.com/tpsim/tpsim/exec/comm"
+	"github.com/tpsim/tpsim/exec/kernels"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
 )
 
 // rank runs one rank's Program.

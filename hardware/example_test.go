@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"log"
 
-	"tpsim/hardware"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/units"
 )
 
 func ExamplePreset() {

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"tpsim/units"
+	"github.com/tpsim/tpsim/units"
 )
 
 // Device is one accelerator: what it computes, holds and reads per second.

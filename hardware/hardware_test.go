@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"tpsim/units"
+	"github.com/tpsim/tpsim/units"
 )
 
 func mustPreset(t testing.TB, name string) *Hardware {

@@ -3,7 +3,7 @@ package model_test
 import (
 	"fmt"
 
-	"tpsim/model"
+	"github.com/tpsim/tpsim/model"
 )
 
 func ExamplePreset() {

@@ -19,7 +19,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"tpsim/units"
+	"github.com/tpsim/tpsim/units"
 )
 
 // Default figure size, and the resolution of PNG files.

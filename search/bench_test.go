@@ -3,7 +3,7 @@ package search
 import (
 	"testing"
 
-	"tpsim/strategies"
+	"github.com/tpsim/tpsim/strategies"
 )
 
 // benchSpace is the acceptance case of issue 6: GPT-3 175B on 256 A100-80G, global batch 512.

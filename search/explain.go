@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // Label is a short name for a strategy: the mesh and the options that differ from the usual

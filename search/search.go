@@ -6,11 +6,11 @@ import (
 	"sort"
 	"strings"
 
-	"tpsim/costmodel"
-	"tpsim/hardware"
-	"tpsim/model"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // Objectives.

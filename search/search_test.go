@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"tpsim/costmodel"
-	"tpsim/hardware"
-	"tpsim/model"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 func preset(t testing.TB, name string) *model.Model {

@@ -1,12 +1,12 @@
 package search
 
 import (
-	"tpsim/costmodel"
-	"tpsim/hardware"
-	"tpsim/model"
-	"tpsim/sim"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/sim"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // eventsPerLayer is about how many simulator events one microbatch costs per transformer layer:

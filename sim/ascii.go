@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // WriteASCII draws the timeline of res, one character per quantum seconds: for each pipeline

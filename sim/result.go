@@ -1,8 +1,8 @@
 package sim
 
 import (
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 func (n *node) span() Span {

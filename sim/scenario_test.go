@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"tpsim/model"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output of testdata/*.txt")

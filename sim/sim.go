@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // Coster prices one op.

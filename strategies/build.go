@@ -3,8 +3,8 @@ package strategies
 import (
 	"fmt"
 
-	"tpsim/model"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/units"
 )
 
 func (b *builder) build() error {

@@ -1,6 +1,6 @@
 package strategies
 
-import "tpsim/units"
+import "github.com/tpsim/tpsim/units"
 
 // CommBytes sums the bytes one rank of stage s sends per step on each mesh dimension: forward
 // and backward ops once per microbatch, optimizer ops once.

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"tpsim/model"
+	"github.com/tpsim/tpsim/model"
 )
 
 // The search space of Enumerate. Every knob the closed-form cost model prices is searched:

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"tpsim/model"
+	"github.com/tpsim/tpsim/model"
 )
 
 // naiveSpace is the reference for Enumerate: every combination of every knob, each checked with

@@ -3,7 +3,7 @@ package strategies
 import (
 	"testing"
 
-	"tpsim/model"
+	"github.com/tpsim/tpsim/model"
 )
 
 // The parsers must never panic: every input is either parsed or refused with an error. The seed

@@ -3,7 +3,7 @@ package strategies
 import (
 	"fmt"
 
-	"tpsim/units"
+	"github.com/tpsim/tpsim/units"
 )
 
 // contrib is one gradient contribution to a value.

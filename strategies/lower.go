@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"tpsim/model"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/units"
 )
 
 // Lower turns model m and strategy st into the per-rank Program. st is resolved against m and

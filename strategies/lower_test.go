@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"tpsim/model"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/units"
 )
 
 func seedMLP(t *testing.T) *model.Model {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"tpsim/model"
+	"github.com/tpsim/tpsim/model"
 )
 
 // PlacementKind is how a tensor lies on one mesh dimension.

@@ -1,8 +1,8 @@
 package strategies
 
 import (
-	"tpsim/model"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/units"
 )
 
 // Phase says when an op runs in a step.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"tpsim/model"
+	"github.com/tpsim/tpsim/model"
 )
 
 // Recompute modes (Korthikanti et al. 2022 §4): none keeps every activation; selective recomputes the

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"tpsim/model"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/units"
 )
 
 func tinyTransformer(t *testing.T, c model.Transformer, name string) *model.Model {

@@ -3,8 +3,8 @@ package strategies
 import (
 	"testing"
 
-	"tpsim/model"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/units"
 )
 
 func tinyGPT(t *testing.T, layers int) *model.Model {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"tpsim/exec/calibrate"
-	"tpsim/hardware"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/exec/calibrate"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/units"
 )
 
 const calibrateHelp = `Usage: tpsim calibrate [flags]

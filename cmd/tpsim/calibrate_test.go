@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"tpsim/exec/calibrate"
-	"tpsim/hardware"
+	"github.com/tpsim/tpsim/exec/calibrate"
+	"github.com/tpsim/tpsim/hardware"
 )
 
 func TestCalibrateFlags(t *testing.T) {

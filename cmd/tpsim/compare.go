@@ -13,14 +13,14 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"tpsim/costmodel"
-	"tpsim/exec"
-	"tpsim/exec/calibrate"
-	"tpsim/hardware"
-	"tpsim/model"
-	"tpsim/reports"
-	"tpsim/sim"
-	"tpsim/strategies"
+	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/exec"
+	"github.com/tpsim/tpsim/exec/calibrate"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/reports"
+	"github.com/tpsim/tpsim/sim"
+	"github.com/tpsim/tpsim/strategies"
 )
 
 const compareHelp = `Usage: tpsim compare [flags]

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"tpsim/costmodel"
-	"tpsim/exec"
-	"tpsim/reports"
-	"tpsim/sim"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/exec"
+	"github.com/tpsim/tpsim/reports"
+	"github.com/tpsim/tpsim/sim"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // sampleOf turns a cost-model Result into a reports.Sample.

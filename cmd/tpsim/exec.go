@@ -12,11 +12,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"tpsim/exec"
-	"tpsim/model"
-	"tpsim/reports"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/exec"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/reports"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 const execHelp = `Usage: tpsim exec [flags]

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"tpsim/costmodel"
-	"tpsim/hardware"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/units"
 )
 
 const hardwareHelp = `Usage: tpsim hardware [NAME|FILE] [flags]

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"tpsim/hardware"
+	"github.com/tpsim/tpsim/hardware"
 )
 
 func TestHardwareList(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"tpsim/model"
+	"github.com/tpsim/tpsim/model"
 )
 
 const modelsHelp = `Usage: tpsim models [flags]

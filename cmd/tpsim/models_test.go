@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"tpsim/model"
+	"github.com/tpsim/tpsim/model"
 )
 
 func TestModelsTable(t *testing.T) {

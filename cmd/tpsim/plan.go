@@ -15,11 +15,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"tpsim/costmodel"
-	"tpsim/reports"
-	"tpsim/search"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/reports"
+	"github.com/tpsim/tpsim/search"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 const planHelp = `Usage: tpsim plan [flags]

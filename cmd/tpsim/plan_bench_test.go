@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"testing"
 
-	"tpsim/hardware"
-	"tpsim/model"
-	"tpsim/search"
-	"tpsim/strategies"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/search"
+	"github.com/tpsim/tpsim/strategies"
 )
 
 // BenchmarkPlanEvaluate prices every candidate of issue 6's acceptance case (GPT-3 175B on 256

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"tpsim/hardware"
+	"github.com/tpsim/tpsim/hardware"
 )
 
 func TestParsePlan(t *testing.T) {

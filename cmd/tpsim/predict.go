@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"tpsim/costmodel"
-	"tpsim/hardware"
-	"tpsim/model"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // Defaults of tpsim predict: Llama-2-7B on one DGX A100 node, fully sharded data parallel

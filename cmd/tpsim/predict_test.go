@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"tpsim/costmodel"
-	"tpsim/strategies"
+	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/strategies"
 )
 
 // predictJSON runs tpsim predict --json with args and decodes the result.

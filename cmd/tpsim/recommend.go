@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"tpsim/hardware"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/units"
 )
 
 // recommendation is the choice for one objective and its reasons, in numbers.

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"tpsim/costmodel"
-	"tpsim/reports"
-	"tpsim/sim"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/reports"
+	"github.com/tpsim/tpsim/sim"
+	"github.com/tpsim/tpsim/units"
 )
 
 const simHelp = `Usage: tpsim sim [flags]

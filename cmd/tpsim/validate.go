@@ -18,13 +18,13 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"tpsim/costmodel"
-	"tpsim/hardware"
-	"tpsim/model"
-	"tpsim/reports"
-	"tpsim/search"
-	"tpsim/strategies"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/reports"
+	"github.com/tpsim/tpsim/search"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 const validateHelp = `Usage: tpsim validate [flags]

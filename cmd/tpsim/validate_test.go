@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"tpsim/model"
-	"tpsim/strategies"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
 )
 
 const validateFixture = "testdata/validate-runs.json"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"tpsim/hardware"
+	"github.com/tpsim/tpsim/hardware"
 )
 
 // CacheFile is the name of the cached profile under the tpsim directory of the user's cache

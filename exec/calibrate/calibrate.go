@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"tpsim/hardware"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/units"
 )
 
 // seed is the seed of every input the calibration generates (no global random source).

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"tpsim/hardware"
+	"github.com/tpsim/tpsim/hardware"
 )
 
 // quick runs the Quick calibration once for every test that needs a measured profile.

@@ -3,8 +3,8 @@ package calibrate
 import (
 	"context"
 
-	"tpsim/exec/kernels"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/exec/kernels"
+	"github.com/tpsim/tpsim/units"
 )
 
 // KernelCheck is a kernel that the profile does not fit but prices: its time alone against what

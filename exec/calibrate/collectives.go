@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"tpsim/exec/comm"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/exec/comm"
+	"github.com/tpsim/tpsim/units"
 )
 
 // CollPoint is one collective at one group size and message size.

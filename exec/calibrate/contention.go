@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"tpsim/exec/comm"
-	"tpsim/exec/kernels"
+	"github.com/tpsim/tpsim/exec/comm"
+	"github.com/tpsim/tpsim/exec/kernels"
 )
 
 // ContentionPoint is how much longer work takes when k goroutines do it at once on the shared

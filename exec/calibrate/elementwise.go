@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"tpsim/exec/kernels"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/exec/kernels"
+	"github.com/tpsim/tpsim/units"
 )
 
 // ElemPoint is one elementwise kernel at one size, alone and as exec runs it.

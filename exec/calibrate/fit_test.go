@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"tpsim/units"
+	"github.com/tpsim/tpsim/units"
 )
 
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Max(math.Abs(a), math.Abs(b)) }

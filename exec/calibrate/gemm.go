@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"tpsim/exec/kernels"
-	"tpsim/units"
+	"github.com/tpsim/tpsim/exec/kernels"
+	"github.com/tpsim/tpsim/units"
 )
 
 // gemmShape is one kernels.MatMul call: dst [M, N] = op(a) [M, K] · op(b) [K, N].

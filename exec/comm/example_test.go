@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"tpsim/exec/comm"
+	"github.com/tpsim/tpsim/exec/comm"
 )
 
 // Each rank of a dp=2,tp=2 mesh all-reduces a two-element buffer over its tp group: ranks {0,1}

@@ -3,7 +3,7 @@ package kernels_test
 import (
 	"fmt"
 
-	"tpsim/exec/kernels"
+	"github.com/tpsim/tpsim/exec/kernels"
 )
 
 // A Linear(3, 2) layer on one row, its cross-entropy loss against class 1, and the gradients.
