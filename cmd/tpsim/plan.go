@@ -7,15 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
-	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
@@ -53,13 +50,8 @@ top candidates when their timelines are small enough to take well under a second
 never.
 `
 
-// Defaults of tpsim plan.
-const (
-	planDefaultTop = 10
-	// planSimBudget is the most simulator events (search.SimEvents) --sim auto spends: about
-	// 0.3 s of one core at the simulator's 0.6 us per event.
-	planSimBudget = 500_000
-)
+// planDefaultTop is how many candidates tpsim plan lists by default.
+const planDefaultTop = 10
 
 // planOptions are the flags of tpsim plan.
 type planOptions struct {
@@ -133,47 +125,8 @@ func parsePlan(args []string) (*planOptions, *pflag.FlagSet, error) {
 	return o, fs, nil
 }
 
-// planEntry is one of the top candidates: the keys of `tpsim predict --json`, its rank, and the
-// simulated step time when the simulator re-ranked it.
-type planEntry struct {
-	Rank int `json:"rank"`
-	*costmodel.Result
-	SimStep *float64 `json:"sim_step_s,omitempty"`
-}
-
-// planPoint is one candidate of the Pareto front.
-type planPoint struct {
-	Strategy string  `json:"strategy"`
-	Step     float64 `json:"step_s"`
-	Peak     float64 `json:"peak_bytes"`
-}
-
-// planOutput is what --json prints.
-type planOutput struct {
-	Model       string         `json:"model"`
-	Hardware    string         `json:"hardware"`
-	GPUs        int            `json:"gpus"`
-	GlobalBatch int            `json:"global_batch"`
-	Seq         int            `json:"seq"`
-	Objective   string         `json:"objective"`
-	Fix         string         `json:"fix"`
-	Searched    int            `json:"searched"`
-	Feasible    int            `json:"feasible"`
-	Rejected    map[string]int `json:"rejected"`
-	Top         []planEntry    `json:"top"`
-	Front       []planPoint    `json:"pareto_front"`
-	Simulated   int            `json:"simulated"`
-	Explanation string         `json:"explanation"`
-}
-
-// planRun is a finished search with everything the outputs need.
-type planRun struct {
-	ev    *search.Evaluator
-	evals []search.Eval
-	res   *search.Result
-	order []int
-	out   *planOutput
-}
+// planRun is a finished search.
+type planRun = search.Planned
 
 // search runs the whole search.
 func (o *planOptions) search() (*planRun, error) {
@@ -185,153 +138,8 @@ func (o *planOptions) search() (*planRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	space, err := strategies.Enumerate(m, o.GPUs, strategies.EnumerateOptions{GBS: o.GlobalBatch, Seq: o.Seq, Fix: fix})
-	if err != nil {
-		return nil, err
-	}
-	ev, err := search.NewEvaluator(m, hw, space, o.GPUs)
-	if err != nil {
-		return nil, err
-	}
-	evals := planEvaluate(ev, o.Workers)
-	res, err := search.Rank(space, evals, o.Objective, o.Top)
-	if err != nil {
-		return nil, err
-	}
-	order := res.Top
-	sims := planSimulate(ev, res, o.Sim)
-	nsim := 0
-	for _, s := range sims {
-		if s > 0 {
-			nsim++
-		}
-	}
-	if nsim >= 2 {
-		order = search.Rerank(res, evals, sims)
-	}
-	out := &planOutput{Model: m.Name, Hardware: hw.Name, GPUs: o.GPUs, GlobalBatch: space.Base.GBS, Seq: space.Base.Seq,
-		Objective: res.Objective, Fix: fix.String(), Searched: res.Searched, Feasible: res.Feasible, Rejected: res.Rejected,
-		Top: []planEntry{}, Front: []planPoint{}, Simulated: nsim}
-	simOf := map[int]units.Seconds{}
-	for j, s := range sims {
-		if s > 0 {
-			simOf[res.Top[j]] = s
-		}
-	}
-	for r, i := range order {
-		est, err := costmodel.Estimate(m, space.Strategy(i), hw)
-		if err != nil {
-			return nil, err
-		}
-		e := planEntry{Rank: r + 1, Result: est}
-		if s, ok := simOf[i]; ok {
-			v := float64(s)
-			e.SimStep = &v
-		}
-		out.Top = append(out.Top, e)
-	}
-	for _, i := range res.Front {
-		out.Front = append(out.Front, planPoint{Strategy: search.Label(space.Strategy(i)), Step: float64(evals[i].Step), Peak: float64(evals[i].Peak)})
-	}
-	lines := search.Explain(ev, evals, res, order)
-	lines = append(lines, planSimNote(ev, res, sims, o.Sim))
-	out.Explanation = strings.Join(lines, "\n")
-	return &planRun{ev: ev, evals: evals, res: res, order: order, out: out}, nil
-}
-
-// planWorkers is the number of goroutines for n candidates.
-func planWorkers(workers, n int) int {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	// Below a few thousand candidates a goroutine costs more than it saves.
-	return max(1, min(workers, n/4096))
-}
-
-// planEvaluate prices every candidate, the space split into contiguous chunks, one goroutine
-// each, each writing its own part of one slice: the result is the same however it is split.
-func planEvaluate(ev *search.Evaluator, workers int) []search.Eval {
-	n := len(ev.Space.Candidates)
-	evals := make([]search.Eval, n)
-	chunks := search.Chunks(n, planWorkers(workers, n))
-	if len(chunks) == 1 {
-		ev.EvaluateRange(0, n, evals)
-		return evals
-	}
-	var wg sync.WaitGroup
-	for _, c := range chunks {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			ev.EvaluateRange(lo, hi, evals[lo:hi])
-		}(c[0], c[1])
-	}
-	wg.Wait()
-	return evals
-}
-
-// planSimulate simulates the top candidates the mode allows (auto: the longest prefix of the top
-// within planSimBudget events; on: all; off: none), in parallel. A zero entry was not simulated.
-func planSimulate(ev *search.Evaluator, res *search.Result, mode string) []units.Seconds {
-	n := planSimCount(ev, res, mode)
-	sims := make([]units.Seconds, n)
-	if n < 2 {
-		return sims[:0]
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for j := 0; j < n; j++ {
-		wg.Add(1)
-		go func(j int) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if s, err := search.Simulate(ev.Model, ev.HW, ev.Space.Strategy(res.Top[j])); err == nil {
-				sims[j] = s
-			}
-		}(j)
-	}
-	wg.Wait()
-	return sims
-}
-
-// planSimCount is how many of the top candidates the mode simulates.
-func planSimCount(ev *search.Evaluator, res *search.Result, mode string) int {
-	switch mode {
-	case "off":
-		return 0
-	case "on":
-		return len(res.Top)
-	}
-	total := 0
-	for j, i := range res.Top {
-		total += search.SimEvents(ev.Model, ev.Space.Strategy(i))
-		if total > planSimBudget {
-			return j
-		}
-	}
-	return len(res.Top)
-}
-
-// planSimNote says what the simulator did.
-func planSimNote(ev *search.Evaluator, res *search.Result, sims []units.Seconds, mode string) string {
-	n := 0
-	for _, s := range sims {
-		if s > 0 {
-			n++
-		}
-	}
-	switch {
-	case len(res.Top) < 2:
-		return "Simulator: nothing to re-rank."
-	case mode == "off":
-		return "Simulator: off (--sim off); the ranking is the closed form's."
-	case n < 2:
-		need := search.SimEvents(ev.Model, ev.Space.Strategy(res.Top[0]))
-		return fmt.Sprintf("Simulator: not run; the top candidates' timelines are too long for --sim auto (about %d events, %.1f s each): use --sim on to re-rank them.",
-			need, float64(need)*0.6e-6)
-	}
-	return fmt.Sprintf("Simulator: re-ranked the top %d candidates by simulated step time (discrete-event timeline of the lowered Program).", n)
+	return search.Plan(m, hw, search.Request{GPUs: o.GPUs, GlobalBatch: o.GlobalBatch, Seq: o.Seq,
+		Objective: o.Objective, Top: o.Top, Fix: fix, Sim: o.Sim, Workers: o.Workers})
 }
 
 func (o *planOptions) run(w io.Writer) error {
@@ -341,7 +149,7 @@ func (o *planOptions) run(w io.Writer) error {
 	}
 	var buf bytes.Buffer
 	if o.JSON {
-		err = writeJSON(&buf, pr.out)
+		err = writeJSON(&buf, pr.Out)
 	} else {
 		err = planWriteText(&buf, pr)
 	}
@@ -356,7 +164,7 @@ func (o *planOptions) run(w io.Writer) error {
 			return err
 		}
 	}
-	if pr.res.Feasible == 0 {
+	if pr.Res.Feasible == 0 {
 		return errors.New("no strategy is feasible; the explanation above says why")
 	}
 	return nil
@@ -366,7 +174,7 @@ func (o *planOptions) run(w io.Writer) error {
 func planTable(pr *planRun) ([]string, [][]string) {
 	header := []string{"rank", "strategy", "step_s", "tokens_per_s", "mfu", "peak_gib", "pp_bytes", "dp_bytes", "cp_bytes", "tp_bytes", "sim_step_s"}
 	var rows [][]string
-	for _, e := range pr.out.Top {
+	for _, e := range pr.Out.Top {
 		sim := ""
 		if e.SimStep != nil {
 			sim = strconv.FormatFloat(*e.SimStep, 'g', 4, 64)
@@ -388,7 +196,7 @@ func planTable(pr *planRun) ([]string, [][]string) {
 
 // planWriteText prints the human form.
 func planWriteText(w io.Writer, pr *planRun) error {
-	out := pr.out
+	out := pr.Out
 	ew := &errWriter{w: w}
 	ew.printf("%s on %d x %s, global batch %d, sequence %d, objective %s", out.Model, out.GPUs, out.Hardware, out.GlobalBatch, out.Seq, out.Objective)
 	if out.Fix != "" {
@@ -440,27 +248,27 @@ func planWriteFiles(dir string, pr *planRun) error {
 		return err
 	}
 	var js bytes.Buffer
-	if err := writeJSON(&js, pr.out); err != nil {
+	if err := writeJSON(&js, pr.Out); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "plan.json"), js.Bytes(), 0o644); err != nil {
 		return err
 	}
-	if pr.res.Feasible == 0 {
+	if pr.Res.Feasible == 0 {
 		return nil
 	}
 	var all, front []reports.Candidate
-	for _, e := range pr.evals {
+	for _, e := range pr.Evals {
 		if e.Priced && e.Feasible {
 			all = append(all, reports.Candidate{StepTime: float64(e.Step), PeakMemory: float64(e.Peak)})
 		}
 	}
-	for _, p := range pr.out.Front {
+	for _, p := range pr.Out.Front {
 		front = append(front, reports.Candidate{Label: p.Strategy, StepTime: p.Step, PeakMemory: p.Peak})
 	}
-	wi := pr.order[0]
-	winner := &reports.Candidate{Label: search.Label(pr.ev.Space.Strategy(wi)), StepTime: float64(pr.evals[wi].Step), PeakMemory: float64(pr.evals[wi].Peak)}
-	title := fmt.Sprintf("%s on %d x %s: step time against peak memory (objective %s)", pr.out.Model, pr.out.GPUs, pr.out.Hardware, pr.out.Objective)
+	wi := pr.Order[0]
+	winner := &reports.Candidate{Label: search.Label(pr.Ev.Space.Strategy(wi)), StepTime: float64(pr.Evals[wi].Step), PeakMemory: float64(pr.Evals[wi].Peak)}
+	title := fmt.Sprintf("%s on %d x %s: step time against peak memory (objective %s)", pr.Out.Model, pr.Out.GPUs, pr.Out.Hardware, pr.Out.Objective)
 	fig, err := reports.Pareto(title, all, front, winner)
 	if err != nil {
 		return err

@@ -38,7 +38,7 @@ func BenchmarkPlanEvaluate(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			n := 0
 			for b.Loop() {
-				n += len(planEvaluate(ev, workers))
+				n += len(search.EvaluateParallel(ev, workers))
 			}
 			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "candidates/s")
 		})

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/search"
 )
 
 func TestParsePlan(t *testing.T) {
@@ -59,13 +60,13 @@ func TestPlanFlagErrors(t *testing.T) {
 }
 
 // planJSON runs tpsim plan --json with args and decodes the result.
-func planJSON(t *testing.T, wantCode int, args ...string) (planOutput, map[string]json.RawMessage, string) {
+func planJSON(t *testing.T, wantCode int, args ...string) (search.Output, map[string]json.RawMessage, string) {
 	t.Helper()
 	out, errs, code := runArgs(t, append([]string{"plan", "--json"}, args...)...)
 	if code != wantCode {
 		t.Fatalf("plan %q: exit %d, want %d; stderr:\n%s", args, code, wantCode, errs)
 	}
-	var p planOutput
+	var p search.Output
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(out), &p); err != nil {
 		t.Fatalf("output is not a plan: %v\n%s", err, out)
@@ -129,7 +130,7 @@ func TestPlanDeterministic(t *testing.T) {
 	if a != b || a != c || a != d {
 		t.Fatal("plan output differs between runs or worker counts")
 	}
-	if n := planWorkers(3, 8616); n != 2 {
+	if n := search.Workers(3, 8616); n != 2 {
 		t.Errorf("8616 candidates on 3 workers use %d goroutines, want 2 (chunks of at least 4096)", n)
 	}
 }

@@ -1,0 +1,233 @@
+package search
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
+)
+
+// Sim modes of a Request: when the planner re-ranks its top candidates with the simulator.
+const (
+	SimAuto = "auto" // the longest prefix of the top whose timelines fit SimBudget events
+	SimOn   = "on"   // every top candidate
+	SimOff  = "off"  // none: the closed form's ranking
+)
+
+// SimBudget is the most simulator events (SimEvents) SimAuto spends: about 0.3 s of one core at
+// the simulator's 0.6 us per event.
+const SimBudget = 500_000
+
+// Request is one planning question: a model on GPUs devices, ranked by Objective.
+type Request struct {
+	GPUs        int
+	GlobalBatch int // 0: the model's default
+	Seq         int // 0: the model's default
+	Objective   string
+	Top         int // how many of the best candidates to keep
+	Fix         strategies.Fix
+	Sim         string // SimAuto, SimOn or SimOff ("" is SimAuto)
+	// Workers is the number of goroutines that price candidates (0: one per CPU). The result
+	// does not depend on it.
+	Workers int
+}
+
+// Entry is one of the top candidates: the keys of `tpsim predict --json`, its rank, and the
+// simulated step time when the simulator re-ranked it.
+type Entry struct {
+	Rank int `json:"rank"`
+	*costmodel.Result
+	SimStep *float64 `json:"sim_step_s,omitempty"`
+}
+
+// Point is one candidate of the Pareto front.
+type Point struct {
+	Strategy string  `json:"strategy"`
+	Step     float64 `json:"step_s"`
+	Peak     float64 `json:"peak_bytes"`
+}
+
+// Output is a finished plan as `tpsim plan --json` prints it.
+type Output struct {
+	Model       string         `json:"model"`
+	Hardware    string         `json:"hardware"`
+	GPUs        int            `json:"gpus"`
+	GlobalBatch int            `json:"global_batch"`
+	Seq         int            `json:"seq"`
+	Objective   string         `json:"objective"`
+	Fix         string         `json:"fix"`
+	Searched    int            `json:"searched"`
+	Feasible    int            `json:"feasible"`
+	Rejected    map[string]int `json:"rejected"`
+	Top         []Entry        `json:"top"`
+	Front       []Point        `json:"pareto_front"`
+	Simulated   int            `json:"simulated"`
+	Explanation string         `json:"explanation"`
+}
+
+// Planned is a finished search with everything its outputs need.
+type Planned struct {
+	Ev    *Evaluator
+	Evals []Eval
+	Res   *Result
+	Order []int // the top candidates in their final order (re-ranked by the simulator when it ran)
+	Out   *Output
+}
+
+// Plan enumerates, prices, ranks, simulates and explains: the whole planner.
+func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) {
+	space, err := strategies.Enumerate(m, req.GPUs, strategies.EnumerateOptions{GBS: req.GlobalBatch, Seq: req.Seq, Fix: req.Fix})
+	if err != nil {
+		return nil, err
+	}
+	ev, err := NewEvaluator(m, hw, space, req.GPUs)
+	if err != nil {
+		return nil, err
+	}
+	evals := EvaluateParallel(ev, req.Workers)
+	res, err := Rank(space, evals, req.Objective, req.Top)
+	if err != nil {
+		return nil, err
+	}
+	order := res.Top
+	sims := simulateTop(ev, res, req.Sim)
+	nsim := 0
+	for _, s := range sims {
+		if s > 0 {
+			nsim++
+		}
+	}
+	if nsim >= 2 {
+		order = Rerank(res, evals, sims)
+	}
+	out := &Output{Model: m.Name, Hardware: hw.Name, GPUs: req.GPUs, GlobalBatch: space.Base.GBS, Seq: space.Base.Seq,
+		Objective: res.Objective, Fix: req.Fix.String(), Searched: res.Searched, Feasible: res.Feasible, Rejected: res.Rejected,
+		Top: []Entry{}, Front: []Point{}, Simulated: nsim}
+	simOf := map[int]units.Seconds{}
+	for j, s := range sims {
+		if s > 0 {
+			simOf[res.Top[j]] = s
+		}
+	}
+	for r, i := range order {
+		est, err := costmodel.Estimate(m, space.Strategy(i), hw)
+		if err != nil {
+			return nil, err
+		}
+		e := Entry{Rank: r + 1, Result: est}
+		if s, ok := simOf[i]; ok {
+			v := float64(s)
+			e.SimStep = &v
+		}
+		out.Top = append(out.Top, e)
+	}
+	for _, i := range res.Front {
+		out.Front = append(out.Front, Point{Strategy: Label(space.Strategy(i)), Step: float64(evals[i].Step), Peak: float64(evals[i].Peak)})
+	}
+	lines := Explain(ev, evals, res, order)
+	lines = append(lines, simNote(ev, res, sims, req.Sim))
+	out.Explanation = strings.Join(lines, "\n")
+	return &Planned{Ev: ev, Evals: evals, Res: res, Order: order, Out: out}, nil
+}
+
+// Workers is the number of goroutines for n candidates.
+func Workers(w, n int) int {
+	if w <= 0 {
+		w = runtime.GOMAXPROCS(0)
+	}
+	// Below a few thousand candidates a goroutine costs more than it saves.
+	return max(1, min(w, n/4096))
+}
+
+// EvaluateParallel prices every candidate, the space split into contiguous chunks, one goroutine
+// each (at most w; 0: one per CPU), each writing its own part of one slice: the result is the
+// same however it is split.
+func EvaluateParallel(ev *Evaluator, w int) []Eval {
+	n := len(ev.Space.Candidates)
+	evals := make([]Eval, n)
+	chunks := Chunks(n, Workers(w, n))
+	if len(chunks) == 1 {
+		ev.EvaluateRange(0, n, evals)
+		return evals
+	}
+	var wg sync.WaitGroup
+	for _, c := range chunks {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			ev.EvaluateRange(lo, hi, evals[lo:hi])
+		}(c[0], c[1])
+	}
+	wg.Wait()
+	return evals
+}
+
+// simulateTop simulates the top candidates the mode allows, in parallel. A zero entry was not
+// simulated.
+func simulateTop(ev *Evaluator, res *Result, mode string) []units.Seconds {
+	n := simCount(ev, res, mode)
+	sims := make([]units.Seconds, n)
+	if n < 2 {
+		return sims[:0]
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for j := 0; j < n; j++ {
+		wg.Add(1)
+		go func(j int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if s, err := Simulate(ev.Model, ev.HW, ev.Space.Strategy(res.Top[j])); err == nil {
+				sims[j] = s
+			}
+		}(j)
+	}
+	wg.Wait()
+	return sims
+}
+
+// simCount is how many of the top candidates the mode simulates.
+func simCount(ev *Evaluator, res *Result, mode string) int {
+	switch mode {
+	case SimOff:
+		return 0
+	case SimOn:
+		return len(res.Top)
+	}
+	total := 0
+	for j, i := range res.Top {
+		total += SimEvents(ev.Model, ev.Space.Strategy(i))
+		if total > SimBudget {
+			return j
+		}
+	}
+	return len(res.Top)
+}
+
+// simNote says what the simulator did.
+func simNote(ev *Evaluator, res *Result, sims []units.Seconds, mode string) string {
+	n := 0
+	for _, s := range sims {
+		if s > 0 {
+			n++
+		}
+	}
+	switch {
+	case len(res.Top) < 2:
+		return "Simulator: nothing to re-rank."
+	case mode == SimOff:
+		return "Simulator: off (--sim off); the ranking is the closed form's."
+	case n < 2:
+		need := SimEvents(ev.Model, ev.Space.Strategy(res.Top[0]))
+		return fmt.Sprintf("Simulator: not run; the top candidates' timelines are too long for --sim auto (about %d events, %.1f s each): use --sim on to re-rank them.",
+			need, float64(need)*0.6e-6)
+	}
+	return fmt.Sprintf("Simulator: re-ranked the top %d candidates by simulated step time (discrete-event timeline of the lowered Program).", n)
+}
