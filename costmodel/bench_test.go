@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 )
 
@@ -55,7 +56,7 @@ func BenchmarkPredict(b *testing.B) {
 	hw := loadHW(b, "a100-80g")
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := strategies.Lower(m, st)
+		p, err := program.Lower(m, st)
 		if err != nil {
 			b.Fatal(err)
 		}

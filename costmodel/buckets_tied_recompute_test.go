@@ -6,6 +6,7 @@ import (
 
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -24,14 +25,14 @@ func TestZeROCommIsGradientBuckets(t *testing.T) {
 	vh2 := units.Bytes(m.Transformer.Vocab * m.Transformer.Hidden * 2)
 	for _, zero := range []int{1, 2} {
 		st := mustParse(t, fmt.Sprintf("dp=8,zero=%d,gbs=8,seq=128,recompute=full", zero))
-		p, err := strategies.Lower(m, st)
+		p, err := program.Lower(m, st)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The gather is still in the Program, 2P bytes: it is not a comm buffer.
 		var gather units.Bytes
 		for _, op := range p.Stages[0].Optimizer {
-			if op.Kind == strategies.OpAllGather {
+			if op.Kind == program.OpAllGather {
 				gather = op.FullBytes
 			}
 		}
@@ -118,7 +119,7 @@ func TestFullRecomputeLiveScores(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := mustParse(t, "mbs=1,gbs=8,recompute=full")
-		p, err := strategies.Lower(m, st)
+		p, err := program.Lower(m, st)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +164,7 @@ func TestPipelineSendsCrossNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := strategies.Lower(m, st)
+		p, err := program.Lower(m, st)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +173,7 @@ func TestPipelineSendsCrossNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, op := range p.Stages[0].Forward {
-			if op.Kind != strategies.OpSend {
+			if op.Kind != program.OpSend {
 				continue
 			}
 			want := c.want.Latency + units.Seconds(float64(op.SentBytes)/(float64(c.want.Bandwidth)*c.want.Efficiency))

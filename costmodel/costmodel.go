@@ -5,6 +5,7 @@ import (
 
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -82,7 +83,7 @@ func (r *Result) SetTime(t Time, peak units.FLOPsPerSecond, tokens int64) {
 
 // Coster prices single ops; the simulator uses it for its events.
 type Coster struct {
-	P  *strategies.Program
+	P  *program.Program
 	HW *hardware.Hardware
 	// peak FLOP/s for the program's precision.
 	peak units.FLOPsPerSecond
@@ -91,7 +92,7 @@ type Coster struct {
 }
 
 // NewCoster returns a Coster for p on hw; it fails when hw lacks the precision's peak.
-func NewCoster(p *strategies.Program, hw *hardware.Hardware) (*Coster, error) {
+func NewCoster(p *program.Program, hw *hardware.Hardware) (*Coster, error) {
 	dtype := "bf16"
 	if p.Strategy.Precision == strategies.PrecisionFP32 {
 		dtype = "fp32"
@@ -155,30 +156,30 @@ func flashFraction(st strategies.Strategy, hw *hardware.Hardware) float64 {
 func (c *Coster) Peak() units.FLOPsPerSecond { return c.peak }
 
 // IsComm reports whether op runs on the communication stream.
-func IsComm(op *strategies.Op) bool {
-	return op.Kind.IsCollective() || op.Kind == strategies.OpSend || op.Kind == strategies.OpRecv
+func IsComm(op *program.Op) bool {
+	return op.Kind.IsCollective() || op.Kind == program.OpSend || op.Kind == program.OpRecv
 }
 
 // Compute is the roofline time of a compute op.
-func (c *Coster) Compute(op *strategies.Op) units.Seconds {
+func (c *Coster) Compute(op *program.Op) units.Seconds {
 	hw := c.HW
 	mem := units.Seconds(float64(op.MemBytes) / (float64(hw.Device.MemBandwidth) * hw.Efficiency.MemMax))
 	kernel := c.kernelTime(op)
 	if op.FLOPs <= 0 {
 		return c.shared(op, max(mem, kernel))
 	}
-	if op.Kind == strategies.OpAttention && c.P.Strategy.FusedAttention() {
+	if op.Kind == program.OpAttention && c.P.Strategy.FusedAttention() {
 		// One fused kernel: its products run at the FlashAttention efficiency, its traffic
 		// overlaps them (Dao 2023).
 		flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * flashFraction(c.P.Strategy, hw)))
 		return c.shared(op, max(flop, mem, kernel))
 	}
 	eff := 1.0
-	if op.Kind == strategies.OpLinear || op.Kind == strategies.OpAttention {
+	if op.Kind == program.OpLinear || op.Kind == program.OpAttention {
 		eff = hw.GEMMEfficiency(gemmSize(op))
 	}
 	flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * eff))
-	if op.Kind == strategies.OpAttention {
+	if op.Kind == program.OpAttention {
 		// The Program's attention is unfused: its two batched products and its passes over the
 		// s x s scores (softmax, dropout) are separate kernels, one after the other (Megatron-LM's
 		// baddbmm, fused scale-mask-softmax, dropout and bmm; Korthikanti et al. 2022 §4.1 counts
@@ -193,11 +194,11 @@ func (c *Coster) Compute(op *strategies.Op) units.Seconds {
 // asks for devices x n cores: it slows by that over Cores when that is more (processor sharing;
 // calibrate's contention table measures it). Other profiles use the measured Slowdown, 1 for
 // devices of their own.
-func (c *Coster) shared(op *strategies.Op, t units.Seconds) units.Seconds {
+func (c *Coster) shared(op *program.Op, t units.Seconds) units.Seconds {
 	s := c.slowdown
 	if hw := c.HW; hw.Cores > 0 && hw.GEMMParallelBlock > 0 {
 		n := 1
-		if op.Kind == strategies.OpLinear {
+		if op.Kind == program.OpLinear {
 			n = hw.OpCores(op.M, op.N)
 		}
 		s = max(1, float64(c.P.Strategy.Mesh.Devices()*n)/float64(hw.Cores))
@@ -210,44 +211,44 @@ func (c *Coster) shared(op *strategies.Op, t units.Seconds) units.Seconds {
 // for matrix products, which the GEMM efficiency prices. The vocabulary-parallel cross-entropy
 // has its own kernels: "cross_entropy_stats" on the shard, "cross_entropy_combine" on the
 // gathered statistics and "cross_entropy_shard.backward".
-func KernelKey(op *strategies.Op, optimizer string) string {
+func KernelKey(op *program.Op, optimizer string) string {
 	var k string
 	switch op.Kind {
-	case strategies.OpAct:
+	case program.OpAct:
 		k = op.Act
-	case strategies.OpNorm:
+	case program.OpNorm:
 		k = "layernorm"
 		if op.Norm == model.KindRMSNorm {
 			k = "rmsnorm"
 		}
-	case strategies.OpLossStats:
+	case program.OpLossStats:
 		return "cross_entropy_stats"
-	case strategies.OpLoss:
+	case program.OpLoss:
 		switch {
 		case op.Loss == model.KindMSE:
 			k = "mse"
-		case op.VocabHi > 0 && op.Phase == strategies.Backward: // vocabulary-parallel
+		case op.VocabHi > 0 && op.Phase == program.Backward: // vocabulary-parallel
 			k = "cross_entropy_shard"
 		case op.VocabHi > 0:
 			return "cross_entropy_combine"
 		default:
 			k = "cross_entropy"
 		}
-	case strategies.OpStep:
+	case program.OpStep:
 		return optimizer
-	case strategies.OpAttention, strategies.OpEmbedding, strategies.OpAdd, strategies.OpMul, strategies.OpBias, strategies.OpDropout:
+	case program.OpAttention, program.OpEmbedding, program.OpAdd, program.OpMul, program.OpBias, program.OpDropout:
 		k = string(op.Kind)
 	default:
 		return ""
 	}
-	if op.Phase == strategies.Backward && op.Fwd >= 0 {
+	if op.Phase == program.Backward && op.Fwd >= 0 {
 		k += ".backward"
 	}
 	return k
 }
 
 // kernelTime is the time of op at its kernel's measured rate, 0 when the hardware has none.
-func (c *Coster) kernelTime(op *strategies.Op) units.Seconds {
+func (c *Coster) kernelTime(op *program.Op) units.Seconds {
 	rates := c.HW.Efficiency.KernelRates
 	if len(rates) == 0 || op.Elems == 0 {
 		return 0
@@ -259,15 +260,15 @@ func (c *Coster) kernelTime(op *strategies.Op) units.Seconds {
 }
 
 // gemmSize is the FLOPs of one GEMM of op: a linear backward is two GEMMs of the forward size.
-func gemmSize(op *strategies.Op) units.FLOPs {
-	if op.Phase == strategies.Backward && op.Kind == strategies.OpLinear && op.GradInput {
+func gemmSize(op *program.Op) units.FLOPs {
+	if op.Phase == program.Backward && op.Kind == program.OpLinear && op.GradInput {
 		return op.FLOPs / 2
 	}
 	return op.FLOPs
 }
 
 // Comm is the alpha-beta time of a collective or point-to-point op.
-func (c *Coster) Comm(op *strategies.Op) units.Seconds {
+func (c *Coster) Comm(op *program.Op) units.Seconds {
 	if op.Group <= 1 || op.FullBytes == 0 && op.SentBytes == 0 {
 		return 0
 	}
@@ -279,7 +280,7 @@ func (c *Coster) Comm(op *strategies.Op) units.Seconds {
 		stride = mesh.Stride(strategies.DimCP)
 	case strategies.DimPP:
 		stride = mesh.Stride(strategies.DimPP)
-		if op.Kind == strategies.OpAllReduce {
+		if op.Kind == program.OpAllReduce {
 			// The tied embedding's gradient all-reduce between the first and the last pipeline
 			// ranks (Megatron-LM's embedding group): a ring of two ranks, two steps on the level
 			// that joins them, each rank sending 2(p-1)/p n = n bytes (DESIGN.md table).
@@ -307,7 +308,7 @@ func (c *Coster) link(level, steps int, bytes units.Bytes) units.Seconds {
 
 // CollectiveTime prices a ring collective of a full tensor of n bytes over g ranks spaced stride
 // devices apart on hw.
-func CollectiveTime(hw *hardware.Hardware, kind strategies.OpKind, g, stride int, n units.Bytes) units.Seconds {
+func CollectiveTime(hw *hardware.Hardware, kind program.OpKind, g, stride int, n units.Bytes) units.Seconds {
 	if g <= 1 {
 		return 0
 	}
@@ -318,7 +319,7 @@ func CollectiveTime(hw *hardware.Hardware, kind strategies.OpKind, g, stride int
 		}
 		l := hw.Levels[level]
 		steps, frac := g-1, float64(g-1)/float64(g)
-		if kind == strategies.OpAllReduce {
+		if kind == program.OpAllReduce {
 			steps, frac = 2*(g-1), 2*float64(g-1)/float64(g)
 		}
 		return units.Seconds(steps)*l.Latency + units.Seconds(frac*float64(n)/(float64(l.Bandwidth)*l.Efficiency))
@@ -347,7 +348,7 @@ func CollectiveTime(hw *hardware.Hardware, kind strategies.OpKind, g, stride int
 	}
 	outer := hw.Levels[level]
 	steps := units.Seconds(g - 1)
-	if kind == strategies.OpAllReduce {
+	if kind == program.OpAllReduce {
 		return 2*steps*outer.Latency + 2*bw(0, k, n) + 2*bw(level, q, n/units.Bytes(k))
 	}
 	return steps*outer.Latency + bw(level, q, n/units.Bytes(k)) + bw(0, k, n)
@@ -365,11 +366,11 @@ type stageTimes struct {
 	commByDim          map[string]units.Seconds
 }
 
-func (c *Coster) stage(s *strategies.Stage) stageTimes {
+func (c *Coster) stage(s *program.Stage) stageTimes {
 	var t stageTimes
 	t.commByDim = map[string]units.Seconds{}
 	m := units.Seconds(c.P.Microbatches)
-	phase := func(ops []strategies.Op, comp, comm, over *units.Seconds) {
+	phase := func(ops []program.Op, comp, comm, over *units.Seconds) {
 		for i := range ops {
 			op := &ops[i]
 			if IsComm(op) {
@@ -395,7 +396,7 @@ func (c *Coster) stage(s *strategies.Stage) stageTimes {
 		}
 		d := c.Comm(op)
 		t.commByDim[op.Dim] += d
-		if op.Dim == strategies.DimDP && (op.Kind == strategies.OpAllReduce || op.Kind == strategies.OpReduceScatter) {
+		if op.Dim == strategies.DimDP && (op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter) {
 			t.dpComm += d
 			t.lastBucket = d
 		} else {
@@ -406,7 +407,7 @@ func (c *Coster) stage(s *strategies.Stage) stageTimes {
 }
 
 // Predict prices program p on hw.
-func Predict(p *strategies.Program, hw *hardware.Hardware) (*Result, error) {
+func Predict(p *program.Program, hw *hardware.Hardware) (*Result, error) {
 	c, err := NewCoster(p, hw)
 	if err != nil {
 		return nil, err
@@ -520,7 +521,7 @@ func assumptions(st strategies.Strategy, hw *hardware.Hardware, peak units.FLOPs
 		"tensor-parallel and pipeline communication on the critical path, not overlapped with compute")
 }
 
-func planName(p *strategies.Program) string {
+func planName(p *program.Program) string {
 	if p.Strategy.Mesh.TP == 1 {
 		return "none"
 	}
@@ -538,9 +539,9 @@ func (c *Coster) HardwareFLOPs() units.FLOPs {
 	var total units.FLOPs
 	for _, s := range p.Stages {
 		var per units.FLOPs
-		for _, ops := range [][]strategies.Op{s.Forward, s.Backward} {
+		for _, ops := range [][]program.Op{s.Forward, s.Backward} {
 			for _, op := range ops {
-				if op.Kind == strategies.OpLinear || op.Kind == strategies.OpAttention {
+				if op.Kind == program.OpLinear || op.Kind == program.OpAttention {
 					per += op.FLOPs
 				}
 			}

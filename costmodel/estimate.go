@@ -5,6 +5,7 @@ import (
 
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -28,7 +29,7 @@ type Totals struct {
 
 // Estimator prices strategies for one model on one hardware in closed form, one formula per layer
 // type, without building the Program: a transformer's layers are identical, so one layer is priced
-// once and multiplied. It returns what Predict(strategies.Lower(m, st), hw) returns (tests keep
+// once and multiplied. It returns what Predict(program.Lower(m, st), hw) returns (tests keep
 // every total equal, for every strategy family), for transformers built by model.Transformer.Build
 // and MLPs built by model.MLP under the default Megatron plan (st.Plan nil or "megatron"). It reads
 // m.Transformer, the configuration the transformer's tree was built from. An Estimator is
@@ -43,7 +44,7 @@ type Estimator struct {
 // or one Estimate does not cover (use Predict for those).
 func NewEstimator(m *model.Model, hw *hardware.Hardware) (*Estimator, error) {
 	if len(hw.Efficiency.KernelRates) > 0 {
-		return nil, fmt.Errorf("costmodel: hardware %q has per-kernel rates (a calibrated host profile), which Estimate does not price; use Predict(strategies.Lower(m, st), hw)", hw.Name)
+		return nil, fmt.Errorf("costmodel: hardware %q has per-kernel rates (a calibrated host profile), which Estimate does not price; use Predict(program.Lower(m, st), hw)", hw.Name)
 	}
 	e := &Estimator{m: m, hw: hw}
 	if m.Transformer != nil {
@@ -59,7 +60,7 @@ func NewEstimator(m *model.Model, hw *hardware.Hardware) (*Estimator, error) {
 		return nil, err
 	}
 	if !mlpChain(m, &e.c) {
-		return nil, fmt.Errorf("costmodel: Estimate prices transformers built by model.Transformer.Build and Linear/activation chains built by model.MLP; model %q is neither, use Predict(strategies.Lower(m, st), hw)", m.Name)
+		return nil, fmt.Errorf("costmodel: Estimate prices transformers built by model.Transformer.Build and Linear/activation chains built by model.MLP; model %q is neither, use Predict(program.Lower(m, st), hw)", m.Name)
 	}
 	return e, nil
 }
@@ -73,7 +74,7 @@ func Estimate(m *model.Model, st strategies.Strategy, hw *hardware.Hardware) (*R
 	return e.Estimate(st)
 }
 
-// Estimate returns the Result Predict(strategies.Lower(m, st), hw) returns, strings included.
+// Estimate returns the Result Predict(program.Lower(m, st), hw) returns, strings included.
 func (e *Estimator) Estimate(st strategies.Strategy) (*Result, error) {
 	var t Totals
 	st, peak, err := e.totals(st, &t)
@@ -137,7 +138,7 @@ const (
 func (e *Estimator) totals(st strategies.Strategy, out *Totals) (strategies.Strategy, units.FLOPsPerSecond, error) {
 	m, hw := e.m, e.hw
 	if p := st.Plan; p != nil && (p.Name != "megatron" || len(p.Rules) != 0 || p.Whole != "") {
-		return st, 0, fmt.Errorf("costmodel: Estimate prices the default Megatron plan only, not plan %q; use Predict(strategies.Lower(m, st), hw)", p.String())
+		return st, 0, fmt.Errorf("costmodel: Estimate prices the default Megatron plan only, not plan %q; use Predict(program.Lower(m, st), hw)", p.String())
 	}
 	st = st.Resolve(m)
 	if err := st.Validate(m); err != nil {
@@ -175,7 +176,7 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals) (strategies.Stra
 	var modelFLOPs units.FLOPs
 	if m.Transformer != nil {
 		if m.Transformer.Layers%nv != 0 {
-			return st, 0, fmt.Errorf("costmodel: %d layers do not split evenly over %d pipeline stages; Estimate prices even stages, use Predict(strategies.Lower(m, st), hw)", m.Transformer.Layers, nv)
+			return st, 0, fmt.Errorf("costmodel: %d layers do not split evenly over %d pipeline stages; Estimate prices even stages, use Predict(program.Lower(m, st), hw)", m.Transformer.Layers, nv)
 		}
 		x := newXF(&p, m, st, eb, pb, gb)
 		n := int64(m.Transformer.Layers / nv)
@@ -467,7 +468,7 @@ func (pk *packer) flush() {
 func optimizerCosts(p *pricer, s *stageSum, st strategies.Strategy, g, tp, pb, gb, ob int64, pk *packer, tied units.Bytes) {
 	if s.partial > 0 && tp > 1 {
 		n := units.Bytes(s.partial * gb)
-		d := p.collective(strategies.OpAllReduce, int(tp), 1, n)
+		d := p.collective(program.OpAllReduce, int(tp), 1, n)
 		s.optComm += d
 		s.optTime[dimTP] += d
 		s.optSent[dimTP] += 2 * n * units.Bytes(tp-1) / units.Bytes(tp)
@@ -476,9 +477,9 @@ func optimizerCosts(p *pricer, s *stageSum, st strategies.Strategy, g, tp, pb, g
 	total := s.params
 	if g > 1 && st.ZeRO < 3 {
 		pk.flush()
-		kind := strategies.OpReduceScatter
+		kind := program.OpReduceScatter
 		if st.ZeRO == 0 {
-			kind = strategies.OpAllReduce
+			kind = program.OpAllReduce
 		}
 		// Ring collectives are affine in their size (CollectiveTime), so the buckets together take
 		// the time of one collective of all gradients plus the fixed cost of each further bucket.
@@ -509,7 +510,7 @@ func optimizerCosts(p *pricer, s *stageSum, st strategies.Strategy, g, tp, pb, g
 	s.optCompute += p.ewTime(float64(10*local), float64(local*(2*(pb+ob)+gb)))
 	if st.ZeRO == 1 || st.ZeRO == 2 {
 		n := units.Bytes(total * pb)
-		d := p.collective(strategies.OpAllGather, int(g), p.stride, n)
+		d := p.collective(program.OpAllGather, int(g), p.stride, n)
 		s.optComm += d
 		s.optTime[dimDP] += d
 		s.optSent[dimDP] += n * units.Bytes(g-1) / units.Bytes(g)

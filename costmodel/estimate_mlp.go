@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -91,12 +92,12 @@ func mlpStage(p *pricer, c *chain, st strategies.Strategy, e, pb, gb int64, s *s
 	zero3 := st.ZeRO == 3
 	zg := func(m *emitter, n int64) {
 		if zero3 {
-			m.zero(strategies.OpAllGather, units.Bytes(n*pb))
+			m.zero(program.OpAllGather, units.Bytes(n*pb))
 		}
 	}
 	zr := func(m *emitter, n int64) {
 		if zero3 {
-			m.zero(strategies.OpReduceScatter, units.Bytes(n*gb))
+			m.zero(program.OpReduceScatter, units.Bytes(n*gb))
 		}
 	}
 	L := len(c.in)
@@ -137,7 +138,7 @@ func mlpStage(p *pricer, c *chain, st strategies.Strategy, e, pb, gb int64, s *s
 			if !c.bias[k] {
 				m.save(y)
 			}
-			m.tpColl(strategies.OpAllReduce, y, ifB(c.bias[k], y), y)
+			m.tpColl(program.OpAllReduce, y, ifB(c.bias[k], y), y)
 			if c.bias[k] {
 				zg(&m, out)
 				m.save(y)
@@ -149,7 +150,7 @@ func mlpStage(p *pricer, c *chain, st strategies.Strategy, e, pb, gb int64, s *s
 				m.linear(b, in, out, e, true, y, 0)
 				full := units.Bytes(b * c.out[k] * e)
 				m.save(full)
-				m.tpColl(strategies.OpAllGather, full, 0, y)
+				m.tpColl(program.OpAllGather, full, 0, y)
 			} else {
 				m.save(y)
 				m.linear(b, in, out, e, true, 0, 0)
@@ -200,7 +201,7 @@ func mlpStage(p *pricer, c *chain, st strategies.Strategy, e, pb, gb int64, s *s
 		// The activation before Linear k needs its gradient whole: a Partial one is all-reduced
 		// first (the backward of f in Shoeybi et al. 2019 Fig. 3a).
 		if style == strategies.Colwise {
-			m.tpColl(strategies.OpAllReduce, x, x, x)
+			m.tpColl(program.OpAllReduce, x, x, x)
 		}
 		m.elementwise(units.FLOPs(2*b*in), units.Bytes(4*b*in*e), x, x)
 		m.drop(x) // the activation's input

@@ -2,6 +2,7 @@ package costmodel
 
 import (
 	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -55,7 +56,7 @@ type pricer struct {
 }
 
 type collClass struct {
-	kind      strategies.OpKind
+	kind      program.OpKind
 	g, stride int
 	a, b      units.Seconds
 }
@@ -75,7 +76,7 @@ func newPricer(hw *hardware.Hardware, peak units.FLOPsPerSecond, st strategies.S
 }
 
 // collective is CollectiveTime(hw, kind, g, stride, n).
-func (p *pricer) collective(kind strategies.OpKind, g, stride int, n units.Bytes) units.Seconds {
+func (p *pricer) collective(kind program.OpKind, g, stride int, n units.Bytes) units.Seconds {
 	for i := range p.ncls {
 		c := &p.cls[i]
 		if c.g == g && c.stride == stride && c.kind == kind {
@@ -291,7 +292,7 @@ func (m *emitter) comm(dim int, d units.Seconds, sent units.Bytes) {
 
 // tpColl is a collective over the tensor-parallel group on a full tensor of n bytes; it sends the
 // bytes of the DESIGN.md table: 2(p-1)/p n for an all-reduce, (p-1)/p n otherwise.
-func (m *emitter) tpColl(kind strategies.OpKind, n units.Bytes, outB, freeB units.Bytes) {
+func (m *emitter) tpColl(kind program.OpKind, n units.Bytes, outB, freeB units.Bytes) {
 	m.live(outB, freeB)
 	if m.t == nil {
 		return
@@ -299,14 +300,14 @@ func (m *emitter) tpColl(kind strategies.OpKind, n units.Bytes, outB, freeB unit
 	p := m.p.tp
 	frac := units.Bytes(float64(p-1) / float64(p))
 	sent := frac * n
-	if kind == strategies.OpAllReduce {
+	if kind == program.OpAllReduce {
 		sent = 2 * frac * n
 	}
 	m.comm(dimTP, m.p.collective(kind, p, 1, n), sent)
 }
 
 // cpColl is a collective over the context-parallel group (key/value gathers and their gradients).
-func (m *emitter) cpColl(kind strategies.OpKind, n units.Bytes, outB, freeB units.Bytes) {
+func (m *emitter) cpColl(kind program.OpKind, n units.Bytes, outB, freeB units.Bytes) {
 	m.live(outB, freeB)
 	if m.t == nil {
 		return
@@ -317,13 +318,13 @@ func (m *emitter) cpColl(kind strategies.OpKind, n units.Bytes, outB, freeB unit
 
 // zero is a ZeRO-3 gather of a module's parameters or reduction of its gradients over the
 // data-parallel group, n bytes in all (Rajbhandari et al. 2020 §5.3).
-func (m *emitter) zero(kind strategies.OpKind, n units.Bytes) {
+func (m *emitter) zero(kind program.OpKind, n units.Bytes) {
 	if m.t == nil || n == 0 {
 		return
 	}
 	g := m.p.g
 	m.comm(dimDP, m.p.collective(kind, g, m.p.stride, n), n*units.Bytes(g-1)/units.Bytes(g))
-	if kind == strategies.OpAllGather && g > 1 {
+	if kind == program.OpAllGather && g > 1 {
 		m.t.gather = max(m.t.gather, n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -203,7 +204,7 @@ func equalResults(t *testing.T, name string, got, want *Result, rel float64) {
 
 func predictLowered(t testing.TB, m *model.Model, st strategies.Strategy, hw *hardware.Hardware) *Result {
 	t.Helper()
-	p, err := strategies.Lower(m, st)
+	p, err := program.Lower(m, st)
 	if err != nil {
 		t.Fatalf("Lower: %v", err)
 	}
@@ -258,7 +259,7 @@ func TestEstimateEqualsPredict(t *testing.T) {
 					}
 					name := hwName + " " + mn + " " + s
 					got, err := Estimate(m, st, hw)
-					p, lerr := strategies.Lower(m, st)
+					p, lerr := program.Lower(m, st)
 					if lerr != nil {
 						// A strategy the model does not admit: the same error, word for word.
 						if err == nil || err.Error() != lerr.Error() {
@@ -374,7 +375,7 @@ func TestEstimateErrors(t *testing.T) {
 		t.Errorf("a Sequential with a LayerNorm: error %v, want one that says to use Predict", err)
 	}
 	// Lower's error, word for word.
-	_, lerr := strategies.Lower(models["seed-mlp"], mustParse(t, "tp=3,mbs=10"))
+	_, lerr := program.Lower(models["seed-mlp"], mustParse(t, "tp=3,mbs=10"))
 	if _, err := Estimate(models["seed-mlp"], mustParse(t, "tp=3,mbs=10"), hw); err == nil || lerr == nil || err.Error() != lerr.Error() {
 		t.Errorf("seed-mlp at tp=3: error %v, Lower says %v", err, lerr)
 	}
@@ -392,7 +393,7 @@ func TestFlashNeedsKernel(t *testing.T) {
 	hw.Efficiency.FlashMax = 0
 	m := mustPreset(t, "gpt-tiny")
 	st := mustParse(t, "attn=flash")
-	p, err := strategies.Lower(m, st)
+	p, err := program.Lower(m, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +420,7 @@ func TestFlash1PricesOnlyTheKernel(t *testing.T) {
 	var res [2]*Result
 	var attn [2]units.Seconds
 	for i, a := range []string{"flash", "flash1"} {
-		p, err := strategies.Lower(m, mustParse(t, "dp=2,tp=2,mbs=2,gbs=8,attn="+a))
+		p, err := program.Lower(m, mustParse(t, "dp=2,tp=2,mbs=2,gbs=8,attn="+a))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -430,9 +431,9 @@ func TestFlash1PricesOnlyTheKernel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, ops := range [][]strategies.Op{p.Stages[0].Forward, p.Stages[0].Backward} {
+		for _, ops := range [][]program.Op{p.Stages[0].Forward, p.Stages[0].Backward} {
 			for j := range ops {
-				if ops[j].Kind == strategies.OpAttention {
+				if ops[j].Kind == program.OpAttention {
 					attn[i] += c.Compute(&ops[j])
 				}
 			}

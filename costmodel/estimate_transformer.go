@@ -2,12 +2,13 @@ package costmodel
 
 import (
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
 
 // This file is the closed form of a decoder-only transformer under the Megatron plan, one function
-// per layer type, each listing its ops in the order strategies.Lower emits them, with their costs
+// per layer type, each listing its ops in the order program.Lower emits them, with their costs
 // and the bytes they keep alive. Sizes are per rank:
 //
 //	b  microbatch (sequences)          s  local sequence (seq / cp)      S  full sequence
@@ -188,13 +189,13 @@ func (x *xf) downW() int64 { return x.h*x.ffn + ifI(x.bias && x.t == 1, x.h) }
 
 func (x *xf) zg(m *emitter, n int64) {
 	if x.zero3 {
-		m.zero(strategies.OpAllGather, units.Bytes(n*x.pb))
+		m.zero(program.OpAllGather, units.Bytes(n*x.pb))
 	}
 }
 
 func (x *xf) zr(m *emitter, n int64) {
 	if x.zero3 {
-		m.zero(strategies.OpReduceScatter, units.Bytes(n*x.gb))
+		m.zero(program.OpReduceScatter, units.Bytes(n*x.gb))
 	}
 }
 
@@ -314,9 +315,9 @@ func (x *xf) rowReduce(m *emitter) {
 	if x.t == 1 {
 		return
 	}
-	kind := strategies.OpAllReduce
+	kind := program.OpAllReduce
 	if x.sp {
-		kind = strategies.OpReduceScatter
+		kind = program.OpReduceScatter
 	}
 	m.tpColl(kind, x.bsh, x.r, x.bsh)
 	if x.bias {
@@ -357,7 +358,7 @@ func (x *xf) colInput(m *emitter, keep bool) (in, inT units.Bytes) {
 	if !x.sp {
 		return x.r, ifB(!keep, x.r)
 	}
-	m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, ifB(!keep, x.r))
+	m.tpColl(program.OpAllGather, x.bsh, x.bsh, ifB(!keep, x.r))
 	return x.bsh, x.bsh
 }
 
@@ -374,7 +375,7 @@ func (x *xf) regather(m *emitter, keep bool) (free, drop units.Bytes) {
 	case !keep:
 		return x.r, 0 // the recomputed norm output
 	case x.sp:
-		m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, 0)
+		m.tpColl(program.OpAllGather, x.bsh, x.bsh, 0)
 		m.drop(x.r) // the saved shard, read last by the gather
 		return x.bsh, 0
 	}
@@ -399,7 +400,7 @@ func (x *xf) blockForward(m *emitter) units.Bytes {
 	m.linear(rows, x.h, x.qkvOut, x.e, true, ifB(!keep, qkv), inT)
 	if x.cp > 1 {
 		m.save(ifB(keep, kv))
-		m.cpColl(strategies.OpAllGather, kv, ifB(!keep, kv), 0)
+		m.cpColl(program.OpAllGather, kv, ifB(!keep, kv), 0)
 	}
 	fa, ma := x.attentionCost()
 	m.save(ifB(keep, core) + x.probsB())
@@ -449,7 +450,7 @@ func (x *xf) recomputeLayer(m *emitter) {
 		x.zg(m, x.normParams())
 		x.norm(m, n, x.r+x.stats, 0)
 		if x.sp {
-			m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, x.r)
+			m.tpColl(program.OpAllGather, x.bsh, x.bsh, x.r)
 		}
 	}
 	end := func() {
@@ -463,7 +464,7 @@ func (x *xf) recomputeLayer(m *emitter) {
 	x.zg(m, x.qkvW())
 	m.linear(rows, x.h, x.qkvOut, x.e, true, qkv, 0)
 	if x.cp > 1 {
-		m.cpColl(strategies.OpAllGather, kv, kv, 0)
+		m.cpColl(program.OpAllGather, kv, kv, 0)
 	}
 	fa, ma := x.attentionCost()
 	m.attention(fa, ma, core+x.scoresT(), 0) // the scores live until the attention's backward
@@ -507,7 +508,7 @@ func (x *xf) branchGrad(m *emitter, keep bool) units.Bytes {
 		x.zr(m, x.h)
 	}
 	if x.sp {
-		m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, g)
+		m.tpColl(program.OpAllGather, x.bsh, x.bsh, g)
 		return x.bsh
 	}
 	return g
@@ -521,10 +522,10 @@ func (x *xf) colGrad(m *emitter) units.Bytes {
 	case x.t == 1:
 		return x.bsh
 	case x.sp:
-		m.tpColl(strategies.OpReduceScatter, x.bsh, x.r, x.bsh)
+		m.tpColl(program.OpReduceScatter, x.bsh, x.r, x.bsh)
 		return x.r
 	default:
-		m.tpColl(strategies.OpAllReduce, x.bsh, x.bsh, x.bsh)
+		m.tpColl(program.OpAllReduce, x.bsh, x.bsh, x.bsh)
 		return x.bsh
 	}
 }
@@ -594,7 +595,7 @@ func (x *xf) blockBackward(m *emitter) {
 	m.attention(fb, 2*ma, qkv, core+re(qkv+kv)+x.scoresT())
 	m.drop(sv(qkv+kv) + x.probsB())
 	if x.cp > 1 {
-		m.cpColl(strategies.OpReduceScatter, kv, 0, 0)
+		m.cpColl(program.OpReduceScatter, kv, 0, 0)
 	}
 	x.zg(m, x.qkvW())
 	free, drop := x.regather(m, keep)
@@ -626,9 +627,9 @@ func (x *xf) embedForward(m *emitter) {
 	out := x.bsh
 	if x.t > 1 {
 		m.elementwise(0, x.bsh, x.bsh, 0) // vocabulary-parallel: Partial
-		kind := strategies.OpAllReduce
+		kind := program.OpAllReduce
 		if x.sp {
-			kind = strategies.OpReduceScatter
+			kind = program.OpReduceScatter
 		}
 		out = x.r
 		m.tpColl(kind, x.bsh, last(!hasPos && !hasDrop, x.r), x.bsh)
@@ -662,14 +663,14 @@ func (x *xf) embedBackward(m *emitter) {
 	bsh := x.b * x.s * x.h
 	if x.learned {
 		if x.sp {
-			m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, 0)
+			m.tpColl(program.OpAllGather, x.bsh, x.bsh, 0)
 		}
 		x.zg(m, x.positions*x.h)
 		m.elementwise(units.FLOPs(bsh), x.bsh, 0, ifB(x.sp, x.bsh))
 		x.zr(m, x.positions*x.h)
 	}
 	if x.sp {
-		m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, x.r)
+		m.tpColl(program.OpAllGather, x.bsh, x.bsh, x.r)
 	}
 	x.zg(m, x.vocab*x.h)
 	m.elementwise(units.FLOPs(bsh), x.bsh, 0, ifB(x.sp, x.bsh)+ifB(!x.sp, x.r))
@@ -686,7 +687,7 @@ func (x *xf) headForward(m *emitter) {
 	m.save(x.r + x.stats) // not in a layer: never recomputed
 	x.norm(m, n, 0, 0)
 	if x.sp {
-		m.tpColl(strategies.OpAllGather, x.bsh, x.bsh, 0)
+		m.tpColl(program.OpAllGather, x.bsh, x.bsh, 0)
 	}
 	// The logits of this rank's vocabulary: all of it when t = 1, a shard for the
 	// vocabulary-parallel loss.
@@ -730,7 +731,7 @@ func (x *xf) vocabParallelLoss(m *emitter, keep bool, logits units.Bytes) {
 		mem = units.Bytes(nl * (x.e + 12))
 	}
 	m.elementwise(units.FLOPs(5*nl), mem, stats, 0)
-	m.tpColl(strategies.OpAllGather, all, all, stats)
+	m.tpColl(program.OpAllGather, all, all, stats)
 	m.save(lse)
 	m.elementwise(units.FLOPs(5*rows*x.t), all+lse, 4, 4+all+ifB(!keep, logits))
 }

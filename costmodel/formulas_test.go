@@ -7,6 +7,7 @@ import (
 
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -70,7 +71,7 @@ func TestZeROMemoryPerParameter(t *testing.T) {
 		}
 	}
 	// The Program agrees (Lower + Predict), on the acceptance case.
-	p, err := strategies.Lower(m, mustParse(t, "dp=64,zero=3,gbs=64"))
+	p, err := program.Lower(m, mustParse(t, "dp=64,zero=3,gbs=64"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,13 +173,13 @@ func TestCollectiveBytesTable(t *testing.T) {
 	n := units.Bytes(1 << 30)
 	for _, p := range []int{2, 4, 8} {
 		for _, c := range []struct {
-			kind strategies.OpKind
+			kind program.OpKind
 			sent float64
 		}{
-			{strategies.OpAllReduce, 2 * float64(p-1) / float64(p) * float64(n)},
-			{strategies.OpReduceScatter, float64(p-1) / float64(p) * float64(n)},
-			{strategies.OpAllGather, float64(p-1) / float64(p) * float64(n)},
-			{strategies.OpAllToAll, float64(p-1) / float64(p) * float64(n)},
+			{program.OpAllReduce, 2 * float64(p-1) / float64(p) * float64(n)},
+			{program.OpReduceScatter, float64(p-1) / float64(p) * float64(n)},
+			{program.OpAllGather, float64(p-1) / float64(p) * float64(n)},
+			{program.OpAllToAll, float64(p-1) / float64(p) * float64(n)},
 		} {
 			bw := float64(CollectiveTime(hw, c.kind, p, 1, n) - CollectiveTime(hw, c.kind, p, 1, 0))
 			if got := bw * rate; !near(got, c.sent, 1e-9) {
@@ -315,13 +316,13 @@ func TestProgramActivationsKorthikanti(t *testing.T) {
 		}
 		return m
 	}
-	probe, err := strategies.Lower(build(1), mustParse(t, "dp=1"))
+	probe, err := program.Lower(build(1), mustParse(t, "dp=1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	hasDropout := false
 	for _, op := range probe.Stages[0].Forward {
-		hasDropout = hasDropout || op.Kind == strategies.OpKind("dropout")
+		hasDropout = hasDropout || op.Kind == program.OpKind("dropout")
 	}
 	if !hasDropout {
 		t.Skip("the Program has no dropout ops, so it keeps no dropout masks and cannot match Korthikanti et al.'s 34 sbh")
@@ -341,7 +342,7 @@ func TestProgramActivationsKorthikanti(t *testing.T) {
 				st := mustParse(t, fmt.Sprintf("tp=%d,sp=%v,mbs=%d,gbs=8,recompute=%s,attn=%s", tp, map[bool]string{true: "on", false: "off"}[sp], b, krc, attn))
 				var act [2]units.Bytes
 				for i, layers := range []int{1, 2} {
-					p, err := strategies.Lower(build(layers), st)
+					p, err := program.Lower(build(layers), st)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -383,7 +384,7 @@ func TestInterleavedCommBytesPerRank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := strategies.Lower(m, st)
+	p, err := program.Lower(m, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +452,7 @@ func TestMixedPrecisionLossKeepsFP32LogProbs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := strategies.Lower(m, mustParse(t, fmt.Sprintf("mbs=%d,gbs=8", b)))
+		p, err := program.Lower(m, mustParse(t, fmt.Sprintf("mbs=%d,gbs=8", b)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -477,7 +478,7 @@ func TestVocabParallelLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := mustParse(t, fmt.Sprintf("tp=%d,mbs=%d,gbs=%d", tp, b, b))
-		p, err := strategies.Lower(m, st)
+		p, err := program.Lower(m, st)
 		if err != nil {
 			t.Fatal(err)
 		}

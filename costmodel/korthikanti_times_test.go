@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -37,7 +37,7 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 		if c.strategy != "" {
 			s += "," + c.strategy
 		}
-		p, err := strategies.Lower(m, mustParse(t, s))
+		p, err := program.Lower(m, mustParse(t, s))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		layer := func(ops []strategies.Op) float64 {
+		layer := func(ops []program.Op) float64 {
 			var sum units.Seconds
 			for i := range ops {
 				op := &ops[i]

@@ -1,6 +1,7 @@
 package costmodel
 
 import (
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -13,7 +14,7 @@ type RankMemory struct {
 
 // StageActivations is the bytes of values stage s keeps from forward to backward for one
 // microbatch (DESIGN.md: "activations (saved for backward)").
-func StageActivations(s *strategies.Stage) units.Bytes {
+func StageActivations(s *program.Stage) units.Bytes {
 	var n units.Bytes
 	for i := range s.Values {
 		if s.Values[i].Saved {
@@ -25,14 +26,14 @@ func StageActivations(s *strategies.Stage) units.Bytes {
 
 // StageWorkspace is the largest sum of transient (not saved) values alive at once while one
 // microbatch's forward and backward run, following the Program's Free lists.
-func StageWorkspace(s *strategies.Stage) units.Bytes {
+func StageWorkspace(s *program.Stage) units.Bytes {
 	w, _ := stageLiveness(s)
 	return w
 }
 
 // StageLive is the most bytes of one microbatch's values alive at once while its forward and
 // backward run, saved and transient together, following the Program's Free lists.
-func StageLive(s *strategies.Stage) units.Bytes {
+func StageLive(s *program.Stage) units.Bytes {
 	_, l := stageLiveness(s)
 	return l
 }
@@ -40,14 +41,14 @@ func StageLive(s *strategies.Stage) units.Bytes {
 // stageLiveness walks one microbatch's forward and backward: an op's inputs and outputs are
 // live while it runs, the values of its Free list are freed after it. It returns the peak of the
 // transient values (outputs not saved for backward) and the peak of all values.
-func stageLiveness(s *strategies.Stage) (transient, all units.Bytes) {
+func stageLiveness(s *program.Stage) (transient, all units.Bytes) {
 	live := make([]bool, len(s.Values))  // in the count of all values
 	liveT := make([]bool, len(s.Values)) // in the count of transient values
 	var cur, curT units.Bytes
-	for _, ops := range [][]strategies.Op{s.Forward, s.Backward} {
+	for _, ops := range [][]program.Op{s.Forward, s.Backward} {
 		for i := range ops {
 			op := &ops[i]
-			for li, list := range [][]strategies.ValueID{op.Out, op.In} {
+			for li, list := range [][]program.ValueID{op.Out, op.In} {
 				for _, id := range list {
 					if id < 0 {
 						continue
@@ -88,11 +89,11 @@ func stageLiveness(s *strategies.Stage) (transient, all units.Bytes) {
 // buckets), and the tied embedding's all-reduce over pp runs in place on its gradient (Megatron-
 // LM's _allreduce_embedding_grads), so neither adds a buffer. Collectives on activations write
 // into the values of the Program and count there.
-func StageComm(s *strategies.Stage) units.Bytes {
+func StageComm(s *program.Stage) units.Bytes {
 	var n units.Bytes
 	for i := range s.Optimizer {
 		op := &s.Optimizer[i]
-		reduce := op.Kind == strategies.OpAllReduce || op.Kind == strategies.OpReduceScatter
+		reduce := op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter
 		if reduce && op.Dim != strategies.DimPP && op.Group > 1 {
 			n = max(n, op.FullBytes)
 		}
@@ -105,12 +106,12 @@ func StageComm(s *strategies.Stage) units.Bytes {
 // (DeepSpeed's prefetch, FSDP's backward_prefetch; tpsim's simulator prefetches one gather
 // ahead): two buffers, bounded by twice the largest gather. They live during forward and
 // backward, beside the activations (the gradient buckets of StageComm live after them).
-func StageGathers(s *strategies.Stage) units.Bytes {
+func StageGathers(s *program.Stage) units.Bytes {
 	var n units.Bytes
-	for _, ops := range [][]strategies.Op{s.Forward, s.Backward} {
+	for _, ops := range [][]program.Op{s.Forward, s.Backward} {
 		for i := range ops {
 			op := &ops[i]
-			if op.Kind == strategies.OpAllGather && op.Dim == strategies.DimDP && len(op.Params) > 0 && op.Group > 1 {
+			if op.Kind == program.OpAllGather && op.Dim == strategies.DimDP && len(op.Params) > 0 && op.Group > 1 {
 				n = max(n, op.FullBytes)
 			}
 		}

@@ -1,5 +1,5 @@
 // Package exec really runs sharded training: every rank of the mesh is a goroutine holding its
-// shard of the weights, running its rank's Program (strategies.Lower) op by op with the float32
+// shard of the weights, running its rank's Program (program.Lower) op by op with the float32
 // kernels of exec/kernels, and exchanging data through the collectives of exec/comm.
 //
 // It measures what happened — each op's duration, the bytes each rank sends per collective kind

@@ -14,6 +14,7 @@ import (
 	"github.com/tpsim/tpsim/exec/comm"
 	"github.com/tpsim/tpsim/exec/kernels"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 )
 
@@ -67,7 +68,7 @@ type Result struct {
 	// GoHeapBytes is the Go heap in use after the run (runtime.MemStats.HeapAlloc), and
 	// GoTotalAllocBytes everything the run allocated on it.
 	GoHeapBytes, GoTotalAllocBytes uint64
-	Program                        *strategies.Program
+	Program                        *program.Program
 	// Breakdown splits StepTime as measured on the slowest rank of the median step.
 	Breakdown Breakdown
 }
@@ -82,10 +83,10 @@ type Breakdown struct {
 }
 
 // Lowered returns the Program exec runs for cfg: the strategy at fp32 (exec's precision).
-func Lowered(cfg Config) (*strategies.Program, error) {
+func Lowered(cfg Config) (*program.Program, error) {
 	st := cfg.Strategy
 	st.Precision = strategies.PrecisionFP32
-	p, err := strategies.Lower(cfg.Model, st)
+	p, err := program.Lower(cfg.Model, st)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +94,7 @@ func Lowered(cfg Config) (*strategies.Program, error) {
 }
 
 // check refuses what exec cannot run, saying what to do instead.
-func check(p *strategies.Program) error {
+func check(p *program.Program) error {
 	st := p.Strategy
 	switch {
 	case st.Mesh.PP > 1 || st.Mesh.CP > 1:
@@ -216,7 +217,7 @@ type batchData struct {
 	ids, tgt []int32   // transformer token ids and next-token targets [B, S]
 }
 
-func makeBatch(p *strategies.Program, seed uint64) *batchData {
+func makeBatch(p *program.Program, seed uint64) *batchData {
 	m := p.Model
 	B := p.Strategy.GBS
 	rng := kernels.NewRand(seed ^ 0x9e3779b97f4a7c15)
@@ -246,7 +247,7 @@ func makeBatch(p *strategies.Program, seed uint64) *batchData {
 }
 
 // initParam returns the full initial value of parameter q of module kind k.
-func initParam(q *strategies.Param, mod *model.Module, seed uint64) []float32 {
+func initParam(q *program.Param, mod *model.Module, seed uint64) []float32 {
 	n := 1
 	for _, d := range q.Full {
 		n *= d
@@ -292,7 +293,7 @@ func shard(full []float32, shape []int, sd, tp, tpIdx int) []float32 {
 }
 
 // assemble rebuilds full parameters from the dp-rank-0 replicas' tp shards.
-func assemble(dst map[string][]float32, p *strategies.Program, ranks []*rank) {
+func assemble(dst map[string][]float32, p *program.Program, ranks []*rank) {
 	tp := p.Strategy.Mesh.TP
 	for _, q := range p.Stages[0].Params {
 		n := 1
@@ -402,7 +403,7 @@ func breakdown(ranks []*rank, steps []time.Duration, warmup int, med time.Durati
 		switch {
 		case e.Comm:
 			b.Comm += d
-		case e.Phase == strategies.Optimizer.String():
+		case e.Phase == program.Optimizer.String():
 			b.Optimizer += d
 		default:
 			b.Compute += d

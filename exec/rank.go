@@ -8,14 +8,15 @@ import (
 	"github.com/tpsim/tpsim/exec/comm"
 	"github.com/tpsim/tpsim/exec/kernels"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 )
 
 // rank runs one rank's Program.
 type rank struct {
 	cfg   Config
-	p     *strategies.Program
-	s     *strategies.Stage
+	p     *program.Program
+	s     *program.Stage
 	c     *comm.Comm
 	lr    float64
 	t0    time.Time
@@ -29,8 +30,8 @@ type rank struct {
 	adamM, adamV  map[string][]float32
 	step          int
 
-	f32 map[strategies.ValueID][]float32
-	i32 map[strategies.ValueID][]int32
+	f32 map[program.ValueID][]float32
+	i32 map[program.ValueID][]int32
 
 	losses    []float64
 	stepTimes []time.Duration
@@ -98,8 +99,8 @@ func (r *rank) trainStep() (float64, error) {
 	var loss float64
 	for mb := 0; mb < r.p.Microbatches; mb++ {
 		r.micro = mb
-		r.f32 = map[strategies.ValueID][]float32{}
-		r.i32 = map[strategies.ValueID][]int32{}
+		r.f32 = map[program.ValueID][]float32{}
+		r.i32 = map[program.ValueID][]int32{}
 		for i := range r.s.Forward {
 			l, err := r.exec(&r.s.Forward[i])
 			if err != nil {
@@ -123,13 +124,13 @@ func (r *rank) trainStep() (float64, error) {
 
 // value returns the float32 storage of id, allocating it on first use (stored); ints is the same
 // for int32 values.
-func (r *rank) value(id strategies.ValueID) []float32 { return stored(r, r.f32, r.alloc.f32s, id) }
-func (r *rank) ints(id strategies.ValueID) []int32    { return stored(r, r.i32, r.alloc.i32s, id) }
+func (r *rank) value(id program.ValueID) []float32 { return stored(r, r.f32, r.alloc.f32s, id) }
+func (r *rank) ints(id program.ValueID) []int32    { return stored(r, r.i32, r.alloc.i32s, id) }
 
 // stored returns id's storage in m, allocating it from p on first use (as activations when the
 // Program keeps it for backward, workspace otherwise) and filling it from the batch when it is
 // data.
-func stored[T float32 | int32](r *rank, m map[strategies.ValueID][]T, p pool[T], id strategies.ValueID) []T {
+func stored[T float32 | int32](r *rank, m map[program.ValueID][]T, p pool[T], id program.ValueID) []T {
 	if b, ok := m[id]; ok {
 		return b
 	}
@@ -142,14 +143,14 @@ func stored[T float32 | int32](r *rank, m map[strategies.ValueID][]T, p pool[T],
 	return b
 }
 
-func category(v *strategies.Value) string {
+func category(v *program.Value) string {
 	if v.Saved {
 		return CatActivations
 	}
 	return CatWorkspace
 }
 
-func (r *rank) release(op *strategies.Op) {
+func (r *rank) release(op *program.Op) {
 	for _, id := range op.Free {
 		cat := category(r.s.Value(id))
 		unstore(r.alloc, r.f32, r.alloc.f32s, cat, id)
@@ -158,7 +159,7 @@ func (r *rank) release(op *strategies.Op) {
 }
 
 // unstore frees id's storage in m, if it has any, back to p.
-func unstore[T float32 | int32](a *allocator, m map[strategies.ValueID][]T, p pool[T], cat string, id strategies.ValueID) {
+func unstore[T float32 | int32](a *allocator, m map[program.ValueID][]T, p pool[T], cat string, id program.ValueID) {
 	if b, ok := m[id]; ok {
 		delete(m, id)
 		give(a, p, cat, b)
@@ -169,7 +170,7 @@ func unstore[T float32 | int32](a *allocator, m map[strategies.ValueID][]T, p po
 func (r *rank) scratch(n int) []float32 { return r.alloc.f32(CatWorkspace, n) }
 func (r *rank) unscratch(b []float32)   { r.alloc.putF32(CatWorkspace, b) }
 
-func rows(v *strategies.Value) int {
+func rows(v *program.Value) int {
 	n := 1
 	for _, d := range v.Shape[:len(v.Shape)-1] {
 		n *= d
@@ -177,10 +178,10 @@ func rows(v *strategies.Value) int {
 	return n
 }
 
-func last(v *strategies.Value) int { return v.Shape[len(v.Shape)-1] }
+func last(v *program.Value) int { return v.Shape[len(v.Shape)-1] }
 
 // exec runs one op and records it; it returns the loss contribution of loss ops.
-func (r *rank) exec(op *strategies.Op) (float64, error) {
+func (r *rank) exec(op *program.Op) (float64, error) {
 	start := time.Since(r.t0)
 	loss, err := r.do(op)
 	if err != nil {
@@ -188,25 +189,25 @@ func (r *rank) exec(op *strategies.Op) (float64, error) {
 	}
 	{
 		r.events = append(r.events, OpEvent{Step: r.step, Phase: op.Phase.String(), Kind: string(op.Kind), Module: op.Module,
-			Comm:  op.Kind.IsCollective() || op.Kind == strategies.OpSend || op.Kind == strategies.OpRecv,
+			Comm:  op.Kind.IsCollective() || op.Kind == program.OpSend || op.Kind == program.OpRecv,
 			Start: start, End: time.Since(r.t0)})
 	}
-	if op.Phase != strategies.Optimizer {
+	if op.Phase != program.Optimizer {
 		r.release(op)
 	}
 	return loss, nil
 }
 
-func (r *rank) do(op *strategies.Op) (float64, error) {
-	bwd := op.Phase == strategies.Backward && op.Fwd >= 0
+func (r *rank) do(op *program.Op) (float64, error) {
+	bwd := op.Phase == program.Backward && op.Fwd >= 0
 	switch op.Kind {
-	case strategies.OpLinear:
+	case program.OpLinear:
 		if bwd {
 			r.linearBackward(op)
 		} else {
 			r.linear(op)
 		}
-	case strategies.OpBias:
+	case program.OpBias:
 		if bwd {
 			v := r.s.Value(op.In[0])
 			kernels.BiasGrad(r.grads[op.Param], r.value(op.In[0]), rows(v), last(v))
@@ -216,13 +217,13 @@ func (r *rank) do(op *strategies.Op) (float64, error) {
 			copy(y, r.value(op.In[0]))
 			kernels.AddBias(y, r.params[op.Param], rows(v), last(v))
 		}
-	case strategies.OpEmbedding:
+	case program.OpEmbedding:
 		r.embedding(op, bwd)
-	case strategies.OpNorm:
+	case program.OpNorm:
 		r.norm(op, bwd)
-	case strategies.OpAct:
+	case program.OpAct:
 		r.act(op, bwd)
-	case strategies.OpMul:
+	case program.OpMul:
 		if bwd {
 			var da, db []float32
 			if op.Out[0] >= 0 {
@@ -235,20 +236,20 @@ func (r *rank) do(op *strategies.Op) (float64, error) {
 		} else {
 			kernels.Mul(r.value(op.Out[0]), r.value(op.In[0]), r.value(op.In[1]))
 		}
-	case strategies.OpAdd:
+	case program.OpAdd:
 		kernels.Add(r.value(op.Out[0]), r.value(op.In[0]), r.value(op.In[1]))
-	case strategies.OpAttention:
+	case program.OpAttention:
 		r.attention(op, bwd)
-	case strategies.OpLoss:
+	case program.OpLoss:
 		return r.loss(op, bwd), nil
-	case strategies.OpLossStats:
+	case program.OpLossStats:
 		r.lossStats(op)
-	case strategies.OpAllReduce, strategies.OpAllGather, strategies.OpReduceScatter, strategies.OpSlice:
-		if op.Phase == strategies.Optimizer {
+	case program.OpAllReduce, program.OpAllGather, program.OpReduceScatter, program.OpSlice:
+		if op.Phase == program.Optimizer {
 			return 0, r.gradCollective(op)
 		}
 		return 0, r.redistribute(op)
-	case strategies.OpStep:
+	case program.OpStep:
 		r.optimizerStep()
 	default:
 		return 0, fmt.Errorf("exec: op %s of %q is not executable here", op.Kind, op.Module)
@@ -256,7 +257,7 @@ func (r *rank) do(op *strategies.Op) (float64, error) {
 	return 0, nil
 }
 
-func (r *rank) linear(op *strategies.Op) {
+func (r *rank) linear(op *program.Op) {
 	xv, yv := r.s.Value(op.In[0]), r.s.Value(op.Out[0])
 	var b []float32
 	if op.Bias != "" {
@@ -265,7 +266,7 @@ func (r *rank) linear(op *strategies.Op) {
 	kernels.LinearForward(r.value(op.Out[0]), r.value(op.In[0]), r.params[op.Param], b, rows(xv), last(xv), last(yv))
 }
 
-func (r *rank) linearBackward(op *strategies.Op) {
+func (r *rank) linearBackward(op *program.Op) {
 	xv, dyv := r.s.Value(op.Saved[0]), r.s.Value(op.In[0])
 	var dx, db []float32
 	if op.GradInput && len(op.Out) > 0 && op.Out[0] >= 0 {
@@ -277,8 +278,8 @@ func (r *rank) linearBackward(op *strategies.Op) {
 	kernels.LinearBackward(dx, r.grads[op.Param], db, r.value(op.In[0]), r.value(op.Saved[0]), r.params[op.Param], rows(xv), last(xv), last(dyv))
 }
 
-func (r *rank) embedding(op *strategies.Op, bwd bool) {
-	var yv *strategies.Value
+func (r *rank) embedding(op *program.Op, bwd bool) {
+	var yv *program.Value
 	if bwd {
 		yv = r.s.Value(op.In[0])
 	} else {
@@ -313,7 +314,7 @@ func (r *rank) embedding(op *strategies.Op, bwd bool) {
 	}
 }
 
-func (r *rank) norm(op *strategies.Op, bwd bool) {
+func (r *rank) norm(op *program.Op, bwd bool) {
 	xid := op.In[0]
 	if bwd {
 		xid = op.Saved[0]
@@ -346,20 +347,20 @@ func (r *rank) norm(op *strategies.Op, bwd bool) {
 
 // gradOut returns the storage for gradient output i of a backward op, or a scratch buffer of n
 // elements when nothing upstream needs it (kernels compute it anyway); dropScratch frees it.
-func (r *rank) gradOut(op *strategies.Op, i, n int) []float32 {
+func (r *rank) gradOut(op *program.Op, i, n int) []float32 {
 	if i < len(op.Out) && op.Out[i] >= 0 {
 		return r.value(op.Out[i])
 	}
 	return r.scratch(n)
 }
 
-func (r *rank) dropScratch(op *strategies.Op, i int, b []float32) {
+func (r *rank) dropScratch(op *program.Op, i int, b []float32) {
 	if !(i < len(op.Out) && op.Out[i] >= 0) {
 		r.unscratch(b)
 	}
 }
 
-func (r *rank) act(op *strategies.Op, bwd bool) {
+func (r *rank) act(op *program.Op, bwd bool) {
 	if !bwd {
 		y, x := r.value(op.Out[0]), r.value(op.In[0])
 		switch op.Act {
@@ -386,9 +387,9 @@ func (r *rank) act(op *strategies.Op, bwd bool) {
 	r.dropScratch(op, 0, dx)
 }
 
-func (r *rank) attention(op *strategies.Op, bwd bool) {
-	var qkvID strategies.ValueID
-	var ov *strategies.Value
+func (r *rank) attention(op *program.Op, bwd bool) {
+	var qkvID program.ValueID
+	var ov *program.Value
 	if bwd {
 		qkvID, ov = op.Saved[0], r.s.Value(op.In[0])
 	} else {
@@ -436,7 +437,7 @@ func (r *rank) attention(op *strategies.Op, bwd bool) {
 // flashAttention runs an attention op under attn=flash or flash1: the forward's Out is [o, lse] and the
 // backward's Saved ends with the lse, from which it recomputes the probabilities (one head at a
 // time, in scratch) instead of reading saved ones.
-func (r *rank) flashAttention(op *strategies.Op, bwd bool, q, k, v []float32, d kernels.AttnDims) {
+func (r *rank) flashAttention(op *program.Op, bwd bool, q, k, v []float32, d kernels.AttnDims) {
 	if !bwd {
 		sc := r.scratch(d.ScratchLen())
 		kernels.AttentionForwardLSE(r.value(op.Out[0]), r.value(op.Out[1]), sc, q, k, v, d)
@@ -457,13 +458,13 @@ func (r *rank) flashAttention(op *strategies.Op, bwd bool, q, k, v []float32, d 
 
 // lossStats is the first step of the vocabulary-parallel cross-entropy on this rank's shard of the
 // logits (vocabulary entries from tp rank x local on). exec runs fp32, so there is no fp32 copy.
-func (r *rank) lossStats(op *strategies.Op) {
+func (r *rank) lossStats(op *program.Op) {
 	yv := r.s.Value(op.In[0])
 	local := op.VocabHi - op.VocabLo
 	kernels.CrossEntropyStats(r.value(op.Out[0]), r.value(op.In[0]), r.ints(op.In[1]), rows(yv), local, r.tpIdx*local, local*r.p.Strategy.Mesh.TP)
 }
 
-func (r *rank) loss(op *strategies.Op, bwd bool) float64 {
+func (r *rank) loss(op *program.Op, bwd bool) float64 {
 	ids := op.In
 	if bwd {
 		ids = op.Saved
@@ -509,7 +510,7 @@ func (r *rank) samples() (int, int) {
 }
 
 // fill copies the current microbatch's slice of the batch into data value id.
-func (r *rank) fill(id strategies.ValueID) {
+func (r *rank) fill(id program.ValueID) {
 	v := r.s.Value(id)
 	lo, hi := r.samples()
 	S := r.p.Strategy.Seq
@@ -543,23 +544,23 @@ func view(shape []int, axis int) (int, int, int) {
 }
 
 // redistribute runs a placement change on activations or their gradients.
-func (r *rank) redistribute(op *strategies.Op) error {
+func (r *rank) redistribute(op *program.Op) error {
 	g := r.groups[strategies.DimTP]
 	in, out := r.value(op.In[0]), r.value(op.Out[0])
 	inV, outV := r.s.Value(op.In[0]), r.s.Value(op.Out[0])
 	p := g.Size()
 	switch op.Kind {
-	case strategies.OpAllReduce:
+	case program.OpAllReduce:
 		copy(out, in)
 		return g.AllReduce(out)
-	case strategies.OpSlice:
+	case program.OpSlice:
 		o, al, inner := view(outV.Shape, op.Axis)
 		full := al * p
 		for i := 0; i < o; i++ {
 			copy(out[i*al*inner:(i+1)*al*inner], in[(i*full+r.tpIdx*al)*inner:(i*full+(r.tpIdx+1)*al)*inner])
 		}
 		return nil
-	case strategies.OpAllGather:
+	case program.OpAllGather:
 		o, al, inner := view(inV.Shape, op.Axis)
 		if o == 1 {
 			return g.AllGather(out, in)
@@ -576,7 +577,7 @@ func (r *rank) redistribute(op *strategies.Op) error {
 			}
 		}
 		return nil
-	case strategies.OpReduceScatter:
+	case program.OpReduceScatter:
 		o, al, inner := view(outV.Shape, op.Axis)
 		if o == 1 {
 			return g.ReduceScatter(out, in)
@@ -595,8 +596,8 @@ func (r *rank) redistribute(op *strategies.Op) error {
 }
 
 // gradCollective reduces the gradients of op.Params over op.Dim in one flat bucket.
-func (r *rank) gradCollective(op *strategies.Op) error {
-	if op.Kind != strategies.OpAllReduce {
+func (r *rank) gradCollective(op *program.Op) error {
+	if op.Kind != program.OpAllReduce {
 		return fmt.Errorf("exec: %s of gradients over %s is not executed (ZeRO)", op.Kind, op.Dim)
 	}
 	g := r.groups[op.Dim]

@@ -67,7 +67,7 @@ type Efficiency struct {
 	// KernelRates is, per kernel, the elements per second it reaches when it is slower than the
 	// roofline (CPU code computing tanh or exp is; GPU kernels are memory-bound and need none).
 	// Keys are costmodel.KernelKey names ("gelu", "gelu.backward", "layernorm", "attention",
-	// "cross_entropy", "adam", ...); an op's elements are strategies.Op.Elems.
+	// "cross_entropy", "adam", ...); an op's elements are program.Op.Elems.
 	KernelRates map[string]float64 `json:"kernel_elems_per_s,omitempty"`
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/sim"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
@@ -31,10 +32,10 @@ func SimEvents(m *model.Model, st strategies.Strategy) int {
 	return mb*layers*eventsPerLayer + 1000
 }
 
-// Simulate lowers st on m to a Program and simulates one step on hw (strategies.Lower,
+// Simulate lowers st on m to a Program and simulates one step on hw (program.Lower,
 // costmodel.NewCoster, sim.Simulate), returning the simulated step time.
 func Simulate(m *model.Model, hw *hardware.Hardware, st strategies.Strategy) (units.Seconds, error) {
-	p, err := strategies.Lower(m, st)
+	p, err := program.Lower(m, st)
 	if err != nil {
 		return 0, err
 	}

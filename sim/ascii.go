@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -28,15 +28,15 @@ func WriteASCII(w io.Writer, res *Result, quantum units.Seconds) error {
 		ch := byte('~')
 		line := main[s.Rank]
 		switch {
-		case s.Kind == strategies.OpStep:
+		case s.Kind == program.OpStep:
 			ch = 'o'
-		case s.Stream == "compute" && s.Phase == strategies.Forward:
+		case s.Stream == "compute" && s.Phase == program.Forward:
 			ch = byte('0' + s.Micro%10)
-		case s.Stream == "compute" && s.Phase == strategies.Backward:
+		case s.Stream == "compute" && s.Phase == program.Backward:
 			ch = byte('a' + s.Micro%26)
 		case s.Stream == "compute":
 			ch = 'o'
-		case s.Kind == strategies.OpRecv:
+		case s.Kind == program.OpRecv:
 			continue
 		}
 		if s.Async {

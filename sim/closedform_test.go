@@ -8,17 +8,18 @@ import (
 	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
 
-func lowerT(t testing.TB, m *model.Model, s string) *strategies.Program {
+func lowerT(t testing.TB, m *model.Model, s string) *program.Program {
 	t.Helper()
 	st, err := strategies.Parse(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := strategies.Lower(m, st)
+	p, err := program.Lower(m, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,12 +174,12 @@ func TestZeRO3ReductionsFollowTheirGradients(t *testing.T) {
 	var prevMain Span
 	for _, s := range res.Spans {
 		switch {
-		case s.Async && s.Kind == strategies.OpReduceScatter:
+		case s.Async && s.Kind == program.OpReduceScatter:
 			if s.Start < prevMain.End {
 				t.Errorf("reduce-scatter of %s starts at %v, before the backward op %s %s ends at %v", s.Module, s.Start, prevMain.Kind, prevMain.Module, prevMain.End)
 			}
 			lastReduce = max(lastReduce, s.End)
-		case s.Kind == strategies.OpStep:
+		case s.Kind == program.OpStep:
 			step = s.Start
 		case !s.Async:
 			prevMain = s

@@ -1,5 +1,5 @@
 // Package sim is a deterministic discrete-event simulator of one training step: it lays a
-// Program (strategies.Lower) out on a timeline per pipeline rank, with a compute stream and a
+// Program (program.Lower) out on a timeline per pipeline rank, with a compute stream and a
 // communication stream each, pipeline schedules (GPipe, 1F1B, interleaved 1F1B), data-parallel
 // gradient buckets that overlap backward, ZeRO-3 parameter prefetch, and ranks sharing cores.
 //

@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -13,7 +13,7 @@ func (n *node) span() Span {
 	return Span{Rank: n.rank, Stream: stream, Async: n.async, Dim: n.op.Dim, Stage: n.stage, Micro: n.micro, Phase: n.op.Phase, Kind: n.op.Kind, Module: n.op.Module, Start: n.start, End: n.end}
 }
 
-func (e *engine) result(p *strategies.Program, opt Options) *Result {
+func (e *engine) result(p *program.Program, opt Options) *Result {
 	res := &Result{Events: e.count, Utilization: make([]float64, len(e.main))}
 	last := -1
 	for i, n := range e.nodes {
@@ -41,11 +41,11 @@ func (e *engine) result(p *strategies.Program, opt Options) *Result {
 			if r == res.CriticalRank {
 				wait := n.start - prevEnd
 				switch {
-				case n.op.Kind == strategies.OpStep:
+				case n.op.Kind == program.OpStep:
 					res.Optimizer += d
 				case n.compute:
 					res.Compute += d
-				case n.op.Kind != strategies.OpRecv:
+				case n.op.Kind != program.OpRecv:
 					res.CommExposed += d
 				}
 				// Waiting on asynchronous communication is exposed communication; waiting on a

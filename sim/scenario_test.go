@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -25,21 +26,21 @@ type unitCoster struct {
 	fwd, bwd, dp, gather, pp, tp units.Seconds
 }
 
-func (c unitCoster) Compute(op *strategies.Op) units.Seconds {
-	if op.Kind != strategies.OpLinear || !strings.HasPrefix(op.Module, "layers.") {
+func (c unitCoster) Compute(op *program.Op) units.Seconds {
+	if op.Kind != program.OpLinear || !strings.HasPrefix(op.Module, "layers.") {
 		return 0
 	}
-	if op.Phase == strategies.Backward && !op.Recompute {
+	if op.Phase == program.Backward && !op.Recompute {
 		return c.bwd / 4
 	}
 	return c.fwd / 4
 }
 
-func (c unitCoster) Comm(op *strategies.Op) units.Seconds {
+func (c unitCoster) Comm(op *program.Op) units.Seconds {
 	switch {
-	case op.Kind == strategies.OpSend:
+	case op.Kind == program.OpSend:
 		return c.pp
-	case op.Dim == strategies.DimDP && op.Phase == strategies.Optimizer:
+	case op.Dim == strategies.DimDP && op.Phase == program.Optimizer:
 		return c.dp
 	case op.Dim == strategies.DimDP:
 		return c.gather
@@ -134,7 +135,7 @@ func (sc scenario) run(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := strategies.Lower(m, st)
+	p, err := program.Lower(m, st)
 	if err != nil {
 		t.Fatal(err)
 	}

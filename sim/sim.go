@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
 
 // Coster prices one op.
 type Coster interface {
-	Compute(op *strategies.Op) units.Seconds
-	Comm(op *strategies.Op) units.Seconds
+	Compute(op *program.Op) units.Seconds
+	Comm(op *program.Op) units.Seconds
 }
 
 // Options tune a simulation.
@@ -34,8 +35,8 @@ type Span struct {
 	Dim    string
 	Stage  int // virtual stage (model chunk)
 	Micro  int // microbatch, -1 for optimizer ops
-	Phase  strategies.Phase
-	Kind   strategies.OpKind
+	Phase  program.Phase
+	Kind   program.OpKind
 	Module string
 	Start  units.Seconds
 	End    units.Seconds
@@ -59,7 +60,7 @@ type Result struct {
 
 // node is one op instance.
 type node struct {
-	op      *strategies.Op
+	op      *program.Op
 	rank    int
 	stage   int
 	micro   int
@@ -107,7 +108,7 @@ func (h *eventHeap) Pop() any {
 }
 
 // Simulate lays one step of p out on a timeline, pricing ops with c.
-func Simulate(p *strategies.Program, c Coster, opt Options) (*Result, error) {
+func Simulate(p *program.Program, c Coster, opt Options) (*Result, error) {
 	st := p.Strategy
 	pp := st.Mesh.PP
 	b := &builder{p: p, c: c, opt: opt}
@@ -188,11 +189,11 @@ func Schedule(kind string, p, v, m, r int) ([]Task, error) {
 
 type p2pKey struct {
 	from, to, micro int
-	phase           strategies.Phase
+	phase           program.Phase
 }
 
 type builder struct {
-	p     *strategies.Program
+	p     *program.Program
 	c     Coster
 	opt   Options
 	nodes []*node
@@ -208,8 +209,8 @@ func (b *builder) add(n *node) int {
 	return len(b.nodes) - 1
 }
 
-func isComm(op *strategies.Op) bool {
-	return op.Kind.IsCollective() || op.Kind == strategies.OpSend || op.Kind == strategies.OpRecv
+func isComm(op *program.Op) bool {
+	return op.Kind.IsCollective() || op.Kind == program.OpSend || op.Kind == program.OpRecv
 }
 
 // rank builds the nodes of pipeline rank r.
@@ -231,9 +232,9 @@ func (b *builder) rank(r int, tasks []Task) {
 	for _, t := range tasks {
 		s := p.Stages[t.Chunk*pp+r]
 		ops := s.Forward
-		phase := strategies.Forward
+		phase := program.Forward
 		if t.Backward {
-			ops, phase = s.Backward, strategies.Backward
+			ops, phase = s.Backward, program.Backward
 		}
 		taskStart := prev
 		for i := range ops {
@@ -247,7 +248,7 @@ func (b *builder) rank(r int, tasks []Task) {
 				n.compute = true
 			}
 			id := b.add(n)
-			if async && op.Kind == strategies.OpReduceScatter {
+			if async && op.Kind == program.OpReduceScatter {
 				// ZeRO-3 gradient reduction: it starts once the backward op before it has produced
 				// the module's gradients and runs beside the next ones; the update waits for it.
 				n.async = true
@@ -271,9 +272,9 @@ func (b *builder) rank(r int, tasks []Task) {
 			}
 			gathers = gathers[:0]
 			switch op.Kind {
-			case strategies.OpSend:
+			case program.OpSend:
 				b.sends[p2pKey{s.Index, op.Peer, t.Micro, phase}] = id
-			case strategies.OpRecv:
+			case program.OpRecv:
 				b.recvs[p2pKey{op.Peer, s.Index, t.Micro, phase}] = id
 				n.cost = 0 // the send carries the transfer
 			}
@@ -295,7 +296,7 @@ func (b *builder) rank(r int, tasks []Task) {
 		for i := range s.Optimizer {
 			op := &s.Optimizer[i]
 			n := &node{op: op, rank: r, stage: s.Index, micro: -1}
-			bucket := op.Dim == strategies.DimDP && (op.Kind == strategies.OpAllReduce || op.Kind == strategies.OpReduceScatter)
+			bucket := op.Dim == strategies.DimDP && (op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter)
 			if isComm(op) {
 				n.cost = b.c.Comm(op)
 			} else {

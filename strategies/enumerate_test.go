@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpsim/tpsim/internal/testmodels"
 	"github.com/tpsim/tpsim/model"
 )
 
@@ -84,11 +85,11 @@ func TestEnumerateMatchesValidate(t *testing.T) {
 		m         *model.Model
 		gpus, gbs int
 	}{
-		{"llama-tiny 8 devices", tinyLlama(t, 4), 8, 8},
-		{"gpt-tiny 4 devices", tinyGPT(t, 2), 4, 12},
-		{"gpt-tiny 6 devices", tinyGPT(t, 6), 6, 6},
-		{"gpt-tiny uneven stages", tinyGPT(t, 6), 4, 8},
-		{"gpt-tiny 1 device", tinyGPT(t, 2), 1, 4},
+		{"llama-tiny 8 devices", testmodels.Llama(t, 4), 8, 8},
+		{"gpt-tiny 4 devices", testmodels.GPT(t, 2), 4, 12},
+		{"gpt-tiny 6 devices", testmodels.GPT(t, 6), 6, 6},
+		{"gpt-tiny uneven stages", testmodels.GPT(t, 6), 4, 8},
+		{"gpt-tiny 1 device", testmodels.GPT(t, 2), 1, 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, got := enumerated(t, c.m, c.gpus, EnumerateOptions{GBS: c.gbs})
@@ -115,7 +116,7 @@ func firstDiff(a, b []string) string {
 // Hand-counted spaces: the counts come from the loops' domains (see the comment at the top of
 // enumerate.go).
 func TestEnumerateCounts(t *testing.T) {
-	m := tinyLlama(t, 4) // 4 heads, 2 kv heads, FFN 128, vocab 256, 4 layers, seq 32
+	m := testmodels.Llama(t, 4) // 4 heads, 2 kv heads, FFN 128, vocab 256, 4 layers, seq 32
 	cases := []struct {
 		name     string
 		gpus     int
@@ -158,7 +159,7 @@ func mustFix(t *testing.T, s string) Fix {
 
 // Every candidate honours the fixed knobs, and fixing knobs selects a subset of the free space.
 func TestEnumerateFix(t *testing.T) {
-	m := tinyLlama(t, 4)
+	m := testmodels.Llama(t, 4)
 	_, free := enumerated(t, m, 8, EnumerateOptions{GBS: 16})
 	inFree := map[string]bool{}
 	for _, s := range free {
@@ -195,7 +196,7 @@ func TestEnumerateFlashSkipsSelective(t *testing.T) {
 }
 
 func testFlashSkipsSelective(t *testing.T, attn string) {
-	m := tinyLlama(t, 4)
+	m := testmodels.Llama(t, 4)
 	_, got := enumerated(t, m, 8, EnumerateOptions{GBS: 16, Fix: mustFix(t, "attn="+attn)})
 	modes := map[string]int{}
 	for _, str := range got {
@@ -214,7 +215,7 @@ func testFlashSkipsSelective(t *testing.T, attn string) {
 }
 
 func TestEnumerateErrors(t *testing.T) {
-	m := tinyGPT(t, 2) // learned positions: 32
+	m := testmodels.GPT(t, 2) // learned positions: 32
 	cases := []struct {
 		gpus int
 		o    EnumerateOptions
@@ -258,7 +259,7 @@ func TestEnumerateMLP(t *testing.T) {
 }
 
 func TestEnumerateDeterministic(t *testing.T) {
-	m := tinyLlama(t, 4)
+	m := testmodels.Llama(t, 4)
 	a, _ := Enumerate(m, 8, EnumerateOptions{GBS: 16})
 	b, _ := Enumerate(m, 8, EnumerateOptions{GBS: 16})
 	if !reflect.DeepEqual(a, b) {

@@ -174,3 +174,6 @@ func intsString(xs []int) string {
 	}
 	return "{" + strings.Join(s, ",") + "}"
 }
+
+// DivisorList lists the divisors of n as "{1,2,4}", for error messages that say which values work.
+func DivisorList(n int) string { return intsString(divisors(n)) }

@@ -18,6 +18,7 @@ import (
 	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/sim"
 	"github.com/tpsim/tpsim/strategies"
@@ -287,7 +288,7 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 	type point struct {
 		gridPoint
 		cfg    exec.Config
-		prog   *strategies.Program
+		prog   *program.Program
 		pred   *costmodel.Result
 		sim    *sim.Result
 		meas   *exec.Result
@@ -297,7 +298,7 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 	for i, pt := range pts {
 		eo := &execOptions{Model: o.Model, Mesh: pt.Mesh.String(), Plan: o.Plan, Steps: o.Steps, Batch: o.Batch, Seed: o.Seed, Optimizer: opt}
 		cfg, err := eo.configFor(m, pt.Mesh)
-		var prog *strategies.Program
+		var prog *program.Program
 		if err == nil {
 			prog, err = exec.Lowered(cfg)
 		}

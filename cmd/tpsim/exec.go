@@ -14,6 +14,7 @@ import (
 
 	"github.com/tpsim/tpsim/exec"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
@@ -264,7 +265,7 @@ func report(cfg exec.Config, res, ref *exec.Result) *execReport {
 		rep.Ops = append(rep.Ops, opRecord{Phase: e.Phase, Kind: e.Kind, Module: e.Module, Seconds: (e.End - e.Start).Seconds()})
 	}
 	s := p.Stages[0]
-	for _, list := range [][]strategies.Op{s.Forward, s.Backward, s.Optimizer} {
+	for _, list := range [][]program.Op{s.Forward, s.Backward, s.Optimizer} {
 		for _, op := range list {
 			if !op.Kind.IsCollective() || op.Group <= 1 {
 				continue

@@ -12,6 +12,7 @@ import (
 	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -128,7 +129,7 @@ func (o *predictOptions) check(fs *pflag.FlagSet) error {
 type prediction struct {
 	Model   *model.Model
 	HW      *hardware.Hardware
-	Program *strategies.Program
+	Program *program.Program
 	Peak    units.FLOPsPerSecond
 	Result  *costmodel.Result
 }
@@ -165,7 +166,7 @@ func (o *predictOptions) predict() (*prediction, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog, err := strategies.Lower(m, st)
+	prog, err := program.Lower(m, st)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
@@ -676,7 +677,7 @@ func valCompare(r *valRecord) (*valRow, string) {
 	res, err := costmodel.Estimate(m, st, hw)
 	if err != nil {
 		// The closed form prices even pipeline stages only; Predict prices the Program.
-		p, lerr := strategies.Lower(m, st)
+		p, lerr := program.Lower(m, st)
 		if lerr != nil {
 			return nil, lerr.Error()
 		}

@@ -327,7 +327,7 @@ func sources(r *Report, h *hardware.Hardware) map[string]string {
 	s["gemm_parallel_min_blocks"] = "gonum.org/v1/gonum/blas/gonum/gonum.go minParBlock = 4: with fewer tiles the product runs on one goroutine, with more on GOMAXPROCS workers"
 	for _, c := range r.Checks {
 		if c.Key != "" {
-			s["efficiency.kernel_elems_per_s."+c.Key] = fmt.Sprintf("measured: %s (%s) alone, %d elements in %v (median of repetitions): elements per second, as strategies.Op.Elems counts them", c.Name, c.What, c.Elems, c.Time)
+			s["efficiency.kernel_elems_per_s."+c.Key] = fmt.Sprintf("measured: %s (%s) alone, %d elements in %v (median of repetitions): elements per second, as program.Op.Elems counts them", c.Name, c.What, c.Elems, c.Time)
 		}
 	}
 	var per []string

@@ -15,11 +15,11 @@ import (
 type KernelCheck struct {
 	Name string `json:"name"`
 	What string `json:"what"`
-	// Key is the kernel's costmodel.KernelKey and Elems its size as strategies.Op.Elems counts it;
+	// Key is the kernel's costmodel.KernelKey and Elems its size as program.Op.Elems counts it;
 	// the profile's kernel rate is Elems/Time.
 	Key   string `json:"key"`
 	Elems int64  `json:"elems"`
-	// FLOPs and Bytes are Op.FLOPs and Op.MemBytes as strategies.Lower sets them (backward: twice
+	// FLOPs and Bytes are Op.FLOPs and Op.MemBytes as program.Lower sets them (backward: twice
 	// the forward's, optimizer: 10 FLOPs and 2(param+state)+grad bytes per parameter).
 	FLOPs units.FLOPs   `json:"flops"`
 	Bytes units.Bytes   `json:"bytes"`

@@ -13,7 +13,7 @@ type ElemPoint struct {
 	Kernel string `json:"kernel"` // "add" (dst = a + b) or "relu"
 	Elems  int    `json:"elems"`
 	// Bytes is what the cost model charges the op: each float32 read or written once (add 3 x 4n,
-	// relu 2 x 4n), as strategies.Lower sets Op.MemBytes.
+	// relu 2 x 4n), as program.Lower sets Op.MemBytes.
 	Bytes units.Bytes `json:"bytes"`
 	// Kernel is the kernel call alone; AsExec adds what exec does around every op: the output
 	// allocated with make, map lookups, allocator accounting, two clock reads and a trace event.

@@ -1,16 +1,17 @@
-package strategies
+package program
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
 
 // Lower turns model m and strategy st into the per-rank Program. st is resolved against m and
 // validated first; a plan that does not fit the model is an error.
-func Lower(m *model.Model, st Strategy) (*Program, error) {
+func Lower(m *model.Model, st strategies.Strategy) (*Program, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
@@ -20,20 +21,20 @@ func Lower(m *model.Model, st Strategy) (*Program, error) {
 	}
 	plan := st.Plan
 	if plan == nil && st.Mesh.TP > 1 {
-		plan = &Plan{Name: "megatron"}
+		plan = &strategies.Plan{Name: "megatron"}
 	}
 	styles, err := plan.Resolve(m, st.SP)
 	if err != nil {
 		return nil, err
 	}
 	if st.Mesh.TP == 1 {
-		styles = map[string]Style{} // a plan on one rank shards nothing
+		styles = map[string]strategies.Style{} // a plan on one rank shards nothing
 	}
 	p := &Program{Model: m, Strategy: st, Styles: styles, MicroBatch: st.MBS, Microbatches: st.Microbatches()}
 	switch st.Precision {
-	case PrecisionFP32:
+	case strategies.PrecisionFP32:
 		p.ParamBytes, p.GradBytes, p.ActBytes = 4, 4, 4
-		if st.Optimizer == OptimizerAdam {
+		if st.Optimizer == strategies.OptimizerAdam {
 			p.OptBytes = 8 // exp_avg and exp_avg_sq in fp32
 		}
 	default:
@@ -41,7 +42,7 @@ func Lower(m *model.Model, st Strategy) (*Program, error) {
 		// weights, momentum and variance (12 bytes) for Adam; SGD keeps the fp32 master copy only.
 		p.ParamBytes, p.GradBytes, p.ActBytes = 2, 2, 2
 		p.OptBytes = 4
-		if st.Optimizer == OptimizerAdam {
+		if st.Optimizer == strategies.OptimizerAdam {
 			p.OptBytes = 12
 		}
 	}
@@ -59,9 +60,9 @@ func Lower(m *model.Model, st Strategy) (*Program, error) {
 
 type builder struct {
 	p      *Program
-	st     Strategy
+	st     strategies.Strategy
 	tp     int
-	styles map[string]Style
+	styles map[string]strategies.Style
 	stage  *Stage
 	// tape records forward ops in order across stages, for differentiation.
 	tape      []tapeEntry
@@ -193,7 +194,7 @@ func (b *builder) redistribute(v ValueID, to Placement, module string) ValueID {
 	n := units.Bytes(elems(full) * int64(src.Elem))
 	frac := units.Bytes(float64(b.tp-1) / float64(b.tp))
 	out := full
-	op := Op{Module: module, In: []ValueID{v}, Dim: DimTP, Group: b.tp, FullBytes: n}
+	op := Op{Module: module, In: []ValueID{v}, Dim: strategies.DimTP, Group: b.tp, FullBytes: n}
 	switch {
 	case from.Kind == Partial && to.Kind == Replicate:
 		op.Kind, op.SentBytes = OpAllReduce, 2*frac*n
@@ -212,7 +213,7 @@ func (b *builder) redistribute(v ValueID, to Placement, module string) ValueID {
 		out = append([]int(nil), full...)
 		out[axisOf(out, to.Dim)] /= b.tp
 	default:
-		panic(fmt.Sprintf("strategies: no redistribution from %v to %v", from, to))
+		panic(fmt.Sprintf("program: no redistribution from %v to %v", from, to))
 	}
 	if op.Kind == OpSlice {
 		op.Dim, op.Group = "", 0
@@ -228,8 +229,8 @@ func (b *builder) redistribute(v ValueID, to Placement, module string) ValueID {
 
 func (b *builder) checkShardable(fqn string, size int, what string) error {
 	if size%b.tp != 0 {
-		return fmt.Errorf("strategies: tp=%d does not divide %s %d of module %q; choose tp among %s or leave the module out of the plan",
-			b.tp, what, size, fqn, intsString(divisors(size)))
+		return fmt.Errorf("program: tp=%d does not divide %s %d of module %q; choose tp among %s or leave the module out of the plan",
+			b.tp, what, size, fqn, strategies.DivisorList(size))
 	}
 	return nil
 }
@@ -245,14 +246,14 @@ func (b *builder) linear(fqn string, mod *model.Module, x ValueID) (ValueID, err
 	wShard, bShard := -1, -1
 	rowBias := false
 	switch style {
-	case Colwise:
+	case strategies.Colwise:
 		if err := b.checkShardable(fqn, mod.Out, "out_features"); err != nil {
 			return 0, err
 		}
 		x = b.redistribute(x, Placement{Kind: Replicate}, fqn)
 		wShard, bShard = 0, 0
 		outPl = Placement{Kind: Shard, Dim: -1}
-	case Rowwise:
+	case strategies.Rowwise:
 		if err := b.checkShardable(fqn, mod.In, "in_features"); err != nil {
 			return 0, err
 		}
@@ -303,7 +304,7 @@ func (b *builder) linear(fqn string, mod *model.Module, x ValueID) (ValueID, err
 	y := b.val(fqn+".out", outShape, outPl)
 	op.Out = []ValueID{y}
 	b.emit(op)
-	if style == Rowwise {
+	if style == strategies.Rowwise {
 		y = b.redistribute(y, b.rowwiseOutput(outShape), fqn)
 		if rowBias {
 			bias := b.param(fqn, "bias", []int{mod.Out}, -1)
@@ -322,7 +323,7 @@ func (b *builder) linear(fqn string, mod *model.Module, x ValueID) (ValueID, err
 
 // inherited returns the style a module takes from a planned ancestor (a style on the root applies
 // to the root's Linear children, as parallelize_module(model, mesh, style) does on a Linear root).
-func (b *builder) inherited(fqn string) Style {
+func (b *builder) inherited(fqn string) strategies.Style {
 	if st, ok := b.styles[""]; ok && !strings.Contains(fqn, ".") {
 		return st
 	}
@@ -361,9 +362,9 @@ func (b *builder) norm(fqn string, mod *model.Module, x ValueID) (ValueID, error
 	style := b.styles[fqn]
 	var want Placement
 	switch style {
-	case SequenceStyle:
+	case strategies.SequenceStyle:
 		if len(b.v(x).Shape) != 3 {
-			return 0, fmt.Errorf("strategies: SequenceParallel on %q needs a [batch, seq, feature] input", fqn)
+			return 0, fmt.Errorf("program: SequenceParallel on %q needs a [batch, seq, feature] input", fqn)
 		}
 		if err := b.checkShardable(fqn, b.v(x).Shape[1]*b.tpIfSharded(x, 1), "sequence length"); err != nil {
 			return 0, err

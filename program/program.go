@@ -1,7 +1,8 @@
-package strategies
+package program
 
 import (
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -196,8 +197,8 @@ type Stage struct {
 // Program is a model lowered for a strategy: one Stage per virtual pipeline stage (pp x vpp).
 type Program struct {
 	Model    *model.Model
-	Strategy Strategy
-	Styles   map[string]Style
+	Strategy strategies.Strategy
+	Styles   map[string]strategies.Style
 	Stages   []*Stage
 	// ParamBytes, GradBytes and ActBytes are bytes per element of parameters, gradients and
 	// activations; OptBytes is optimizer state bytes per parameter (Rajbhandari et al. 2020 §3.1).

@@ -1,10 +1,11 @@
-package strategies
+package program
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -17,14 +18,14 @@ func seedMLP(t *testing.T) *model.Model {
 	return m
 }
 
-func fp32(t *testing.T, s, plan string) Strategy {
+func fp32(t *testing.T, s, plan string) strategies.Strategy {
 	t.Helper()
-	st, err := Parse(s + ",precision=fp32,optimizer=sgd")
+	st, err := strategies.Parse(s + ",precision=fp32,optimizer=sgd")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if plan != "" {
-		if st.Plan, err = ParsePlan(plan); err != nil {
+		if st.Plan, err = strategies.ParsePlan(plan); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -60,8 +61,8 @@ func TestSeedMLPCommBytes(t *testing.T) {
 			t.Fatalf("%s %s: %v", c.mesh, c.plan, err)
 		}
 		got := p.CommBytes(p.Stages[0])
-		if got[DimTP] != c.tp || got[DimDP] != c.dp {
-			t.Errorf("%s %s: tp %v dp %v bytes, want %v and %v", c.mesh, c.plan, float64(got[DimTP]), float64(got[DimDP]), float64(c.tp), float64(c.dp))
+		if got[strategies.DimTP] != c.tp || got[strategies.DimDP] != c.dp {
+			t.Errorf("%s %s: tp %v dp %v bytes, want %v and %v", c.mesh, c.plan, float64(got[strategies.DimTP]), float64(got[strategies.DimDP]), float64(c.tp), float64(c.dp))
 		}
 	}
 }
@@ -91,12 +92,12 @@ func TestParsePlanJSONErrors(t *testing.T) {
 		{`{"0": "diagonal"}`, `unknown style "diagonal"`},
 	}
 	for _, c := range cases {
-		_, err := ParsePlanJSON([]byte(c.in))
+		_, err := strategies.ParsePlanJSON([]byte(c.in))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("ParsePlanJSON(%q) = %v, want an error containing %q", c.in, err, c.want)
 		}
 	}
-	p, err := ParsePlanJSON([]byte(`{"2": "rowwise", "0": "colwise"}`))
+	p, err := strategies.ParsePlanJSON([]byte(`{"2": "rowwise", "0": "colwise"}`))
 	if err != nil || p.String() != "2=rowwise,0=colwise" {
 		t.Errorf("rules out of the file's order: %v, %v", p, err)
 	}

@@ -1,9 +1,10 @@
-package strategies
+package program
 
 import (
 	"fmt"
 
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -48,9 +49,9 @@ type memoKey struct {
 // prepare applies PrepareModuleInput styles to x before module fqn runs.
 func (b *builder) prepareInput(fqn string, x ValueID) ValueID {
 	switch b.styles[fqn] {
-	case InputReplicate, NoParallel:
+	case strategies.InputReplicate, strategies.NoParallel:
 		return b.redistribute(x, Placement{Kind: Replicate}, fqn)
-	case InputShard:
+	case strategies.InputShard:
 		return b.redistribute(x, Placement{Kind: Shard, Dim: -1}, fqn)
 	}
 	return x
@@ -58,9 +59,9 @@ func (b *builder) prepareInput(fqn string, x ValueID) ValueID {
 
 func (b *builder) prepareOutput(fqn string, y ValueID) ValueID {
 	switch b.styles[fqn] {
-	case OutputReplicate:
+	case strategies.OutputReplicate:
 		return b.redistribute(y, Placement{Kind: Replicate}, fqn)
-	case OutputShard:
+	case strategies.OutputShard:
 		return b.redistribute(y, Placement{Kind: Shard, Dim: -1}, fqn)
 	}
 	return y
@@ -84,7 +85,7 @@ func (b *builder) sequential(prefix string, mod *model.Module, x ValueID) (Value
 		case model.KindSequential:
 			x, err = b.sequential(fqn, c, x)
 		default:
-			return 0, fmt.Errorf("strategies: module %q of kind %s cannot appear in a Sequential MLP", fqn, c.Kind)
+			return 0, fmt.Errorf("program: module %q of kind %s cannot appear in a Sequential MLP", fqn, c.Kind)
 		}
 		if err != nil {
 			return 0, err
@@ -151,8 +152,8 @@ func (b *builder) transformer() (ValueID, error) {
 	// embedding makes it column-parallel over the vocabulary.
 	emb := root.Child("embed")
 	tied := &model.Module{Kind: model.KindLinear, In: emb.Dim, Out: emb.Num}
-	if b.styles["embed"] == Rowwise {
-		b.styles["head"] = Colwise
+	if b.styles["embed"] == strategies.Rowwise {
+		b.styles["head"] = strategies.Colwise
 		defer delete(b.styles, "head")
 	}
 	b.tiedHead = true
@@ -165,13 +166,13 @@ func (b *builder) sendRecv(x ValueID, to *Stage) ValueID {
 	from := b.stage
 	xv := *b.v(x)
 	bytes := xv.Bytes()
-	b.emit(Op{Kind: OpSend, Module: "pp", In: []ValueID{x}, Dim: DimPP, Group: 2, Peer: to.Index, SentBytes: bytes, FullBytes: bytes, MemBytes: bytes})
+	b.emit(Op{Kind: OpSend, Module: "pp", In: []ValueID{x}, Dim: strategies.DimPP, Group: 2, Peer: to.Index, SentBytes: bytes, FullBytes: bytes, MemBytes: bytes})
 	b.stage = to
 	y := b.val(xv.Name+".recv", xv.Shape, xv.Place)
 	if b.needsGrad[vkey{from.Index, x}] {
 		b.needsGrad[vkey{to.Index, y}] = true
 	}
-	b.emit(Op{Kind: OpRecv, Module: "pp", Out: []ValueID{y}, Dim: DimPP, Group: 2, Peer: from.Index, FullBytes: bytes, MemBytes: bytes})
+	b.emit(Op{Kind: OpRecv, Module: "pp", Out: []ValueID{y}, Dim: strategies.DimPP, Group: 2, Peer: from.Index, FullBytes: bytes, MemBytes: bytes})
 	b.sends = append(b.sends, sendPair{vkey{from.Index, x}, vkey{to.Index, y}})
 	return y
 }
@@ -187,13 +188,13 @@ func (b *builder) embedding(fqn string, mod *model.Module, ids ValueID) (ValueID
 	shard := -1
 	var pl Placement
 	switch st {
-	case Rowwise:
+	case strategies.Rowwise:
 		if err := b.checkShardable(fqn, mod.Num, "num_embeddings"); err != nil {
 			return 0, err
 		}
 		shard, pl = 0, Placement{Kind: Partial}
 		op.VocabHi = mod.Num / b.tp
-	case Colwise:
+	case strategies.Colwise:
 		if err := b.checkShardable(fqn, mod.Dim, "embedding_dim"); err != nil {
 			return 0, err
 		}
@@ -210,7 +211,7 @@ func (b *builder) embedding(fqn string, mod *model.Module, ids ValueID) (ValueID
 	op.Out = []ValueID{y}
 	op.MemBytes = b.v(y).Bytes()
 	b.emit(op)
-	if st == Rowwise {
+	if st == strategies.Rowwise {
 		y = b.redistribute(y, b.rowwiseOutput(outShape), fqn)
 	}
 	return y, nil
@@ -260,7 +261,7 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 		kvShape := []int{mb, sFull, 2 * kv * mod.HeadDim}
 		full := units.Bytes(elems(kvShape) * int64(b.p.ActBytes))
 		kvAll := b.val(fqn+".kv_cp", kvShape, qv.Place)
-		b.emit(Op{Kind: OpAllGather, Module: fqn, In: []ValueID{qkv}, Out: []ValueID{kvAll}, Dim: DimCP, Group: cp, Axis: 1,
+		b.emit(Op{Kind: OpAllGather, Module: fqn, In: []ValueID{qkv}, Out: []ValueID{kvAll}, Dim: strategies.DimCP, Group: cp, Axis: 1,
 			SentBytes: full * units.Bytes(cp-1) / units.Bytes(cp), FullBytes: full, MemBytes: full})
 		in = append(in, kvAll)
 	}
@@ -288,7 +289,7 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 			op.MemBytes += b.v(in[1]).Bytes()
 		}
 	default:
-		if b.st.Recompute != RecomputeSelective {
+		if b.st.Recompute != strategies.RecomputeSelective {
 			// The softmax output (and dropout's mask and output) is what the attention's backward
 			// reads. Without recompute it is saved; under full recompute the forward's copy is
 			// transient (freed by this op: the backward reads the copy the replayed forward writes,
@@ -473,7 +474,7 @@ func (b *builder) optimizer() {
 		// Korthikanti et al. 2022 §4.2.2: parameters applied to sequence-parallel activations have
 		// their gradients all-reduced over the tensor-parallel group.
 		n := units.Bytes(partialElems * int64(p.GradBytes))
-		emit(Op{Kind: OpAllReduce, Module: "grads", Params: partial, Dim: DimTP, Group: b.tp,
+		emit(Op{Kind: OpAllReduce, Module: "grads", Params: partial, Dim: strategies.DimTP, Group: b.tp,
 			SentBytes: 2 * n * units.Bytes(b.tp-1) / units.Bytes(b.tp), FullBytes: n, MemBytes: n})
 	}
 	g := st.Mesh.DP * st.Mesh.CP
@@ -490,7 +491,7 @@ func (b *builder) optimizer() {
 				return
 			}
 			n := units.Bytes(be * int64(p.GradBytes))
-			op := Op{Module: "grads", Params: bucket, Dim: DimDP, Group: g, FullBytes: n, MemBytes: n}
+			op := Op{Module: "grads", Params: bucket, Dim: strategies.DimDP, Group: g, FullBytes: n, MemBytes: n}
 			if st.ZeRO == 0 {
 				op.Kind, op.SentBytes = OpAllReduce, 2*n*units.Bytes(g-1)/units.Bytes(g)
 			} else {
@@ -521,7 +522,7 @@ func (b *builder) optimizer() {
 			peer = 0
 		}
 		n := units.Bytes(b.paramByName("embed.weight").Elems() * int64(p.GradBytes))
-		emit(Op{Kind: OpAllReduce, Module: "embed", Params: []string{"embed.weight"}, Dim: DimPP, Group: 2, Peer: peer,
+		emit(Op{Kind: OpAllReduce, Module: "embed", Params: []string{"embed.weight"}, Dim: strategies.DimPP, Group: 2, Peer: peer,
 			SentBytes: n, FullBytes: n, MemBytes: n})
 	}
 	var total int64
@@ -538,7 +539,7 @@ func (b *builder) optimizer() {
 		MemBytes: units.Bytes(local * int64(2*(p.ParamBytes+p.OptBytes)+p.GradBytes))})
 	if st.ZeRO == 1 || st.ZeRO == 2 {
 		n := units.Bytes(total * int64(p.ParamBytes))
-		emit(Op{Kind: OpAllGather, Module: "params", Params: b.paramNames(s), Dim: DimDP, Group: g,
+		emit(Op{Kind: OpAllGather, Module: "params", Params: b.paramNames(s), Dim: strategies.DimDP, Group: g,
 			SentBytes: n * units.Bytes(g-1) / units.Bytes(g), FullBytes: n, MemBytes: n})
 	}
 }

@@ -1,31 +1,17 @@
-package strategies
+package program
 
 import (
 	"testing"
 
+	"github.com/tpsim/tpsim/internal/testmodels"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
 
-func tinyGPT(t *testing.T, layers int) *model.Model {
-	t.Helper()
-	m, err := model.Transformer{Hidden: 64, Layers: layers, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32,
-		Bias: true, Learned: true, Batch: 8}.Build("gpt-tiny", "gpt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
+func tinyGPT(t *testing.T, layers int) *model.Model { return testmodels.GPT(t, layers) }
 
-func tinyLlama(t *testing.T, layers int) *model.Model {
-	t.Helper()
-	m, err := model.Transformer{Hidden: 64, Layers: layers, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128, Vocab: 256, Seq: 32,
-		Gated: true, RMSNorm: true, Batch: 8}.Build("llama-tiny", "llama")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
+func tinyLlama(t *testing.T, layers int) *model.Model { return testmodels.Llama(t, layers) }
 
 // Narayanan et al. 2021 §3.3 (formulas.json tp_comm_per_layer_per_microbatch): with the Megatron plan
 // every layer does two all-reduces of b*s*h in forward and two in backward, so one rank sends
@@ -39,7 +25,7 @@ func TestMegatronLayerTPBytes(t *testing.T) {
 		for _, tp := range []int{2, 4} {
 			var perLayer [2]units.Bytes
 			for i, layers := range []int{1, 2} {
-				st, err := Parse("tp=" + itoa(tp) + ",mbs=2,gbs=8,sp=" + sp)
+				st, err := strategies.Parse("tp=" + itoa(tp) + ",mbs=2,gbs=8,sp=" + sp)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -49,7 +35,7 @@ func TestMegatronLayerTPBytes(t *testing.T) {
 				}
 				for _, ops := range [][]Op{p.Stages[0].Forward, p.Stages[0].Backward} {
 					for _, op := range ops {
-						if op.Dim == DimTP {
+						if op.Dim == strategies.DimTP {
 							perLayer[i] += op.SentBytes
 						}
 					}
@@ -75,7 +61,7 @@ func TestLowerFamilies(t *testing.T) {
 			"dp=1", "dp=2", "tp=2", "tp=2,sp=on", "dp=2,tp=2", "pp=2,gbs=8", "pp=2,tp=2,sp=on", "pp=2,vpp=2,schedule=interleaved,gbs=8",
 			"dp=2,zero=1", "dp=2,zero=2", "dp=4,zero=3", "tp=2,recompute=full", "tp=2,recompute=selective", "cp=2", "cp=2,tp=2,sp=on",
 		} {
-			st, err := Parse(s)
+			st, err := strategies.Parse(s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +126,7 @@ func TestSequenceParallelRegather(t *testing.T) {
 			{"dp=2,tp=2,sp=on,zero=3", 2*2 + 1},
 			{"tp=2", 0},
 		} {
-			st, err := Parse(c.st)
+			st, err := strategies.Parse(c.st)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +138,7 @@ func TestSequenceParallelRegather(t *testing.T) {
 			name := m.Name + " " + c.st
 			gathered := map[ValueID]bool{} // outputs of forward sequence all-gathers
 			for _, op := range s.Forward {
-				if op.Kind == OpAllGather && op.Dim == DimTP && op.Axis == 1 {
+				if op.Kind == OpAllGather && op.Dim == strategies.DimTP && op.Axis == 1 {
 					gathered[op.Out[0]] = true
 					if s.Values[op.Out[0]].Saved {
 						t.Errorf("%s: the gathered %s is saved for backward", name, s.Values[op.Out[0]].Name)
@@ -161,7 +147,7 @@ func TestSequenceParallelRegather(t *testing.T) {
 			}
 			n := 0
 			for i, op := range s.Backward {
-				if op.Kind != OpAllGather || op.Dim != DimTP || op.Axis != 1 || !s.Values[op.In[0]].Saved {
+				if op.Kind != OpAllGather || op.Dim != strategies.DimTP || op.Axis != 1 || !s.Values[op.In[0]].Saved {
 					continue
 				}
 				n++

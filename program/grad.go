@@ -1,8 +1,9 @@
-package strategies
+package program
 
 import (
 	"fmt"
 
+	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -40,7 +41,7 @@ func (b *builder) differentiate() {
 		b.stage = b.p.Stages[te.stage]
 		s := b.stage
 		fop := s.Forward[te.op]
-		if r, ok := layerEnd[te]; ok && b.st.Recompute == RecomputeFull {
+		if r, ok := layerEnd[te]; ok && b.st.Recompute == strategies.RecomputeFull {
 			for i := r.lo; i < r.hi; i++ {
 				op := s.Forward[i]
 				op.Recompute, op.Phase, op.Fwd = true, Backward, -1
@@ -126,7 +127,7 @@ func (b *builder) differentiate() {
 			}
 			v := s.Values[fop.In[0]]
 			g := newGrad(fop.In[0], gradPlace(v.Place))
-			emitB(Op{Kind: OpRecv, Module: "pp", Out: []ValueID{g}, Dim: DimPP, Group: 2, Peer: r.stage, FullBytes: v.Bytes(), MemBytes: v.Bytes()})
+			emitB(Op{Kind: OpRecv, Module: "pp", Out: []ValueID{g}, Dim: strategies.DimPP, Group: 2, Peer: r.stage, FullBytes: v.Bytes(), MemBytes: v.Bytes()})
 			addGrad(fop.In[0], g, gradPlace(v.Place))
 		case OpRecv:
 			out := fop.Out[0]
@@ -138,14 +139,14 @@ func (b *builder) differentiate() {
 			if g < 0 {
 				continue
 			}
-			emitB(Op{Kind: OpSend, Module: "pp", In: []ValueID{g}, Dim: DimPP, Group: 2, Peer: fop.Peer, SentBytes: v.Bytes(), FullBytes: v.Bytes(), MemBytes: v.Bytes()})
+			emitB(Op{Kind: OpSend, Module: "pp", In: []ValueID{g}, Dim: strategies.DimPP, Group: 2, Peer: fop.Peer, SentBytes: v.Bytes(), FullBytes: v.Bytes(), MemBytes: v.Bytes()})
 		case OpAllReduce:
 			// Partial -> Replicate: the gradient of each summand is the gradient of the sum.
 			out := fop.Out[0]
 			g := gradOf(out, Placement{Kind: Replicate}, false)
 			addGrad(fop.In[0], g, Placement{Kind: Replicate})
 		case OpReduceScatter:
-			if fop.Dim != DimTP {
+			if fop.Dim != strategies.DimTP {
 				continue
 			}
 			g := gradOf(fop.Out[0], s.Values[fop.Out[0]].Place, false)
@@ -156,12 +157,12 @@ func (b *builder) differentiate() {
 			emitB(s.lastBuilt(b))
 			addGrad(fop.In[0], gg, Placement{Kind: Replicate})
 		case OpAllGather:
-			if fop.Dim != DimTP {
-				if fop.Dim == DimCP {
+			if fop.Dim != strategies.DimTP {
+				if fop.Dim == strategies.DimCP {
 					// Reduce-scatter the key/value gradients back over the context-parallel group.
 					v := s.Values[fop.Out[0]]
 					n := v.Bytes()
-					emitB(Op{Kind: OpReduceScatter, Module: fop.Module, Dim: DimCP, Group: fop.Group, Axis: 1,
+					emitB(Op{Kind: OpReduceScatter, Module: fop.Module, Dim: strategies.DimCP, Group: fop.Group, Axis: 1,
 						SentBytes: fop.SentBytes, FullBytes: n, MemBytes: n})
 				}
 				continue
@@ -249,7 +250,7 @@ func (b *builder) collective(kind OpKind, g ValueID, to Placement, axis int, mod
 		out[axisOf(out, to.Dim)] /= b.tp
 	}
 	frac := units.Bytes(b.tp-1) / units.Bytes(b.tp)
-	op := Op{Kind: kind, Module: module, In: []ValueID{g}, Dim: DimTP, Group: b.tp, Axis: axis, FullBytes: n, MemBytes: n}
+	op := Op{Kind: kind, Module: module, In: []ValueID{g}, Dim: strategies.DimTP, Group: b.tp, Axis: axis, FullBytes: n, MemBytes: n}
 	switch kind {
 	case OpAllReduce:
 		op.SentBytes = 2 * frac * n
@@ -287,7 +288,7 @@ func (b *builder) sumGrad(grads map[vkey][]contrib, k vkey, module string) (Valu
 	g, pl := cs[0].id, cs[0].pl
 	for _, c := range cs[1:] {
 		if c.pl != pl {
-			panic(fmt.Sprintf("strategies: cannot add gradients placed %v and %v", pl, c.pl))
+			panic(fmt.Sprintf("program: cannot add gradients placed %v and %v", pl, c.pl))
 		}
 		v := b.v(g)
 		out := b.val(v.Name+".sum", v.Shape, pl)
@@ -328,7 +329,7 @@ func (b *builder) collectGrad(grads map[vkey][]contrib, k vkey, want Placement, 
 	case pl.Kind == Shard && want.Kind == Replicate:
 		return b.bwdCollective(OpAllGather, g, want, pl.Dim, module)
 	}
-	panic(fmt.Sprintf("strategies: gradient placed %v where %v is needed in %s", pl, want, module))
+	panic(fmt.Sprintf("program: gradient placed %v where %v is needed in %s", pl, want, module))
 }
 
 // computeBackward emits the backward op of a compute op and the gradients of its inputs.
@@ -419,7 +420,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 			// (Dao 2023 §4.1: backward FLOPs = 2.5 x forward). It reads q, k, v, the output, its
 			// gradient and the lse and writes dq, dk, dv: about twice the forward's traffic.
 			op.FLOPs = fop.FLOPs * 5 / 2
-		} else if fop.Kind == OpAttention && b.st.Recompute == RecomputeSelective {
+		} else if fop.Kind == OpAttention && b.st.Recompute == strategies.RecomputeSelective {
 			// Korthikanti et al. 2022 §4.2: recompute QK^T, softmax and its product with V. Under
 			// full recompute the replayed forward has paid for them and written the probabilities
 			// this op reads.
@@ -443,7 +444,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 		op.Out = outs
 		emitB(op)
 	default:
-		panic("strategies: no backward for " + string(fop.Kind))
+		panic("program: no backward for " + string(fop.Kind))
 	}
 	if b.st.ZeRO == 3 && fop.Param != "" {
 		b.zeroReduce(fop, emitB)
@@ -459,7 +460,7 @@ func (b *builder) seqGathers() {
 	for _, s := range b.p.Stages {
 		onlyLinear := map[ValueID]bool{}
 		for i, op := range s.Forward {
-			if op.Kind == OpAllGather && op.Dim == DimTP && len(op.In) == 1 && len(op.Out) == 1 {
+			if op.Kind == OpAllGather && op.Dim == strategies.DimTP && len(op.In) == 1 && len(op.Out) == 1 {
 				if sh := s.Values[op.Out[0]].Shape; len(sh) == 3 && axisOf(sh, op.Axis) == 1 {
 					b.seqGather[vkey{s.Index, op.Out[0]}] = i
 					onlyLinear[op.Out[0]] = true
@@ -525,7 +526,7 @@ func (b *builder) opParamBytes(fop Op, per int) units.Bytes {
 func (b *builder) zeroGather(fop Op, emit func(Op)) {
 	g := b.st.Mesh.DP * b.st.Mesh.CP
 	n := b.opParamBytes(fop, b.p.ParamBytes)
-	emit(Op{Kind: OpAllGather, Module: fop.Module, Params: []string{fop.Param}, Dim: DimDP, Group: g,
+	emit(Op{Kind: OpAllGather, Module: fop.Module, Params: []string{fop.Param}, Dim: strategies.DimDP, Group: g,
 		SentBytes: n * units.Bytes(g-1) / units.Bytes(g), FullBytes: n, MemBytes: n})
 }
 
@@ -533,7 +534,7 @@ func (b *builder) zeroGather(fop Op, emit func(Op)) {
 func (b *builder) zeroReduce(fop Op, emit func(Op)) {
 	g := b.st.Mesh.DP * b.st.Mesh.CP
 	n := b.opParamBytes(fop, b.p.GradBytes)
-	emit(Op{Kind: OpReduceScatter, Module: fop.Module, Params: []string{fop.Param}, Dim: DimDP, Group: g,
+	emit(Op{Kind: OpReduceScatter, Module: fop.Module, Params: []string{fop.Param}, Dim: strategies.DimDP, Group: g,
 		SentBytes: n * units.Bytes(g-1) / units.Bytes(g), FullBytes: n, MemBytes: n})
 }
 

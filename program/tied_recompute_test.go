@@ -1,4 +1,4 @@
-package strategies
+package program
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -42,7 +43,7 @@ func TestTiedEmbeddingAllReduceOverPP(t *testing.T) {
 		{tied, "dp=2"},
 		{untied, "pp=2,gbs=16"},
 	} {
-		st, err := Parse(tc.st)
+		st, err := strategies.Parse(tc.st)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +57,7 @@ func TestTiedEmbeddingAllReduceOverPP(t *testing.T) {
 		for _, s := range p.Stages {
 			var got []Op
 			for _, op := range s.Optimizer {
-				if op.Dim == DimPP {
+				if op.Dim == strategies.DimPP {
 					got = append(got, op)
 				}
 			}
@@ -84,7 +85,7 @@ func TestTiedEmbeddingAllReduceOverPP(t *testing.T) {
 			// It follows the gradient reductions and precedes the update (Megatron-LM's
 			// finalize_model_grads, then the optimizer step).
 			for i, o := range s.Optimizer {
-				if o.Dim == DimPP {
+				if o.Dim == strategies.DimPP {
 					if i+1 >= len(s.Optimizer) || s.Optimizer[i+1].Kind != OpStep {
 						t.Errorf("%s: stage %d: the embedding's all-reduce is not just before the optimizer step", name, s.Index)
 					}
@@ -117,7 +118,7 @@ func TestRecomputeAttentionProbs(t *testing.T) {
 		m := tinyTransformer(t, model.Transformer{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256,
 			Seq: 32, Bias: true, Learned: true, Batch: 8, Dropout: dropout}, "gpt")
 		for _, rc := range []string{"none", "selective", "full"} {
-			st, err := Parse("tp=2,mbs=2,gbs=8,recompute=" + rc)
+			st, err := strategies.Parse("tp=2,mbs=2,gbs=8,recompute=" + rc)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,11 +1,14 @@
-package strategies
+package program
 
-import "github.com/tpsim/tpsim/units"
+import (
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
+)
 
 // CommBytes sums the bytes one rank of stage s sends per step on each mesh dimension: forward
 // and backward ops once per microbatch, optimizer ops once.
 func (p *Program) CommBytes(s *Stage) map[string]units.Bytes {
-	out := map[string]units.Bytes{DimDP: 0, DimTP: 0, DimPP: 0, DimCP: 0}
+	out := map[string]units.Bytes{strategies.DimDP: 0, strategies.DimTP: 0, strategies.DimPP: 0, strategies.DimCP: 0}
 	m := units.Bytes(p.Microbatches)
 	for _, op := range s.Forward {
 		out[op.Dim] += m * op.SentBytes
