@@ -155,11 +155,6 @@ func flashFraction(st strategies.Strategy, hw *hardware.Hardware) float64 {
 // Peak is the device's peak FLOP/s at the program's precision.
 func (c *Coster) Peak() units.FLOPsPerSecond { return c.peak }
 
-// IsComm reports whether op runs on the communication stream.
-func IsComm(op *program.Op) bool {
-	return op.Kind.IsCollective() || op.Kind == program.OpSend || op.Kind == program.OpRecv
-}
-
 // Compute is the roofline time of a compute op.
 func (c *Coster) Compute(op *program.Op) units.Seconds {
 	hw := c.HW
@@ -354,56 +349,14 @@ func CollectiveTime(hw *hardware.Hardware, kind program.OpKind, g, stride int, n
 	return steps*outer.Latency + bw(level, q, n/units.Bytes(k)) + bw(0, k, n)
 }
 
-// stageTimes is one stage's per-microbatch and per-step times.
-type stageTimes struct {
-	fCompute, bCompute units.Seconds // per microbatch
-	fComm, bComm       units.Seconds // blocking (tensor/context parallel, pipeline) per microbatch
-	fOverlap, bOverlap units.Seconds // overlappable (ZeRO-3 gathers) per microbatch
-	optCompute         units.Seconds
-	optComm            units.Seconds // blocking optimizer-phase communication (tp grads, tied embedding over pp, ZeRO gathers)
-	dpComm             units.Seconds // gradient reduction over dp
-	lastBucket         units.Seconds
-	commByDim          map[string]units.Seconds
-}
-
-func (c *Coster) stage(s *program.Stage) stageTimes {
-	var t stageTimes
-	t.commByDim = map[string]units.Seconds{}
-	m := units.Seconds(c.P.Microbatches)
-	phase := func(ops []program.Op, comp, comm, over *units.Seconds) {
-		for i := range ops {
-			op := &ops[i]
-			if IsComm(op) {
-				d := c.Comm(op)
-				t.commByDim[op.Dim] += m * d
-				if op.Dim == strategies.DimDP {
-					*over += d
-				} else {
-					*comm += d
-				}
-				continue
-			}
-			*comp += c.Compute(op)
-		}
+// compose prices every stage of the Coster's Program and composes the step.
+func (c *Coster) compose(t *Totals) []Memory {
+	p := c.P
+	pieces := make([]Piece, len(p.Stages))
+	for i, s := range p.Stages {
+		pieces[i] = c.Piece(s)
 	}
-	phase(s.Forward, &t.fCompute, &t.fComm, &t.fOverlap)
-	phase(s.Backward, &t.bCompute, &t.bComm, &t.bOverlap)
-	for i := range s.Optimizer {
-		op := &s.Optimizer[i]
-		if !IsComm(op) {
-			t.optCompute += c.Compute(op)
-			continue
-		}
-		d := c.Comm(op)
-		t.commByDim[op.Dim] += d
-		if op.Dim == strategies.DimDP && (op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter) {
-			t.dpComm += d
-			t.lastBucket = d
-		} else {
-			t.optComm += d
-		}
-	}
-	return t
+	return compose(p.Strategy, p.Microbatches, p.ParamBytes, p.GradBytes, p.OptBytes, pieces, t)
 }
 
 // Predict prices program p on hw.
@@ -413,88 +366,11 @@ func Predict(p *program.Program, hw *hardware.Hardware) (*Result, error) {
 		return nil, err
 	}
 	st := p.Strategy
-	mesh := st.Mesh
-	r := &Result{Model: p.Model.Name, Hardware: hw.Name, Strategy: st.String(), Plan: planName(p), Devices: mesh.Devices(),
-		CommBytes: map[string]units.Bytes{}, CommTime: map[string]units.Seconds{}}
-	for _, d := range strategies.DimOrder {
-		r.CommBytes[d] = 0
-		r.CommTime[d] = 0
-	}
-	mem := c.Memory()
-	r.Memory = mem.Worst
-	pp, v := mesh.PP, st.VPP
-	m := float64(p.Microbatches)
-	// Per pipeline rank: the sum over its virtual stages.
-	type rankT struct{ perMicro, compute, comm, overlapF, overlapB, opt, optComm, dp, last, bwd units.Seconds }
-	ranks := make([]rankT, pp)
-	rankBytes := make([]map[string]units.Bytes, pp)
-	rankTime := make([]map[string]units.Seconds, pp)
-	for i := range ranks {
-		rankBytes[i], rankTime[i] = map[string]units.Bytes{}, map[string]units.Seconds{}
-	}
-	for _, s := range p.Stages {
-		t := c.stage(s)
-		rt := &ranks[s.Rank]
-		fwdExposed, bwdExposed := t.fOverlap, t.bOverlap
-		if st.Overlap {
-			// ZeRO-3 prefetch: gathers hide behind compute, only the excess shows.
-			fwdExposed = max(0, t.fOverlap-t.fCompute)
-			bwdExposed = max(0, t.bOverlap-t.bCompute)
-		}
-		rt.compute += t.fCompute + t.bCompute
-		rt.comm += t.fComm + t.bComm + fwdExposed + bwdExposed
-		rt.perMicro += t.fCompute + t.bCompute + t.fComm + t.bComm + fwdExposed + bwdExposed
-		rt.bwd += t.bCompute + t.bComm
-		rt.opt += t.optCompute
-		rt.optComm += t.optComm
-		rt.dp += t.dpComm
-		rt.last = max(rt.last, t.lastBucket)
-		for d, x := range t.commByDim {
-			rankTime[s.Rank][d] += x
-		}
-		for d, b := range p.CommBytes(s) {
-			rankBytes[s.Rank][d] += b
-		}
-	}
-	// A pipeline rank sends what all its model chunks send; report the busiest rank.
-	for i := range ranks {
-		for d, x := range rankTime[i] {
-			r.CommTime[d] = max(r.CommTime[d], x)
-		}
-		for d, b := range rankBytes[i] {
-			r.CommBytes[d] = max(r.CommBytes[d], b)
-		}
-	}
-	// The slowest pipeline rank sets the pace (Narayanan et al. 2021 §2.2).
-	slow := 0
-	for i := range ranks {
-		if ranks[i].perMicro+ranks[i].opt+ranks[i].dp > ranks[slow].perMicro+ranks[slow].opt+ranks[slow].dp {
-			slow = i
-		}
-	}
-	rt := ranks[slow]
-	bubble := units.Seconds(float64(pp-1) / float64(v) * float64(rt.perMicro))
-	dpExposed := rt.dp
-	if st.Overlap && rt.dp > 0 {
-		// DDP reduces buckets during the last microbatch's backward; the last bucket is never hidden.
-		dpExposed = max(rt.last, rt.dp-rt.bwd)
-	}
-	r.Time.Compute = units.Seconds(m) * rt.compute
-	r.Time.CommExposed = units.Seconds(m)*rt.comm + dpExposed + rt.optComm
-	r.Time.Bubble = bubble
-	r.Time.Optimizer = rt.opt
-	r.Time.Step = r.Time.Compute + r.Time.CommExposed + r.Time.Bubble + r.Time.Optimizer
-
-	r.FLOPs.Model = ModelFLOPs(p.Model, st.GBS, st.Seq)
-	r.FLOPs.Hardware = c.HardwareFLOPs()
-	r.SetTime(r.Time, c.peak, p.Tokens)
-	r.Feasible = r.Memory.Peak <= hw.Device.Memory
-	if !r.Feasible {
-		r.Reason = fmt.Sprintf("needs %v per device (params %v, grads %v, optimizer %v, activations %v), %s has %v",
-			r.Memory.Peak, r.Memory.Params, r.Memory.Grads, r.Memory.Optimizer, r.Memory.Activations, hw.Name, hw.Device.Memory)
-	}
-	r.Assumptions = assumptions(st, hw, c.peak, p.Microbatches, p.Model.Transformer != nil)
-	return r, nil
+	var t Totals
+	c.compose(&t)
+	t.FLOPs.Model = ModelFLOPs(p.Model, st.GBS, st.Seq)
+	t.finish(st, hw, c.peak)
+	return t.result(p.Model.Name, st, planName(p), hw, c.peak, p.Microbatches, p.Model.Transformer != nil), nil
 }
 
 // assumptions lists what Predict and Estimate assume, in the same words.
@@ -529,26 +405,6 @@ func planName(p *program.Program) string {
 		return "megatron"
 	}
 	return p.Strategy.Plan.String()
-}
-
-// HardwareFLOPs sums the matrix-product FLOPs every device executes in one step.
-func (c *Coster) HardwareFLOPs() units.FLOPs {
-	p := c.P
-	mesh := p.Strategy.Mesh
-	replicas := units.FLOPs(mesh.DP * mesh.CP * mesh.TP)
-	var total units.FLOPs
-	for _, s := range p.Stages {
-		var per units.FLOPs
-		for _, ops := range [][]program.Op{s.Forward, s.Backward} {
-			for _, op := range ops {
-				if op.Kind == program.OpLinear || op.Kind == program.OpAttention {
-					per += op.FLOPs
-				}
-			}
-		}
-		total += per * units.FLOPs(p.Microbatches) * replicas
-	}
-	return total
 }
 
 // ModelFLOPs is 3x the forward matrix-product FLOPs of m over a batch of batch samples of seq

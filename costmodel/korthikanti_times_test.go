@@ -52,7 +52,7 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 				if !strings.HasPrefix(op.Module, "layers.1.") && op.Module != "layers.1" {
 					continue
 				}
-				if IsComm(op) {
+				if op.Kind.IsComm() {
 					sum += co.Comm(op)
 				} else {
 					sum += co.Compute(op)

@@ -89,10 +89,12 @@ func stageLiveness(s *program.Stage) (transient, all units.Bytes) {
 // buckets), and the tied embedding's all-reduce over pp runs in place on its gradient (Megatron-
 // LM's _allreduce_embedding_grads), so neither adds a buffer. Collectives on activations write
 // into the values of the Program and count there.
-func StageComm(s *program.Stage) units.Bytes {
+func StageComm(s *program.Stage) units.Bytes { return stageComm(s.Optimizer) }
+
+func stageComm(ops []program.Op) units.Bytes {
 	var n units.Bytes
-	for i := range s.Optimizer {
-		op := &s.Optimizer[i]
+	for i := range ops {
+		op := &ops[i]
 		reduce := op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter
 		if reduce && op.Dim != strategies.DimPP && op.Group > 1 {
 			n = max(n, op.FullBytes)
@@ -135,49 +137,7 @@ func InFlight(st strategies.Strategy, m, r int) float64 {
 
 // Memory returns the memory of each pipeline rank of the program.
 func (c *Coster) Memory() RankMemory {
-	p := c.P
-	st := p.Strategy
-	g := int64(st.Mesh.DP * st.Mesh.CP)
-	out := RankMemory{PerRank: make([]Memory, st.Mesh.PP)}
-	elems := make([]int64, st.Mesh.PP)
-	// dynamic is, per rank, the most activation and workspace bytes alive at once: the saved
-	// values of the other microbatches in flight plus the live values of the one running.
-	dynamic := make([]units.Bytes, st.Mesh.PP)
-	buckets, gathers := make([]units.Bytes, st.Mesh.PP), make([]units.Bytes, st.Mesh.PP)
-	for _, s := range p.Stages {
-		mem := &out.PerRank[s.Rank]
-		for i := range s.Params {
-			elems[s.Rank] += s.Params[i].Elems()
-		}
-		inflight := InFlight(st, p.Microbatches, s.Rank)
-		act := StageActivations(s)
-		mem.Activations += units.Bytes(inflight * float64(act))
-		mem.Workspace = max(mem.Workspace, StageWorkspace(s))
-		buckets[s.Rank] = max(buckets[s.Rank], StageComm(s))
-		gathers[s.Rank] = max(gathers[s.Rank], StageGathers(s))
-		mem.Comm = max(buckets[s.Rank], gathers[s.Rank])
-		dynamic[s.Rank] += units.Bytes((inflight-1)*float64(act)) + StageLive(s)
-	}
-	shard := func(n int64, on bool) units.Bytes {
-		if on && g > 1 {
-			return units.Bytes((n + g - 1) / g)
-		}
-		return units.Bytes(n)
-	}
-	for r := range out.PerRank {
-		mem := &out.PerRank[r]
-		n := elems[r]
-		// ZeRO (Rajbhandari et al. 2020 §5): stage 1 shards optimizer state, 2 also gradients,
-		// 3 also parameters, each over the data-parallel group.
-		mem.Params = shard(n, st.ZeRO >= 3) * units.Bytes(p.ParamBytes)
-		mem.Grads = shard(n, st.ZeRO >= 2) * units.Bytes(p.GradBytes)
-		mem.Optimizer = shard(n, st.ZeRO >= 1) * units.Bytes(p.OptBytes)
-		// Gradient buckets live in the optimizer phase, when no activations do; ZeRO-3's gather
-		// buffers live beside them.
-		mem.Peak = mem.Params + mem.Grads + mem.Optimizer + max(dynamic[r]+gathers[r], buckets[r])
-		if mem.Peak > out.Worst.Peak {
-			out.Worst = *mem
-		}
-	}
-	return out
+	var t Totals
+	per := c.compose(&t)
+	return RankMemory{PerRank: per, Worst: t.Memory}
 }

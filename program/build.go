@@ -447,9 +447,9 @@ func (b *builder) vocabParallelLoss(y ValueID) {
 		FLOPs: units.FLOPs(5 * rows * int64(b.tp)), MemBytes: b.v(all).Bytes() + b.v(lse).Bytes()})
 }
 
-func (b *builder) paramNames(s *Stage) []string {
-	out := make([]string, len(s.Params))
-	for i, q := range s.Params {
+func paramNames(params []Param) []string {
+	out := make([]string, len(params))
+	for i, q := range params {
 		out[i] = q.Name
 	}
 	return out
@@ -457,15 +457,27 @@ func (b *builder) paramNames(s *Stage) []string {
 
 // optimizer emits the gradient reductions, the update and the ZeRO parameter gathers of a stage.
 func (b *builder) optimizer() {
-	s, p, st := b.stage, b.p, b.st
+	s := b.stage
+	s.Optimizer = b.p.OptimizerOps(s.Index, len(b.p.Stages), s.Params)
+}
+
+// OptimizerOps is the optimizer phase of virtual stage index of nv holding params (in
+// registration order): the tensor-parallel all-reduce of tp-partial gradients, the data-parallel
+// gradient reduction in DDP buckets, the tied embedding's all-reduce over pp, the update and the
+// ZeRO-1/2 parameter gather. Lower calls it for every stage; the closed form calls it for a stage
+// of any number of layers, so the two cannot disagree on any of these ops.
+func (p *Program) OptimizerOps(index, nv int, params []Param) []Op {
+	st := p.Strategy
+	tp := st.Mesh.TP
+	var ops []Op
 	emit := func(op Op) {
 		op.Phase, op.Fwd = Optimizer, -1
-		s.Optimizer = append(s.Optimizer, op)
+		ops = append(ops, op)
 	}
 	var partial []string
 	var partialElems int64
-	for _, q := range s.Params {
-		if q.PartialTP && b.tp > 1 {
+	for _, q := range params {
+		if q.PartialTP && tp > 1 {
 			partial = append(partial, q.Name)
 			partialElems += q.Elems()
 		}
@@ -474,16 +486,12 @@ func (b *builder) optimizer() {
 		// Korthikanti et al. 2022 §4.2.2: parameters applied to sequence-parallel activations have
 		// their gradients all-reduced over the tensor-parallel group.
 		n := units.Bytes(partialElems * int64(p.GradBytes))
-		emit(Op{Kind: OpAllReduce, Module: "grads", Params: partial, Dim: strategies.DimTP, Group: b.tp,
-			SentBytes: 2 * n * units.Bytes(b.tp-1) / units.Bytes(b.tp), FullBytes: n, MemBytes: n})
+		emit(Op{Kind: OpAllReduce, Module: "grads", Params: partial, Dim: strategies.DimTP, Group: tp,
+			SentBytes: 2 * n * units.Bytes(tp-1) / units.Bytes(tp), FullBytes: n, MemBytes: n})
 	}
 	g := st.Mesh.DP * st.Mesh.CP
 	if g > 1 && st.ZeRO < 3 {
 		// Buckets in reverse registration order, as DDP fills them during backward.
-		idx := make([]int, len(s.Params))
-		for i := range idx {
-			idx[i] = len(s.Params) - 1 - i
-		}
 		var bucket []string
 		var be int64
 		flush := func() {
@@ -500,8 +508,8 @@ func (b *builder) optimizer() {
 			emit(op)
 			bucket, be = nil, 0
 		}
-		for _, i := range idx {
-			q := &s.Params[i]
+		for i := len(params) - 1; i >= 0; i-- {
+			q := &params[i]
 			bucket = append(bucket, q.Name)
 			be += q.Elems()
 			if be*int64(p.GradBytes) >= st.BucketBytes {
@@ -510,7 +518,7 @@ func (b *builder) optimizer() {
 		}
 		flush()
 	}
-	if last := len(p.Stages) - 1; b.tiedHead && st.Mesh.PP > 1 && (s.Index == 0 || s.Index == last) {
+	if last := nv - 1; p.TiedHead() && st.Mesh.PP > 1 && (index == 0 || index == last) {
 		// Tied embeddings over a pipeline: the first stage's embedding and the last stage's copy
 		// for the output head are one parameter, so their gradients are summed before the update
 		// by an all-reduce over the two pipeline ranks holding them (Shoeybi et al. 2019;
@@ -518,15 +526,21 @@ func (b *builder) optimizer() {
 		// after the data-parallel reduction). It runs in place on the tp-local gradient, p = 2:
 		// 2(p-1)/p n = n bytes sent.
 		peer := last
-		if s.Index == last {
+		if index == last {
 			peer = 0
 		}
-		n := units.Bytes(b.paramByName("embed.weight").Elems() * int64(p.GradBytes))
+		var elems int64
+		for i := range params {
+			if params[i].Name == "embed.weight" {
+				elems = params[i].Elems()
+			}
+		}
+		n := units.Bytes(elems * int64(p.GradBytes))
 		emit(Op{Kind: OpAllReduce, Module: "embed", Params: []string{"embed.weight"}, Dim: strategies.DimPP, Group: 2, Peer: peer,
 			SentBytes: n, FullBytes: n, MemBytes: n})
 	}
 	var total int64
-	for _, q := range s.Params {
+	for _, q := range params {
 		total += q.Elems()
 	}
 	local := total
@@ -535,13 +549,20 @@ func (b *builder) optimizer() {
 	}
 	// Adam: about 10 FLOPs per parameter (two moment updates, bias corrections, sqrt, divide);
 	// memory traffic reads and writes parameters, gradients and optimizer state.
-	emit(Op{Kind: OpStep, Module: "optimizer", Params: b.paramNames(s), FLOPs: units.FLOPs(10 * local), Elems: local,
+	emit(Op{Kind: OpStep, Module: "optimizer", Params: paramNames(params), FLOPs: units.FLOPs(10 * local), Elems: local,
 		MemBytes: units.Bytes(local * int64(2*(p.ParamBytes+p.OptBytes)+p.GradBytes))})
 	if st.ZeRO == 1 || st.ZeRO == 2 {
 		n := units.Bytes(total * int64(p.ParamBytes))
-		emit(Op{Kind: OpAllGather, Module: "params", Params: b.paramNames(s), Dim: strategies.DimDP, Group: g,
+		emit(Op{Kind: OpAllGather, Module: "params", Params: paramNames(params), Dim: strategies.DimDP, Group: g,
 			SentBytes: n * units.Bytes(g-1) / units.Bytes(g), FullBytes: n, MemBytes: n})
 	}
+	return ops
+}
+
+// TiedHead reports whether the output head reads the embedding's weight (a transformer without
+// a head module of its own).
+func (p *Program) TiedHead() bool {
+	return p.Model.Transformer != nil && p.Model.Root.Child("head") == nil
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

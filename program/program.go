@@ -62,6 +62,12 @@ func (k OpKind) IsCollective() bool {
 	return false
 }
 
+// IsComm reports whether ops of kind k communicate: a collective, or a pipeline send or
+// receive. They run on the communication stream; every other op computes.
+func (k OpKind) IsComm() bool {
+	return k.IsCollective() || k == OpSend || k == OpRecv
+}
+
 // ValueID names a value of a Stage; -1 is "none".
 type ValueID int
 

@@ -209,10 +209,6 @@ func (b *builder) add(n *node) int {
 	return len(b.nodes) - 1
 }
 
-func isComm(op *program.Op) bool {
-	return op.Kind.IsCollective() || op.Kind == program.OpSend || op.Kind == program.OpRecv
-}
-
 // rank builds the nodes of pipeline rank r.
 func (b *builder) rank(r int, tasks []Task) {
 	if b.sends == nil {
@@ -240,8 +236,8 @@ func (b *builder) rank(r int, tasks []Task) {
 		for i := range ops {
 			op := &ops[i]
 			n := &node{op: op, rank: r, stage: s.Index, micro: t.Micro}
-			async := op.Dim == strategies.DimDP && st.Overlap && isComm(op)
-			if isComm(op) {
+			async := op.Dim == strategies.DimDP && st.Overlap && op.Kind.IsComm()
+			if op.Kind.IsComm() {
 				n.cost = b.c.Comm(op)
 			} else {
 				n.cost = b.c.Compute(op)
@@ -297,7 +293,7 @@ func (b *builder) rank(r int, tasks []Task) {
 			op := &s.Optimizer[i]
 			n := &node{op: op, rank: r, stage: s.Index, micro: -1}
 			bucket := op.Dim == strategies.DimDP && (op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter)
-			if isComm(op) {
+			if op.Kind.IsComm() {
 				n.cost = b.c.Comm(op)
 			} else {
 				n.cost = b.c.Compute(op)

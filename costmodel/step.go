@@ -1,0 +1,235 @@
+package costmodel
+
+import (
+	"fmt"
+
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/program"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
+)
+
+// Piece is what a step's price needs of one (virtual) pipeline stage: its times per microbatch
+// by what the critical path does with them, its once-per-step optimizer phase, what it sends,
+// and the memory quantities of Coster.Memory. Predict takes the pieces of every stage of a
+// Program (Coster.Piece); the derived closed form (Derived) takes them from a Program lowered
+// with one and two layers per stage and extrapolates in the layers. Both compose them into the
+// step with one function (compose), so the pipeline, overlap and memory rules exist once.
+type Piece struct {
+	// Per microbatch: compute, blocking communication (tensor and context parallel, pipeline
+	// sends) and data-parallel communication that ZeRO-3 prefetch may hide (its gathers and
+	// reduce-scatters), forward and backward.
+	FCompute, BCompute, FComm, BComm, FOverlap, BOverlap units.Seconds
+	// Once per step: the update, blocking optimizer-phase communication (tp gradient all-reduce,
+	// tied embedding over pp, ZeRO-1/2 gathers), the data-parallel gradient reduction and its
+	// last bucket (DDP overlap never hides that one).
+	OptCompute, OptComm, DPComm, LastBucket units.Seconds
+	// CommTime and Sent per step by mesh dimension (strategies.DimOrder): every microbatch's
+	// forward and backward and the optimizer phase once.
+	CommTime [nDims]units.Seconds
+	Sent     [nDims]units.Bytes
+	// FLOPs is the matrix-product FLOPs (Linear, attention) of one microbatch's forward and
+	// backward on one rank (HardwareFLOPs).
+	FLOPs units.FLOPs
+	// Params is the local parameter elements; Act the bytes saved for backward per microbatch
+	// (StageActivations); Live and Work the most bytes of one microbatch alive at once, all and
+	// transient (StageLive, StageWorkspace); Buckets the largest gradient bucket (StageComm);
+	// Gathers ZeRO-3's parameter buffers (StageGathers).
+	Params                            int64
+	Act, Live, Work, Buckets, Gathers units.Bytes
+}
+
+// Piece prices stage s of the Coster's Program.
+func (c *Coster) Piece(s *program.Stage) Piece {
+	var t Piece
+	m := units.Seconds(c.P.Microbatches)
+	mb := units.Bytes(c.P.Microbatches)
+	phase := func(ops []program.Op, comp, comm, over *units.Seconds) {
+		for i := range ops {
+			op := &ops[i]
+			if op.Kind == program.OpLinear || op.Kind == program.OpAttention {
+				t.FLOPs += op.FLOPs
+			}
+			if d := DimIndex(op.Dim); d >= 0 {
+				t.Sent[d] += mb * op.SentBytes
+			}
+			if op.Kind.IsComm() {
+				d := c.Comm(op)
+				t.CommTime[DimIndex(op.Dim)] += m * d
+				if op.Dim == strategies.DimDP {
+					*over += d
+				} else {
+					*comm += d
+				}
+				continue
+			}
+			*comp += c.Compute(op)
+		}
+	}
+	phase(s.Forward, &t.FCompute, &t.FComm, &t.FOverlap)
+	phase(s.Backward, &t.BCompute, &t.BComm, &t.BOverlap)
+	c.optimizerPiece(s.Optimizer, &t)
+	for i := range s.Params {
+		t.Params += s.Params[i].Elems()
+	}
+	t.Act = StageActivations(s)
+	t.Work, t.Live = stageLiveness(s)
+	t.Gathers = StageGathers(s)
+	return t
+}
+
+// optimizerPiece adds the optimizer phase ops to t (their times, bytes and gradient buffers).
+func (c *Coster) optimizerPiece(ops []program.Op, t *Piece) {
+	for i := range ops {
+		op := &ops[i]
+		if d := DimIndex(op.Dim); d >= 0 {
+			t.Sent[d] += op.SentBytes
+		}
+		if !op.Kind.IsComm() {
+			t.OptCompute += c.Compute(op)
+			continue
+		}
+		d := c.Comm(op)
+		t.CommTime[DimIndex(op.Dim)] += d
+		if op.Dim == strategies.DimDP && (op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter) {
+			t.DPComm += d
+			t.LastBucket = d
+		} else {
+			t.OptComm += d
+		}
+	}
+	t.Buckets = max(t.Buckets, stageComm(ops))
+}
+
+// pipeRank is one pipeline rank: the sum over its virtual stages.
+type pipeRank struct {
+	perMicro, compute, comm, opt, optComm, dp, last, bwd units.Seconds
+	elems                                                int64
+	dynamic, buckets, gathers                            units.Bytes
+	mem                                                  Memory
+	sent                                                 [nDims]units.Bytes
+	commTime                                             [nDims]units.Seconds
+}
+
+// compose turns the pieces of the nv = pp x vpp virtual stages of strategy st, in stage order
+// (stage i on pipeline rank i mod pp), into the step's Totals and every rank's memory.
+func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []Piece, out *Totals) []Memory {
+	mesh := st.Mesh
+	pp, v := mesh.PP, st.VPP
+	m := units.Seconds(microbatches)
+	g := int64(mesh.DP * mesh.CP)
+	ranks := make([]pipeRank, pp)
+	var flops units.FLOPs
+	for i := range pieces {
+		s := &pieces[i]
+		r := i % pp
+		rt := &ranks[r]
+		fe, be := s.FOverlap, s.BOverlap
+		if st.Overlap {
+			// ZeRO-3 prefetch: gathers hide behind compute, only the excess shows.
+			fe = max(0, s.FOverlap-s.FCompute)
+			be = max(0, s.BOverlap-s.BCompute)
+		}
+		rt.compute += s.FCompute + s.BCompute
+		rt.comm += s.FComm + s.BComm + fe + be
+		rt.perMicro += s.FCompute + s.BCompute + s.FComm + s.BComm + fe + be
+		rt.bwd += s.BCompute + s.BComm
+		rt.opt += s.OptCompute
+		rt.optComm += s.OptComm
+		rt.dp += s.DPComm
+		rt.last = max(rt.last, s.LastBucket)
+		for d := range nDims {
+			rt.commTime[d] += s.CommTime[d]
+			rt.sent[d] += s.Sent[d]
+		}
+		flops += s.FLOPs * units.FLOPs(microbatches) * units.FLOPs(mesh.DP*mesh.CP*mesh.TP)
+		// Memory (Coster.Memory): the saved values of the microbatches in flight, and of the one
+		// running every value alive at once.
+		inflight := InFlight(st, microbatches, r)
+		rt.elems += s.Params
+		rt.mem.Activations += units.Bytes(inflight * float64(s.Act))
+		rt.mem.Workspace = max(rt.mem.Workspace, s.Work)
+		rt.buckets = max(rt.buckets, s.Buckets)
+		rt.gathers = max(rt.gathers, s.Gathers)
+		rt.mem.Comm = max(rt.buckets, rt.gathers)
+		rt.dynamic += units.Bytes((inflight-1)*float64(s.Act)) + s.Live
+	}
+	shard := func(n int64, on bool) units.Bytes {
+		if on && g > 1 {
+			return units.Bytes((n + g - 1) / g)
+		}
+		return units.Bytes(n)
+	}
+	perRank := make([]Memory, pp)
+	out.Memory = Memory{}
+	out.CommBytes, out.CommTime = [nDims]units.Bytes{}, [nDims]units.Seconds{}
+	slow := 0
+	for r := range ranks {
+		rt := &ranks[r]
+		mem := &rt.mem
+		// ZeRO (Rajbhandari et al. 2020 §5): stage 1 shards optimizer state, 2 also gradients,
+		// 3 also parameters, each over the data-parallel group.
+		mem.Params = shard(rt.elems, st.ZeRO >= 3) * units.Bytes(pb)
+		mem.Grads = shard(rt.elems, st.ZeRO >= 2) * units.Bytes(gb)
+		mem.Optimizer = shard(rt.elems, st.ZeRO >= 1) * units.Bytes(ob)
+		// Gradient buckets live in the optimizer phase, when no activations do; ZeRO-3's gather
+		// buffers live beside them.
+		mem.Peak = mem.Params + mem.Grads + mem.Optimizer + max(rt.dynamic+rt.gathers, rt.buckets)
+		perRank[r] = *mem
+		if mem.Peak > out.Memory.Peak {
+			out.Memory = *mem
+		}
+		// A pipeline rank sends what all its model chunks send; report the busiest rank.
+		for d := range nDims {
+			out.CommTime[d] = max(out.CommTime[d], rt.commTime[d])
+			out.CommBytes[d] = max(out.CommBytes[d], rt.sent[d])
+		}
+		// The slowest pipeline rank sets the pace (Narayanan et al. 2021 §2.2).
+		if rt.perMicro+rt.opt+rt.dp > ranks[slow].perMicro+ranks[slow].opt+ranks[slow].dp {
+			slow = r
+		}
+	}
+	rt := &ranks[slow]
+	bubble := units.Seconds(float64(pp-1) / float64(v) * float64(rt.perMicro))
+	dpExposed := rt.dp
+	if st.Overlap && rt.dp > 0 {
+		// DDP reduces buckets during the last microbatch's backward; the last bucket is never hidden.
+		dpExposed = max(rt.last, rt.dp-rt.bwd)
+	}
+	out.Time.Compute = m * rt.compute
+	out.Time.CommExposed = m*rt.comm + dpExposed + rt.optComm
+	out.Time.Bubble = bubble
+	out.Time.Optimizer = rt.opt
+	out.Time.Step = out.Time.Compute + out.Time.CommExposed + out.Time.Bubble + out.Time.Optimizer
+	out.Devices = mesh.Devices()
+	out.FLOPs.Hardware = flops
+	return perRank
+}
+
+// finish fills the figures that follow from the step time and the memory: MFU, HFU, TFLOP/s per
+// GPU, tokens per second and whether the strategy fits.
+func (t *Totals) finish(st strategies.Strategy, hw *hardware.Hardware, peak units.FLOPsPerSecond) {
+	var r Result
+	r.Devices, r.FLOPs = t.Devices, t.FLOPs
+	r.SetTime(t.Time, peak, int64(st.GBS)*int64(max(st.Seq, 1)))
+	t.MFU, t.HFU, t.ModelTFLOPsPerGPU, t.HardwareTFLOPsPerGPU, t.TokensPerS = r.MFU, r.HFU, r.ModelTFLOPsPerGPU, r.HardwareTFLOPsPerGPU, r.TokensPerS
+	t.Feasible = t.Memory.Peak <= hw.Device.Memory
+}
+
+// result is the Result of totals t for strategy st (resolved) of model name on hw.
+func (t *Totals) result(model string, st strategies.Strategy, plan string, hw *hardware.Hardware, peak units.FLOPsPerSecond, microbatches int, attention bool) *Result {
+	r := &Result{Model: model, Hardware: hw.Name, Strategy: st.String(), Plan: plan, Devices: t.Devices,
+		Feasible: t.Feasible, Memory: t.Memory, Time: t.Time, FLOPs: t.FLOPs, MFU: t.MFU, HFU: t.HFU,
+		ModelTFLOPsPerGPU: t.ModelTFLOPsPerGPU, HardwareTFLOPsPerGPU: t.HardwareTFLOPsPerGPU, TokensPerS: t.TokensPerS,
+		CommBytes: map[string]units.Bytes{}, CommTime: map[string]units.Seconds{}}
+	for i, d := range strategies.DimOrder {
+		r.CommBytes[d] = t.CommBytes[i]
+		r.CommTime[d] = t.CommTime[i]
+	}
+	if !t.Feasible {
+		r.Reason = fmt.Sprintf("needs %v per device (params %v, grads %v, optimizer %v, activations %v), %s has %v",
+			r.Memory.Peak, r.Memory.Params, r.Memory.Grads, r.Memory.Optimizer, r.Memory.Activations, hw.Name, hw.Device.Memory)
+	}
+	r.Assumptions = assumptions(st, hw, peak, microbatches, attention)
+	return r
+}
