@@ -65,15 +65,6 @@ func NewEstimator(m *model.Model, hw *hardware.Hardware) (*Estimator, error) {
 	return e, nil
 }
 
-// Estimate is NewEstimator(m, hw).Estimate(st).
-func Estimate(m *model.Model, st strategies.Strategy, hw *hardware.Hardware) (*Result, error) {
-	e, err := NewEstimator(m, hw)
-	if err != nil {
-		return nil, err
-	}
-	return e.Estimate(st)
-}
-
 // Estimate returns the Result Predict(program.Lower(m, st), hw) returns, strings included.
 func (e *Estimator) Estimate(st strategies.Strategy) (*Result, error) {
 	var t Totals

@@ -122,6 +122,13 @@ var transformerStrategies = []string{
 	"dp=2,tp=2,sp=on,zero=3,recompute=full",
 	"tp=4,sp=on,recompute=full",
 	"cp=2,tp=2,sp=on,recompute=selective,mbs=2",
+	// Uneven pipeline stages (program.StageCounts: 8 layers as 2, 3, 3; and 1, 1, 2, 2, 1, 1 over
+	// the 6 model chunks of pp=2, vpp=3), with the tied embedding's all-reduce and DDP buckets.
+	"pp=3,gbs=15",
+	"pp=3,dp=2,tp=2,sp=on,gbs=16,recompute=selective",
+	"pp=2,vpp=3,schedule=interleaved,gbs=16",
+	"pp=5,gbs=10,schedule=gpipe",
+	"pp=3,dp=2,gbs=16,bucket_mb=1,overlap=off",
 }
 
 var mlpStrategies = []string{
@@ -352,8 +359,9 @@ func TestEstimatorTotals(t *testing.T) {
 	}
 }
 
-// TestEstimateErrors: Estimate covers the default plan of the two model families; otherwise it
-// says to use Predict. Errors of the strategy itself are Lower's (TestEstimateEqualsPredict).
+// TestEstimateErrors: Estimate prices what it cannot shorten (a custom plan, a model that is not
+// a transformer) by lowering it whole, equal to Predict; errors of the strategy itself are
+// Lower's (TestEstimateEqualsPredict).
 func TestEstimateErrors(t *testing.T) {
 	hw := loadHW(t, "a100-80g")
 	models := testModels(t)
@@ -362,18 +370,27 @@ func TestEstimateErrors(t *testing.T) {
 	if st.Plan, err = strategies.ParsePlan("0=colwise,2=rowwise"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Estimate(models["seed-mlp"], st, hw); err == nil || !strings.Contains(err.Error(), "Predict") {
-		t.Errorf("a custom plan: error %v, want one that says to use Predict", err)
+	check := func(name string, m *model.Model, st strategies.Strategy) {
+		got, err := Estimate(m, st, hw)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			return
+		}
+		equalResults(t, name, got, predictLowered(t, m, st, hw), 0)
 	}
+	check("a custom plan", models["seed-mlp"], st)
 	st.Plan = &strategies.Plan{Name: "megatron"}
-	if _, err := Estimate(models["seed-mlp"], st, hw); err != nil {
-		t.Errorf("the megatron plan by name: %v", err)
-	}
+	check("the megatron plan by name", models["seed-mlp"], st)
 	odd := &model.Model{Name: "norm-mlp", Family: "mlp", Loss: model.KindMSE, Batch: 4, InDim: 8, Root: &model.Module{Kind: model.KindSequential,
 		Children: []*model.Module{{Name: "0", Kind: model.KindLinear, In: 8, Out: 8, Bias: true}, {Name: "1", Kind: model.KindLayerNorm, Dim: 8, Bias: true}, {Name: "2", Kind: model.KindLinear, In: 8, Out: 4}}}}
-	if _, err := Estimate(odd, mustParse(t, "dp=1"), hw); err == nil || !strings.Contains(err.Error(), "Predict") {
-		t.Errorf("a Sequential with a LayerNorm: error %v, want one that says to use Predict", err)
+	check("a Sequential with a LayerNorm", odd, mustParse(t, "dp=1"))
+	lp, err := strategies.ParsePlan("layers.1.attn.qkv=colwise,layers.1.attn.proj=rowwise")
+	if err != nil {
+		t.Fatal(err)
 	}
+	st = mustParse(t, "tp=2,pp=2,gbs=16")
+	st.Plan = lp
+	check("a plan that names one layer", models["gpt"], st)
 	// Lower's error, word for word.
 	_, lerr := program.Lower(models["seed-mlp"], mustParse(t, "tp=3,mbs=10"))
 	if _, err := Estimate(models["seed-mlp"], mustParse(t, "tp=3,mbs=10"), hw); err == nil || lerr == nil || err.Error() != lerr.Error() {

@@ -41,6 +41,17 @@ type Piece struct {
 
 // Piece prices stage s of the Coster's Program.
 func (c *Coster) Piece(s *program.Stage) Piece {
+	t := c.fbPiece(s)
+	c.optimizerPiece(s.Optimizer, &t)
+	for i := range s.Params {
+		t.Params += s.Params[i].Elems()
+	}
+	return t
+}
+
+// fbPiece prices the forward and backward of stage s: all of Piece but the optimizer phase and
+// the parameters.
+func (c *Coster) fbPiece(s *program.Stage) Piece {
 	var t Piece
 	m := units.Seconds(c.P.Microbatches)
 	mb := units.Bytes(c.P.Microbatches)
@@ -68,10 +79,6 @@ func (c *Coster) Piece(s *program.Stage) Piece {
 	}
 	phase(s.Forward, &t.FCompute, &t.FComm, &t.FOverlap)
 	phase(s.Backward, &t.BCompute, &t.BComm, &t.BOverlap)
-	c.optimizerPiece(s.Optimizer, &t)
-	for i := range s.Params {
-		t.Params += s.Params[i].Elems()
-	}
 	t.Act = StageActivations(s)
 	t.Work, t.Live = stageLiveness(s)
 	t.Gathers = StageGathers(s)

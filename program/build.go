@@ -602,6 +602,17 @@ func (b *builder) hiddenDropout(fqn string, x ValueID) ValueID {
 // first (then the second and second-to-last, and so on), as Llama 3 §3.3.2 balances 126 layers
 // over 16 stages: 7 on the first and last, 8 on the others.
 func StageLayers(layers, stages int) []int {
+	out := make([]int, 0, layers)
+	for s, n := range StageCounts(layers, stages) {
+		for range n {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// StageCounts is the number of layers of each of stages pipeline stages (StageLayers).
+func StageCounts(layers, stages int) []int {
 	c := (layers + stages - 1) / stages
 	count := make([]int, stages)
 	for i := range count {
@@ -616,11 +627,5 @@ func StageLayers(layers, stages int) []int {
 			surplus--
 		}
 	}
-	out := make([]int, 0, layers)
-	for s, n := range count {
-		for range n {
-			out = append(out, s)
-		}
-	}
-	return out
+	return count
 }

@@ -116,7 +116,7 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 		}
 	}
 	for r, i := range order {
-		est, err := costmodel.Estimate(m, space.Strategy(i), hw)
+		est, err := ev.Derived.Estimate(space.Strategy(i))
 		if err != nil {
 			return nil, err
 		}

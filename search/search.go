@@ -27,7 +27,6 @@ var Objectives = []string{Time, Memory, Comm, Balanced}
 // Rejection reasons the search adds to those of strategies.Enumerate.
 const (
 	RejectOOM       = "out of memory"
-	RejectUneven    = "uneven pipeline stages (the closed form prices even stages; use tpsim predict)"
 	RejectNotPriced = "not priced by the closed form"
 )
 
@@ -42,12 +41,11 @@ const (
 
 // Eval is what the search keeps of one candidate's prediction.
 type Eval struct {
-	// Priced is false when the closed form could not price the candidate; Uneven says it is
-	// because its pipeline stages hold unequal numbers of layers (costmodel prices even stages).
-	Priced, Uneven bool
-	Feasible       bool
-	Step           units.Seconds
-	Peak           units.Bytes
+	// Priced is false when the closed form could not price the candidate.
+	Priced   bool
+	Feasible bool
+	Step     units.Seconds
+	Peak     units.Bytes
 	// SlowBytes is the comm objective: bytes per device per step over the slowest link.
 	SlowBytes units.Bytes
 	// CommBytes per device per step by mesh dimension, indexed like strategies.DimOrder.
@@ -68,21 +66,29 @@ func (e *Eval) TotalBytes() units.Bytes {
 // Evaluator prices the candidates of one space for one model on one hardware. It is read-only
 // once made: EvaluateRange may run concurrently on disjoint ranges.
 type Evaluator struct {
-	Model    *model.Model
-	HW       *hardware.Hardware
-	Space    *strategies.Space
-	GPUs     int
+	Model *model.Model
+	HW    *hardware.Hardware
+	Space *strategies.Space
+	GPUs  int
+	// Derived is the closed form derived from the Program (costmodel.Derived), with its pieces
+	// memoized across the search; est is the hand-written fast path for even pipeline stages,
+	// kept equal to it on whole search spaces by test (nil where it does not cover the model).
+	Derived  *costmodel.Derived
 	est      *costmodel.Estimator
 	slowest  int // index of the slowest level the job's devices span
 	nodeSize int
 }
 
-// NewEvaluator returns an Evaluator of space for m on hw. It fails when the closed form does not
-// cover m (costmodel.NewEstimator) or hw lacks the precision's peak.
+// NewEvaluator returns an Evaluator of space for m on hw. It fails when m is invalid or hw lacks
+// the precision's peak.
 func NewEvaluator(m *model.Model, hw *hardware.Hardware, space *strategies.Space, gpus int) (*Evaluator, error) {
-	est, err := costmodel.NewEstimator(m, hw)
+	der, err := costmodel.NewDerived(m, hw)
 	if err != nil {
 		return nil, err
+	}
+	est, err := costmodel.NewEstimator(m, hw)
+	if err != nil {
+		est = nil // the derived form prices what the fast path does not cover
 	}
 	dtype := "bf16"
 	if space.Base.Precision == strategies.PrecisionFP32 {
@@ -94,7 +100,7 @@ func NewEvaluator(m *model.Model, hw *hardware.Hardware, space *strategies.Space
 	if err := costmodel.CheckFlash(space.Base, hw); err != nil {
 		return nil, err
 	}
-	ev := &Evaluator{Model: m, HW: hw, Space: space, GPUs: gpus, est: est, slowest: hw.LevelFor(max(gpus, 1))}
+	ev := &Evaluator{Model: m, HW: hw, Space: space, GPUs: gpus, Derived: der, est: est, slowest: hw.LevelFor(max(gpus, 1))}
 	if len(hw.Levels) > 1 {
 		ev.nodeSize = hw.Levels[0].Size
 	}
@@ -151,17 +157,19 @@ func (ev *Evaluator) EvaluateRange(lo, hi int, out []Eval) {
 	for i := lo; i < hi; i++ {
 		c := cands[i]
 		o := &out[i-lo]
-		if layers > 0 && layers%(int(c.PP)*int(c.VPP)) != 0 {
-			*o = Eval{Uneven: true}
-			continue
-		}
 		if i > lo && isTwin(cands[i-1], c) {
 			if prev := &out[i-1-lo]; prev.Priced && !prev.Feasible {
 				*o = Eval{Priced: true, Peak: prev.Peak}
 				continue
 			}
 		}
-		t, err := ev.est.Totals(c.Strategy(base))
+		var t costmodel.Totals
+		var err error
+		if st := c.Strategy(base); ev.est == nil || layers > 0 && layers%(int(c.PP)*int(c.VPP)) != 0 {
+			t, err = ev.Derived.Totals(st) // uneven stages: the fast path prices even ones
+		} else {
+			t, err = ev.est.Totals(st)
+		}
 		if err != nil {
 			*o = Eval{}
 			continue
@@ -298,9 +306,6 @@ func Rank(space *strategies.Space, evals []Eval, objective string, k int) (*Resu
 	for i := range evals {
 		e := &evals[i]
 		switch {
-		case e.Uneven:
-			res.Rejected[RejectUneven]++
-			continue
 		case !e.Priced:
 			res.Rejected[RejectNotPriced]++
 			continue

@@ -55,8 +55,7 @@ func evaluated(t testing.TB, m *model.Model, hw *hardware.Hardware, gpus int, o 
 	return ev, ev.Evaluate()
 }
 
-// Every evaluation is the closed form's Totals for that candidate; uneven pipelines are flagged,
-// not priced.
+// Every evaluation is the closed form's Totals for that candidate, uneven pipelines included.
 func TestEvaluateMatchesEstimate(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -84,16 +83,13 @@ func checkAgainstEstimate(t *testing.T, m *model.Model, gbs int) {
 		st := ev.Space.Strategy(i)
 		if m.Transformer.Layers%(st.Mesh.PP*st.VPP) != 0 {
 			uneven++
-			if !e.Uneven || e.Priced {
-				t.Fatalf("%s: uneven stages not flagged: %+v", st, e)
-			}
-			continue
 		}
-		r, err := costmodel.Estimate(m, st, hw)
+		r, err := ev.Derived.Estimate(st)
 		if err != nil {
 			t.Fatalf("%s: %v", st, err)
 		}
-		if !e.Priced || e.Peak != r.Memory.Peak || e.Feasible != r.Feasible {
+		// The fast path sums the activations of the interleaved chunks in another order: 1e-12.
+		if !e.Priced || !near(float64(e.Peak), float64(r.Memory.Peak), 1e-12) || e.Feasible != r.Feasible {
 			t.Fatalf("%s: eval %+v, Estimate peak %v feasible %v", st, e, r.Memory.Peak, r.Feasible)
 		}
 		if !e.Feasible {
@@ -102,11 +98,11 @@ func checkAgainstEstimate(t *testing.T, m *model.Model, gbs int) {
 			}
 			continue
 		}
-		if e.Step != r.Time.Step || e.TokensPerS != r.TokensPerS {
+		if !near(float64(e.Step), float64(r.Time.Step), 1e-9) || !near(e.TokensPerS, r.TokensPerS, 1e-9) {
 			t.Fatalf("%s: eval %+v, Estimate step %v peak %v", st, e, r.Time.Step, r.Memory.Peak)
 		}
 		for d, name := range strategies.DimOrder {
-			if e.CommBytes[d] != r.CommBytes[name] {
+			if !near(float64(e.CommBytes[d]), float64(r.CommBytes[name]), 1e-12) {
 				t.Fatalf("%s: %s bytes %v, Estimate %v", st, name, e.CommBytes[d], r.CommBytes[name])
 			}
 		}

@@ -1,0 +1,100 @@
+package search
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
+)
+
+func near(a, b, tol float64) bool {
+	if a == b {
+		return true
+	}
+	return math.Abs(a-b) <= tol*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// The hand-written closed form (costmodel.Estimator), which the search uses for even pipeline
+// stages because it is faster, equals the closed form derived from the Program
+// (costmodel.Derived) on every candidate of whole search spaces: every strategy family the
+// enumeration produces (ZeRO 0-3, tp, sp, cp, pp with every schedule and vpp, recompute modes,
+// overlap on and off), a model whose gradient buckets span layers, and tied embeddings.
+func TestFastPathEqualsDerivedOnWholeSpaces(t *testing.T) {
+	mid, err := model.Transformer{Hidden: 256, Layers: 8, Heads: 8, KVHeads: 4, HeadDim: 32, FFN: 512, Vocab: 512, Seq: 64,
+		Gated: true, RMSNorm: true, Tied: true, Batch: 16}.Build("llama-mid", "llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := a100(t)
+	for _, c := range []struct {
+		m    *model.Model
+		gpus int
+		o    strategies.EnumerateOptions
+	}{
+		{tinyGPT(t), 8, strategies.EnumerateOptions{GBS: 16}},
+		{mid, 16, strategies.EnumerateOptions{GBS: 32, Fix: mustFix(t, "bucket_mb=1")}},
+		{preset(t, "llama2-7b"), 8, strategies.EnumerateOptions{GBS: 16}},
+	} {
+		space, err := strategies.Enumerate(c.m, c.gpus, c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		est, err := costmodel.NewEstimator(c.m, hw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		der, err := costmodel.NewDerived(c.m, hw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		t0 := time.Now()
+		for i := range space.Candidates {
+			st := space.Strategy(i)
+			if c.m.Transformer.Layers%(st.Mesh.PP*st.VPP) != 0 {
+				continue // the fast path prices even stages only
+			}
+			a, err1 := est.Totals(st)
+			b, err2 := der.Totals(st)
+			if (err1 == nil) != (err2 == nil) {
+				t.Fatalf("%s %s: fast path error %v, derived %v", c.m.Name, st, err1, err2)
+			}
+			if err1 != nil {
+				continue
+			}
+			n++
+			am, bm := a.Memory, b.Memory
+			// The fast path multiplies the activations of identical interleaved chunks where the
+			// derived form adds them chunk by chunk, as Predict does: equal to 1e-12.
+			if !near(float64(am.Activations), float64(bm.Activations), 1e-12) || !near(float64(am.Peak), float64(bm.Peak), 1e-12) {
+				t.Fatalf("%s %s: fast path memory %+v, derived %+v", c.m.Name, st, a.Memory, b.Memory)
+			}
+			am.Activations, am.Peak, bm.Activations, bm.Peak = 0, 0, 0, 0
+			if am != bm || a.Feasible != b.Feasible || a.Devices != b.Devices {
+				t.Fatalf("%s %s: fast path memory %+v, derived %+v", c.m.Name, st, a.Memory, b.Memory)
+			}
+			for _, p := range [][2]float64{
+				{float64(a.Time.Step), float64(b.Time.Step)}, {float64(a.Time.Compute), float64(b.Time.Compute)},
+				{float64(a.Time.CommExposed), float64(b.Time.CommExposed)}, {float64(a.Time.Bubble), float64(b.Time.Bubble)},
+				{float64(a.Time.Optimizer), float64(b.Time.Optimizer)}, {float64(a.FLOPs.Hardware), float64(b.FLOPs.Hardware)},
+				{float64(a.FLOPs.Model), float64(b.FLOPs.Model)}, {a.MFU, b.MFU},
+			} {
+				if !near(p[0], p[1], 1e-9) {
+					t.Fatalf("%s %s: fast path %+v, derived %+v", c.m.Name, st, a, b)
+				}
+			}
+			for d := range a.CommBytes {
+				if !near(float64(a.CommBytes[d]), float64(b.CommBytes[d]), 1e-12) || !near(float64(a.CommTime[d]), float64(b.CommTime[d]), 1e-9) {
+					t.Fatalf("%s %s: fast path comm %v %v, derived %v %v", c.m.Name, st, a.CommBytes, a.CommTime, b.CommBytes, b.CommTime)
+				}
+			}
+		}
+		if n < 100 {
+			t.Errorf("%s: only %d candidates compared", c.m.Name, n)
+		}
+		t.Logf("%s on %d: %d candidates equal, %s", c.m.Name, c.gpus, n, time.Since(t0))
+	}
+}
