@@ -274,6 +274,9 @@ func (c *Coster) Comm(op *program.Op) units.Seconds {
 		// The data-parallel group spans dp x cp ranks (context-parallel ranks also reduce gradients).
 		stride = mesh.Stride(strategies.DimCP)
 	case strategies.DimPP:
+		if op.Kind == program.OpRecv {
+			return 0 // the send carries the transfer (its latency and its bytes)
+		}
 		stride = mesh.Stride(strategies.DimPP)
 		if op.Kind == program.OpAllReduce {
 			// The tied embedding's gradient all-reduce between the first and the last pipeline
@@ -350,13 +353,13 @@ func CollectiveTime(hw *hardware.Hardware, kind program.OpKind, g, stride int, n
 }
 
 // compose prices every stage of the Coster's Program and composes the step.
-func (c *Coster) compose(t *Totals) []Memory {
+func (c *Coster) compose(t *Totals) ([]Memory, error) {
 	p := c.P
 	pieces := make([]Piece, len(p.Stages))
 	for i, s := range p.Stages {
 		pieces[i] = c.Piece(s)
 	}
-	return compose(p.Strategy, p.Microbatches, p.ParamBytes, p.GradBytes, p.OptBytes, pieces, t)
+	return compose(p.Strategy, p.Microbatches, p.ParamBytes, p.GradBytes, p.OptBytes, pieces, t, composeOpts{})
 }
 
 // Predict prices program p on hw.
@@ -367,7 +370,9 @@ func Predict(p *program.Program, hw *hardware.Hardware) (*Result, error) {
 	}
 	st := p.Strategy
 	var t Totals
-	c.compose(&t)
+	if _, err := c.compose(&t); err != nil {
+		return nil, err
+	}
 	t.FLOPs.Model = ModelFLOPs(p.Model, st.GBS, st.Seq)
 	t.finish(st, hw, c.peak)
 	return t.result(p.Model.Name, st, planName(p), hw, c.peak, p.Microbatches, p.Model.Transformer != nil), nil

@@ -82,13 +82,20 @@ type kindPieces struct {
 
 // Totals prices st (Resolve'd against the model first) without the Result's strings.
 func (d *Derived) Totals(st strategies.Strategy) (Totals, error) {
-	t, _, _, err := d.totals(st)
+	t, _, _, err := d.totals(st, composeOpts{})
+	return t, err
+}
+
+// Quick is Totals for a search: the time stays zero when st does not fit in device memory, and
+// a pipeline's step is a lower bound (Totals.Bound) that Totals makes exact where it matters.
+func (d *Derived) Quick(st strategies.Strategy) (Totals, error) {
+	t, _, _, err := d.totals(st, composeOpts{limit: d.hw.Device.Memory, bound: true})
 	return t, err
 }
 
 // Estimate returns the Result Predict(program.Lower(m, st), hw) returns.
 func (d *Derived) Estimate(st strategies.Strategy) (*Result, error) {
-	t, st, peak, err := d.totals(st)
+	t, st, peak, err := d.totals(st, composeOpts{})
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +119,7 @@ func (d *Derived) whole(st strategies.Strategy) bool {
 	return p != nil && (p.Name != "megatron" || len(p.Rules) != 0 || p.Whole != "")
 }
 
-func (d *Derived) totals(st strategies.Strategy) (Totals, strategies.Strategy, units.FLOPsPerSecond, error) {
+func (d *Derived) totals(st strategies.Strategy, o composeOpts) (Totals, strategies.Strategy, units.FLOPsPerSecond, error) {
 	var t Totals
 	st = st.Resolve(d.m)
 	if err := st.Validate(d.m); err != nil {
@@ -127,7 +134,13 @@ func (d *Derived) totals(st strategies.Strategy) (Totals, strategies.Strategy, u
 		if err != nil {
 			return t, st, 0, err
 		}
-		c.compose(&t)
+		pieces := make([]Piece, len(p.Stages))
+		for i, s := range p.Stages {
+			pieces[i] = c.Piece(s)
+		}
+		if _, err := compose(st, p.Microbatches, p.ParamBytes, p.GradBytes, p.OptBytes, pieces, &t, o); err != nil {
+			return t, st, 0, err
+		}
 		t.FLOPs.Model = d.modelFLOPs(st)
 		t.finish(st, d.hw, c.peak)
 		return t, st, c.peak, nil
@@ -145,7 +158,9 @@ func (d *Derived) totals(st strategies.Strategy) (Totals, strategies.Strategy, u
 		pieces[i] = d.stagePiece(st, kp, k, n, nk, nv)
 	}
 	p := kp.low.one
-	compose(st, st.Microbatches(), p.ParamBytes, p.GradBytes, p.OptBytes, pieces, &t)
+	if _, err := compose(st, st.Microbatches(), p.ParamBytes, p.GradBytes, p.OptBytes, pieces, &t, o); err != nil {
+		return t, st, 0, err
+	}
 	t.FLOPs.Model = d.modelFLOPs(st)
 	t.finish(st, d.hw, kp.coster.peak)
 	return t, st, kp.coster.peak, nil

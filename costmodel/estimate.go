@@ -15,6 +15,9 @@ import (
 type Totals struct {
 	Devices  int
 	Feasible bool
+	// Bound is true when Time.Step is a lower bound of a pipeline's step, not its timeline
+	// (Quick); the memory and bytes are exact either way.
+	Bound bool
 
 	Memory    Memory
 	CommBytes [nDims]units.Bytes
@@ -68,7 +71,7 @@ func NewEstimator(m *model.Model, hw *hardware.Hardware) (*Estimator, error) {
 // Estimate returns the Result Predict(program.Lower(m, st), hw) returns, strings included.
 func (e *Estimator) Estimate(st strategies.Strategy) (*Result, error) {
 	var t Totals
-	st, peak, err := e.totals(st, &t)
+	st, peak, err := e.totals(st, &t, composeOpts{})
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +100,15 @@ func (e *Estimator) Estimate(st strategies.Strategy) (*Result, error) {
 // nothing.
 func (e *Estimator) Totals(st strategies.Strategy) (Totals, error) {
 	var t Totals
-	_, _, err := e.totals(st, &t)
+	_, _, err := e.totals(st, &t, composeOpts{})
+	return t, err
+}
+
+// Quick is Totals for a search: the time stays zero when st does not fit in device memory, and
+// a pipeline's step is a lower bound (Totals.Bound) that Totals makes exact where it matters.
+func (e *Estimator) Quick(st strategies.Strategy) (Totals, error) {
+	var t Totals
+	_, _, err := e.totals(st, &t, composeOpts{limit: e.hw.Device.Memory, bound: true})
 	return t, err
 }
 
@@ -126,7 +137,7 @@ const (
 	nKinds
 )
 
-func (e *Estimator) totals(st strategies.Strategy, out *Totals) (strategies.Strategy, units.FLOPsPerSecond, error) {
+func (e *Estimator) totals(st strategies.Strategy, out *Totals, o composeOpts) (strategies.Strategy, units.FLOPsPerSecond, error) {
 	m, hw := e.m, e.hw
 	if p := st.Plan; p != nil && (p.Name != "megatron" || len(p.Rules) != 0 || p.Whole != "") {
 		return st, 0, fmt.Errorf("costmodel: Estimate prices the default Megatron plan only, not plan %q; use Predict(program.Lower(m, st), hw)", p.String())
@@ -212,8 +223,7 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals) (strategies.Stra
 		}
 		modelFLOPs = units.FLOPs(3 * fwd)
 	}
-	assemble(&p, st, hw, pb, gb, ob, &stages, &have, modelFLOPs, out)
-	return st, peak, nil
+	return st, peak, assemble(&p, st, hw, pb, gb, ob, &stages, &have, modelFLOPs, out, o)
 }
 
 // stages prices the stage kinds of a pipeline of nv virtual stages of n layers each. Each stretch
@@ -532,148 +542,44 @@ func TransformerForwardFLOPs(c *model.Transformer, batch, seq int) (layers, head
 	return units.FLOPs(float64(c.Layers) * layer), units.FLOPs(2 * tokens * h * float64(c.Vocab))
 }
 
-// rankSum is one pipeline rank: the sum over its virtual stages, as Predict's rankT.
-type rankSum struct {
-	perMicro, compute, comm, opt, optComm, dp, last, bwd units.Seconds
-	mem                                                  Memory
-	buckets, gathers                                     units.Bytes // StageComm, StageGathers
-	// bytes sent and communication time per step, summed over the rank's stages
-	sent     [nDims]units.Bytes
-	commTime [nDims]units.Seconds
-}
-
-// assemble turns the stage kinds into the Totals, the way Predict and Coster.Memory do.
-func assemble(p *pricer, st strategies.Strategy, hw *hardware.Hardware, pb, gb, ob int64, stages *[nKinds]stageSum, have *[nKinds]bool, modelFLOPs units.FLOPs, out *Totals) {
-	mesh := st.Mesh
+// assemble turns the stage kinds into one Piece per virtual stage and composes them with
+// Predict's compose.
+func assemble(p *pricer, st strategies.Strategy, hw *hardware.Hardware, pb, gb, ob int64, stages *[nKinds]stageSum, have *[nKinds]bool, modelFLOPs units.FLOPs, out *Totals, o composeOpts) error {
 	mb := st.Microbatches()
-	m := units.Seconds(mb)
-	pp, v := mesh.PP, st.VPP
-	g := int64(mesh.DP * mesh.CP)
-
-	var flops units.FLOPs
+	nv := st.Mesh.PP * st.VPP
+	var kinds [nKinds]Piece
 	for k := range nKinds {
 		if !have[k] {
 			continue
 		}
 		s := &stages[k]
-		count := 1.0
-		if k == kMiddle {
-			count = float64(pp*v - 2)
-		}
-		flops += units.FLOPs(count) * s.flops
-	}
-
-	// Pipeline ranks: rank 0 holds the first stage and v-1 middle ones, rank pp-1 v-1 middle ones
-	// and the last, the ranks between v middle ones (Narayanan et al. 2021 §2.2.2). Ranks between
-	// are identical but for the microbatches in flight, which fall with the rank, so rank 1 stands
-	// for them.
-	var ranks [3]rankSum
-	nr := 0
-	addRank := func(r int, parts ...[2]int) {
-		rs := &ranks[nr]
-		nr++
-		var elems int64
-		var dynamic units.Bytes
-		inFlight := InFlight(st, mb, r)
-		for _, pt := range parts {
-			s, c := &stages[pt[0]], pt[1]
-			if c == 0 {
-				continue
-			}
-			fe, be := s.fOverlap, s.bOverlap
-			if st.Overlap {
-				fe = max(0, s.fOverlap-s.fCompute)
-				be = max(0, s.bOverlap-s.bCompute)
-			}
-			k := units.Seconds(c)
-			for d := range nDims {
-				rs.sent[d] += units.Bytes(c) * (units.Bytes(mb)*s.sent[d] + s.optSent[d])
-				rs.commTime[d] += k * (m*s.commTime[d] + s.optTime[d])
-			}
-			rs.compute += k * (s.fCompute + s.bCompute)
-			rs.comm += k * (s.fComm + s.bComm + fe + be)
-			rs.perMicro += k * (s.fCompute + s.bCompute + s.fComm + s.bComm + fe + be)
-			rs.bwd += k * (s.bCompute + s.bComm)
-			rs.opt += k * s.optCompute
-			rs.optComm += k * s.optComm
-			rs.dp += k * s.dpComm
-			rs.last = max(rs.last, s.lastBucket)
-			elems += int64(c) * s.params
-			rs.mem.Activations += units.Bytes(c) * units.Bytes(inFlight*float64(s.saved))
-			rs.mem.Workspace = max(rs.mem.Workspace, s.work)
-			rs.buckets = max(rs.buckets, s.comm)
-			rs.gathers = max(rs.gathers, 2*s.gather) // StageGathers
-			rs.mem.Comm = max(rs.buckets, rs.gathers)
-			// The saved values of the other microbatches in flight, and the live values of the one
-			// running (Coster.Memory).
-			dynamic += units.Bytes(c) * (units.Bytes((inFlight-1)*float64(s.saved)) + s.live)
-		}
-		shard := func(n int64, on bool) units.Bytes {
-			if on && g > 1 {
-				return units.Bytes((n + g - 1) / g)
-			}
-			return units.Bytes(n)
-		}
-		mem := &rs.mem
-		mem.Params = shard(elems, st.ZeRO >= 3) * units.Bytes(pb)
-		mem.Grads = shard(elems, st.ZeRO >= 2) * units.Bytes(gb)
-		mem.Optimizer = shard(elems, st.ZeRO >= 1) * units.Bytes(ob)
-		// Gradient buckets live in the optimizer phase, when no activations do; ZeRO-3's gather
-		// buffers live beside them (Coster.Memory).
-		mem.Peak = mem.Params + mem.Grads + mem.Optimizer + max(dynamic+rs.gathers, rs.buckets)
-	}
-	if pp*v == 1 {
-		addRank(0, [2]int{kOnly, 1})
-	} else { // pp > 1: interleaving needs a pipeline (Strategy.Validate)
-		addRank(0, [2]int{kFirst, 1}, [2]int{kMiddle, v - 1})
-		if pp > 2 {
-			addRank(1, [2]int{kMiddle, v})
-		}
-		addRank(pp-1, [2]int{kMiddle, v - 1}, [2]int{kLast, 1})
-	}
-	slow, worst := 0, -1
-	for i := range nr {
-		ri := &ranks[i]
-		rsl := &ranks[slow]
-		if ri.perMicro+ri.opt+ri.dp > rsl.perMicro+rsl.opt+rsl.dp {
-			slow = i
-		}
-		if worst < 0 && ri.mem.Peak > 0 || worst >= 0 && ri.mem.Peak > ranks[worst].mem.Peak {
-			worst = i
-		}
-	}
-	for i := range nr {
+		q := &kinds[k]
+		q.FCompute, q.BCompute, q.FComm, q.BComm, q.FOverlap, q.BOverlap = s.fCompute, s.bCompute, s.fComm, s.bComm, s.fOverlap, s.bOverlap
+		q.OptCompute, q.OptComm, q.DPComm, q.LastBucket = s.optCompute, s.optComm, s.dpComm, s.lastBucket
 		for d := range nDims {
-			out.CommBytes[d] = max(out.CommBytes[d], ranks[i].sent[d])
-			out.CommTime[d] = max(out.CommTime[d], ranks[i].commTime[d])
+			q.CommTime[d] = units.Seconds(mb)*s.commTime[d] + s.optTime[d]
+			q.Sent[d] = units.Bytes(mb)*s.sent[d] + s.optSent[d]
+		}
+		q.FLOPs, q.Params = s.flops, s.params
+		q.Act, q.Live, q.Work, q.Buckets, q.Gathers = s.saved, s.live, s.work, s.comm, 2*s.gather
+	}
+	pieces := make([]Piece, nv)
+	for i := range pieces {
+		switch {
+		case nv == 1:
+			pieces[i] = kinds[kOnly]
+		case i == 0:
+			pieces[i] = kinds[kFirst]
+		case i == nv-1:
+			pieces[i] = kinds[kLast]
+		default:
+			pieces[i] = kinds[kMiddle]
 		}
 	}
-	rt := &ranks[slow]
-	bubble := units.Seconds(float64(pp-1) / float64(v) * float64(rt.perMicro))
-	dpExposed := rt.dp
-	if st.Overlap && rt.dp > 0 {
-		dpExposed = max(rt.last, rt.dp-rt.bwd)
+	if _, err := compose(st, mb, int(pb), int(gb), int(ob), pieces, out, o); err != nil {
+		return err
 	}
-	out.Time.Compute = m * rt.compute
-	out.Time.CommExposed = m*rt.comm + dpExposed + rt.optComm
-	out.Time.Bubble = bubble
-	out.Time.Optimizer = rt.opt
-	out.Time.Step = out.Time.Compute + out.Time.CommExposed + out.Time.Bubble + out.Time.Optimizer
-	if worst >= 0 {
-		out.Memory = ranks[worst].mem
-	}
-
-	out.Devices = mesh.Devices()
 	out.FLOPs.Model = modelFLOPs
-	out.FLOPs.Hardware = flops * units.FLOPs(mb) * units.FLOPs(mesh.DP*mesh.CP*mesh.TP)
-	dev := float64(out.Devices)
-	step := float64(out.Time.Step)
-	if step > 0 {
-		out.MFU = float64(out.FLOPs.Model) / (step * float64(p.peak) * dev)
-		out.HFU = float64(out.FLOPs.Hardware) / (step * float64(p.peak) * dev)
-		out.ModelTFLOPsPerGPU = float64(out.FLOPs.Model) / step / dev / 1e12
-		out.HardwareTFLOPsPerGPU = float64(out.FLOPs.Hardware) / step / dev / 1e12
-		out.TokensPerS = float64(int64(st.GBS)*int64(max(st.Seq, 1))) / step
-	}
-	out.Feasible = out.Memory.Peak <= hw.Device.Memory
+	out.finish(st, hw, p.peak)
+	return nil
 }

@@ -335,7 +335,11 @@ func (m *emitter) pp(sent units.Bytes, outB, freeB units.Bytes) {
 	if m.t == nil {
 		return
 	}
-	m.comm(dimPP, m.p.link(sent), sent)
+	var d units.Seconds
+	if sent > 0 {
+		d = m.p.link(sent) // a receive costs nothing: the send carries the transfer (Coster.Comm)
+	}
+	m.comm(dimPP, d, sent)
 }
 
 // link is Coster.link for a pipeline send: one hop on the level joining neighbouring stages.

@@ -138,6 +138,6 @@ func InFlight(st strategies.Strategy, m, r int) float64 {
 // Memory returns the memory of each pipeline rank of the program.
 func (c *Coster) Memory() RankMemory {
 	var t Totals
-	per := c.compose(&t)
+	per, _ := c.compose(&t) // the memory does not depend on the schedule's timeline
 	return RankMemory{PerRank: per, Worst: t.Memory}
 }

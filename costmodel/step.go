@@ -108,6 +108,12 @@ func (c *Coster) optimizerPiece(ops []program.Op, t *Piece) {
 	t.Buckets = max(t.Buckets, stageComm(ops))
 }
 
+// composeOpts: see compose.
+type composeOpts struct {
+	limit units.Bytes
+	bound bool
+}
+
 // pipeRank is one pipeline rank: the sum over its virtual stages.
 type pipeRank struct {
 	perMicro, compute, comm, opt, optComm, dp, last, bwd units.Seconds
@@ -119,10 +125,13 @@ type pipeRank struct {
 }
 
 // compose turns the pieces of the nv = pp x vpp virtual stages of strategy st, in stage order
-// (stage i on pipeline rank i mod pp), into the step's Totals and every rank's memory.
-func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []Piece, out *Totals) []Memory {
+// (stage i on pipeline rank i mod pp), into the step's Totals and every rank's memory. With a
+// positive o.limit, a strategy whose peak memory exceeds it gets no time (what a search keeps of
+// one that does not fit); with o.bound a pipeline's step is pipelineBound's lower bound instead
+// of the timeline (Totals.Bound).
+func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []Piece, out *Totals, o composeOpts) ([]Memory, error) {
 	mesh := st.Mesh
-	pp, v := mesh.PP, st.VPP
+	pp := mesh.PP
 	m := units.Seconds(microbatches)
 	g := int64(mesh.DP * mesh.CP)
 	ranks := make([]pipeRank, pp)
@@ -170,7 +179,6 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 	perRank := make([]Memory, pp)
 	out.Memory = Memory{}
 	out.CommBytes, out.CommTime = [nDims]units.Bytes{}, [nDims]units.Seconds{}
-	slow := 0
 	for r := range ranks {
 		rt := &ranks[r]
 		mem := &rt.mem
@@ -191,26 +199,85 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 			out.CommTime[d] = max(out.CommTime[d], rt.commTime[d])
 			out.CommBytes[d] = max(out.CommBytes[d], rt.sent[d])
 		}
-		// The slowest pipeline rank sets the pace (Narayanan et al. 2021 §2.2).
-		if rt.perMicro+rt.opt+rt.dp > ranks[slow].perMicro+ranks[slow].opt+ranks[slow].dp {
-			slow = r
+	}
+	// The optimizer phase after a rank's last backward: DDP reduces buckets during the last
+	// microbatch's backward, and the last bucket is never hidden.
+	tail := func(rt *pipeRank) (dpExposed, all units.Seconds) {
+		dpExposed = rt.dp
+		if st.Overlap && rt.dp > 0 {
+			dpExposed = max(rt.last, rt.dp-rt.bwd)
 		}
+		return dpExposed, dpExposed + rt.optComm + rt.opt
 	}
-	rt := &ranks[slow]
-	bubble := units.Seconds(float64(pp-1) / float64(v) * float64(rt.perMicro))
-	dpExposed := rt.dp
-	if st.Overlap && rt.dp > 0 {
-		// DDP reduces buckets during the last microbatch's backward; the last bucket is never hidden.
-		dpExposed = max(rt.last, rt.dp-rt.bwd)
-	}
-	out.Time.Compute = m * rt.compute
-	out.Time.CommExposed = m*rt.comm + dpExposed + rt.optComm
-	out.Time.Bubble = bubble
-	out.Time.Optimizer = rt.opt
-	out.Time.Step = out.Time.Compute + out.Time.CommExposed + out.Time.Bubble + out.Time.Optimizer
 	out.Devices = mesh.Devices()
 	out.FLOPs.Hardware = flops
-	return perRank
+	out.Time, out.Bound = Time{}, false
+	if o.limit > 0 && out.Memory.Peak > o.limit {
+		return perRank, nil
+	}
+	if pp == 1 {
+		rt := &ranks[0]
+		dpExposed, _ := tail(rt)
+		out.Time.Compute = m * rt.compute
+		out.Time.CommExposed = m*rt.comm + dpExposed + rt.optComm
+		out.Time.Bubble = 0
+		out.Time.Optimizer = rt.opt
+		out.Time.Step = out.Time.Compute + out.Time.CommExposed + out.Time.Bubble + out.Time.Optimizer
+		return perRank, nil
+	}
+	// A pipeline: the step is the longest path through the schedule's tasks (pipelineEnds), the
+	// same timeline the simulator lays out; the critical rank is the one that ends last.
+	f, b := make([]units.Seconds, len(pieces)), make([]units.Seconds, len(pieces))
+	for i := range pieces {
+		s := &pieces[i]
+		fe, be := s.FOverlap, s.BOverlap
+		if st.Overlap {
+			fe = max(0, s.FOverlap-s.FCompute)
+			be = max(0, s.BOverlap-s.BCompute)
+		}
+		f[i] = s.FCompute + s.FComm + fe
+		b[i] = s.BCompute + s.BComm + be
+	}
+	crit, step := 0, units.Seconds(-1)
+	if o.bound {
+		out.Bound = true
+		_, tail0 := tail(&ranks[0])
+		var startF, drain units.Seconds // sum of the forwards and backwards of the stages before r
+		for r := range ranks {
+			rt := &ranks[r]
+			_, t := tail(rt)
+			end := startF + m*rt.perMicro
+			if e := max(end+t, end+drain+tail0); e > step {
+				crit, step = r, e
+			}
+			startF += f[r]
+			drain += b[r]
+		}
+	} else {
+		ends, err := pipelineEnds(st, microbatches, f, b)
+		if err != nil {
+			return perRank, err
+		}
+		for r := range ranks {
+			_, t := tail(&ranks[r])
+			if e := ends[r] + t; e > step {
+				crit, step = r, e
+			}
+		}
+	}
+	rt := &ranks[crit]
+	dpExposed, _ := tail(rt)
+	out.Time.Step = step
+	out.Time.Compute = m * rt.compute
+	out.Time.CommExposed = m*rt.comm + dpExposed + rt.optComm
+	out.Time.Optimizer = rt.opt
+	// The rest is the critical rank waiting for its neighbours: the bubble (zero when it is only
+	// floating-point noise, as the simulator rounds it).
+	out.Time.Bubble = step - out.Time.Compute - out.Time.CommExposed - out.Time.Optimizer
+	if out.Time.Bubble < 1e-9*step {
+		out.Time.Bubble = 0
+	}
+	return perRank, nil
 }
 
 // finish fills the figures that follow from the step time and the memory: MFU, HFU, TFLOP/s per

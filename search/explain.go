@@ -45,7 +45,19 @@ func Label(st strategies.Strategy) string {
 // runner-up and the best of the other objective would save and cost). top is res.Top, possibly
 // reordered by Rerank. With no feasible candidate it says why none is.
 func Explain(ev *Evaluator, evals []Eval, res *Result, top []int) []string {
+	lines, _ := explainNamed(ev, evals, res, top)
+	return lines
+}
+
+// explainNamed is Explain and the candidates it names.
+func explainNamed(ev *Evaluator, evals []Eval, res *Result, top []int) ([]string, []int) {
 	x := explainer{ev: ev, evals: evals, res: res}
+	lines := x.explain(top)
+	return lines, x.used
+}
+
+func (x *explainer) explain(top []int) []string {
+	res := x.res
 	if res.Feasible == 0 || len(top) == 0 {
 		return x.none()
 	}
@@ -63,9 +75,13 @@ type explainer struct {
 	ev    *Evaluator
 	evals []Eval
 	res   *Result
+	used  []int // the candidates named
 }
 
-func (x *explainer) st(i int) strategies.Strategy { return x.ev.Space.Strategy(i) }
+func (x *explainer) st(i int) strategies.Strategy {
+	x.used = append(x.used, i)
+	return x.ev.Space.Strategy(i)
+}
 
 // gib prints bytes in GiB, or MiB below one GiB.
 func gib(b units.Bytes) string {

@@ -2,6 +2,7 @@ package search
 
 import (
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -96,5 +97,53 @@ func TestFastPathEqualsDerivedOnWholeSpaces(t *testing.T) {
 			t.Errorf("%s: only %d candidates compared", c.m.Name, n)
 		}
 		t.Logf("%s on %d: %d candidates equal, %s", c.m.Name, c.gpus, n, time.Since(t0))
+	}
+}
+
+// RankExact, which refines lower bounds only where it names a candidate, ranks as Rank does on
+// every step exact, for every objective.
+func TestRankExactEqualsRankOnExactSteps(t *testing.T) {
+	hw := a100(t)
+	for _, m := range []*model.Model{tinyGPT(t), preset(t, "gpt3-1.3b")} {
+		gpus, gbs := 8, 16
+		if m.Name == "gpt3-1.3b" {
+			gpus, gbs = 64, 128
+		}
+		space, err := strategies.Enumerate(m, gpus, strategies.EnumerateOptions{GBS: gbs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := NewEvaluator(m, hw, space, gpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exact := ev.Evaluate()
+		bounds := 0
+		for _, obj := range Objectives {
+			evals := make([]Eval, len(exact))
+			ev.EvaluateRange(0, len(evals), evals)
+			for i := range evals {
+				if evals[i].Bound {
+					bounds++
+					if evals[i].Step > exact[i].Step*(1+1e-12) {
+						t.Fatalf("%s: bound %v above the step %v", space.Strategy(i), evals[i].Step, exact[i].Step)
+					}
+				}
+			}
+			got, err := RankExact(ev, evals, obj, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := Rank(space, exact, obj, 10)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %s: RankExact %+v, Rank on exact steps %+v", m.Name, obj, got, want)
+			}
+			if a, b := Explain(ev, evals, got, got.Top), Explain(ev, exact, want, want.Top); !reflect.DeepEqual(a, b) {
+				t.Errorf("%s %s: explanation\n%s\nwith exact steps\n%s", m.Name, obj, a, b)
+			}
+		}
+		if bounds == 0 {
+			t.Errorf("%s: no pipeline priced by its bound", m.Name)
+		}
 	}
 }

@@ -91,7 +91,7 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 		return nil, err
 	}
 	evals := EvaluateParallel(ev, req.Workers)
-	res, err := Rank(space, evals, req.Objective, req.Top)
+	res, err := RankExact(ev, evals, req.Objective, req.Top)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +134,32 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 	lines = append(lines, simNote(ev, res, sims, req.Sim))
 	out.Explanation = strings.Join(lines, "\n")
 	return &Planned{Ev: ev, Evals: evals, Res: res, Order: order, Out: out}, nil
+}
+
+// RankExact is Rank where every candidate the result names (the top, the Pareto front, the
+// fastest and the smallest, and those Explain names) has its exact step: the search prices
+// pipelines with a lower bound of the step first (Eval.Bound), and RankExact refines the
+// candidates it is about to name and ranks again, until it names only exact ones. An exact step
+// is never below its bound, so a candidate left with its bound could not have been named.
+func RankExact(ev *Evaluator, evals []Eval, objective string, k int) (*Result, error) {
+	for {
+		res, err := Rank(ev.Space, evals, objective, k)
+		if err != nil {
+			return nil, err
+		}
+		_, used := explainNamed(ev, evals, res, res.Top)
+		named := append(append(append(used, res.Top...), res.Front...), res.Fastest, res.Smallest)
+		var need []int
+		for _, i := range named {
+			if i >= 0 && evals[i].Bound {
+				need = append(need, i)
+			}
+		}
+		if len(need) == 0 {
+			return res, nil
+		}
+		ev.Refine(evals, need)
+	}
 }
 
 // Workers is the number of goroutines for n candidates.

@@ -41,11 +41,13 @@ const (
 
 // Eval is what the search keeps of one candidate's prediction.
 type Eval struct {
-	// Priced is false when the closed form could not price the candidate.
-	Priced   bool
-	Feasible bool
-	Step     units.Seconds
-	Peak     units.Bytes
+	// Priced is false when the closed form could not price the candidate. Bound is true while
+	// Step (and TokensPerS, MFU) come from a lower bound of a pipeline's step, not its timeline
+	// (costmodel's Quick): Refine makes them exact.
+	Priced, Bound bool
+	Feasible      bool
+	Step          units.Seconds
+	Peak          units.Bytes
 	// SlowBytes is the comm objective: bytes per device per step over the slowest link.
 	SlowBytes units.Bytes
 	// CommBytes per device per step by mesh dimension, indexed like strategies.DimOrder.
@@ -166,9 +168,9 @@ func (ev *Evaluator) EvaluateRange(lo, hi int, out []Eval) {
 		var t costmodel.Totals
 		var err error
 		if st := c.Strategy(base); ev.est == nil || layers > 0 && layers%(int(c.PP)*int(c.VPP)) != 0 {
-			t, err = ev.Derived.Totals(st) // uneven stages: the fast path prices even ones
+			t, err = ev.Derived.Quick(st) // uneven stages: the fast path prices even ones
 		} else {
-			t, err = ev.est.Totals(st)
+			t, err = ev.est.Quick(st)
 		}
 		if err != nil {
 			*o = Eval{}
@@ -178,7 +180,7 @@ func (ev *Evaluator) EvaluateRange(lo, hi int, out []Eval) {
 			*o = Eval{Priced: true, Peak: t.Memory.Peak}
 			continue
 		}
-		*o = Eval{Priced: true, Feasible: true, Step: t.Time.Step, Peak: t.Memory.Peak, CommBytes: t.CommBytes,
+		*o = Eval{Priced: true, Bound: t.Bound, Feasible: true, Step: t.Time.Step, Peak: t.Memory.Peak, CommBytes: t.CommBytes,
 			TokensPerS: t.TokensPerS, MFU: t.MFU}
 		lv := levels(ev.HW, strategies.Mesh{PP: int(c.PP), DP: int(c.DP), CP: int(c.CP), TP: int(c.TP)})
 		for d := range nDims {
@@ -198,11 +200,46 @@ func isTwin(a, b strategies.Candidate) bool {
 	return a == b
 }
 
-// Evaluate prices every candidate on one goroutine.
+// Evaluate prices every candidate on one goroutine, every step exact.
 func (ev *Evaluator) Evaluate() []Eval {
 	out := make([]Eval, len(ev.Space.Candidates))
 	ev.EvaluateRange(0, len(out), out)
+	var all []int
+	for i := range out {
+		if out[i].Bound {
+			all = append(all, i)
+		}
+	}
+	ev.Refine(out, all)
 	return out
+}
+
+// Refine replaces the lower bounds of evals[i] for i in idx by the pipeline's timeline.
+func (ev *Evaluator) Refine(evals []Eval, idx []int) {
+	layers := 0
+	if ev.Model.Transformer != nil {
+		layers = ev.Model.Transformer.Layers
+	}
+	for _, i := range idx {
+		e := &evals[i]
+		if !e.Bound {
+			continue
+		}
+		c := ev.Space.Candidates[i]
+		st := c.Strategy(ev.Space.Base)
+		var t costmodel.Totals
+		var err error
+		if ev.est == nil || layers > 0 && layers%(int(c.PP)*int(c.VPP)) != 0 {
+			t, err = ev.Derived.Totals(st)
+		} else {
+			t, err = ev.est.Totals(st)
+		}
+		if err != nil {
+			*e = Eval{}
+			continue
+		}
+		e.Bound, e.Step, e.TokensPerS, e.MFU = false, t.Time.Step, t.TokensPerS, t.MFU
+	}
 }
 
 // Chunks splits n candidates into at most k contiguous ranges of nearly equal size, in order;

@@ -249,9 +249,11 @@ func TestParetoFrontNaive(t *testing.T) {
 
 // However the candidates are split into chunks, the evaluations and the ranking are the same.
 func TestChunksSameResult(t *testing.T) {
-	ev, whole := evaluated(t, tinyGPT(t), a100(t), 8, strategies.EnumerateOptions{GBS: 16})
+	ev, _ := evaluated(t, tinyGPT(t), a100(t), 8, strategies.EnumerateOptions{GBS: 16})
+	n := len(ev.Space.Candidates)
+	whole := make([]Eval, n)
+	ev.EvaluateRange(0, n, whole)
 	want, _ := Rank(ev.Space, whole, Balanced, 7)
-	n := len(whole)
 	for _, k := range []int{1, 2, 3, 7, n + 5} {
 		out := make([]Eval, n)
 		chunks := Chunks(n, k)

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"container/heap"
-	"fmt"
 	"math"
 
 	"github.com/tpsim/tpsim/program"
@@ -113,7 +112,7 @@ func Simulate(p *program.Program, c Coster, opt Options) (*Result, error) {
 	pp := st.Mesh.PP
 	b := &builder{p: p, c: c, opt: opt}
 	for r := 0; r < pp; r++ {
-		tasks, err := Schedule(st.Schedule, pp, st.VPP, p.Microbatches, r)
+		tasks, err := program.Schedule(st.Schedule, pp, st.VPP, p.Microbatches, r)
 		if err != nil {
 			return nil, err
 		}
@@ -123,68 +122,6 @@ func Simulate(p *program.Program, c Coster, opt Options) (*Result, error) {
 	s := &engine{nodes: b.nodes, main: b.main, comm: b.comm, opt: opt, replicas: st.Mesh.Devices() / pp}
 	s.run()
 	return s.result(p, opt), nil
-}
-
-// Task is one unit of a pipeline schedule: the forward or backward of microbatch Micro on model
-// chunk Chunk of the rank.
-type Task struct {
-	Chunk, Micro int
-	Backward     bool
-}
-
-// Schedule returns the order in which pipeline rank r of p runs its tasks with m microbatches and
-// v model chunks (Narayanan et al. 2021 §2.2; Megatron-LM's schedules.py for the interleaved
-// warm-up count (p - r - 1)*2 + (v - 1)*p).
-func Schedule(kind string, p, v, m, r int) ([]Task, error) {
-	var out []Task
-	switch kind {
-	case strategies.ScheduleGPipe:
-		for j := 0; j < m; j++ {
-			out = append(out, Task{0, j, false})
-		}
-		for j := 0; j < m; j++ {
-			out = append(out, Task{0, j, true})
-		}
-		return out, nil
-	case strategies.Schedule1F1B:
-		warm := min(p-r-1, m)
-		for j := 0; j < warm; j++ {
-			out = append(out, Task{0, j, false})
-		}
-		for i := 0; i < m-warm; i++ {
-			out = append(out, Task{0, warm + i, false}, Task{0, i, true})
-		}
-		for j := m - warm; j < m; j++ {
-			out = append(out, Task{0, j, true})
-		}
-		return out, nil
-	case strategies.ScheduleInterleaved:
-		if m%p != 0 {
-			return nil, fmt.Errorf("sim: the interleaved schedule needs the %d microbatches to be a multiple of pp=%d", m, p)
-		}
-		total := m * v
-		chunk := func(k int, fwd bool) int {
-			c := (k % (p * v)) / p
-			if !fwd {
-				c = v - 1 - c
-			}
-			return c
-		}
-		micro := func(k int) int { return (k/(p*v))*p + k%p }
-		warm := min((p-r-1)*2+(v-1)*p, total)
-		for k := 0; k < warm; k++ {
-			out = append(out, Task{chunk(k, true), micro(k), false})
-		}
-		for i := 0; i < total-warm; i++ {
-			k := warm + i
-			out = append(out, Task{chunk(k, true), micro(k), false}, Task{chunk(i, false), micro(i), true})
-		}
-		for k := total - warm; k < total; k++ {
-			out = append(out, Task{chunk(k, false), micro(k), true})
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("sim: unknown schedule %q; valid: %s, %s, %s", kind, strategies.ScheduleGPipe, strategies.Schedule1F1B, strategies.ScheduleInterleaved)
 }
 
 type p2pKey struct {
@@ -210,7 +147,7 @@ func (b *builder) add(n *node) int {
 }
 
 // rank builds the nodes of pipeline rank r.
-func (b *builder) rank(r int, tasks []Task) {
+func (b *builder) rank(r int, tasks []program.Task) {
 	if b.sends == nil {
 		b.sends, b.recvs = map[p2pKey]int{}, map[p2pKey]int{}
 	}
@@ -272,7 +209,6 @@ func (b *builder) rank(r int, tasks []Task) {
 				b.sends[p2pKey{s.Index, op.Peer, t.Micro, phase}] = id
 			case program.OpRecv:
 				b.recvs[p2pKey{op.Peer, s.Index, t.Micro, phase}] = id
-				n.cost = 0 // the send carries the transfer
 			}
 			if t.Backward {
 				if op.Param != "" {
