@@ -567,25 +567,22 @@ func (s *Stage) computeFree() {
 			ops[i].Free = append(ops[i].Free, ValueID(id))
 		}
 	}
+	// Values a forward op writes, or forward data.
+	fwd := make([]bool, len(s.Values))
+	for _, op := range ops[:nf] {
+		for _, o := range op.Out {
+			if o >= 0 {
+				fwd[o] = true
+			}
+		}
+	}
 	for _, op := range ops[nf:] {
 		for _, list := range [][]ValueID{op.In, op.Saved} {
 			for _, id := range list {
-				if created(s, ValueID(id), nf, ops) {
+				if id >= 0 && (fwd[id] || s.Values[id].Data) {
 					s.Values[id].Saved = true
 				}
 			}
 		}
 	}
-}
-
-// created reports whether value id is produced by a forward op (or is forward data).
-func created(s *Stage, id ValueID, nf int, ops []*Op) bool {
-	for _, op := range ops[:nf] {
-		for _, o := range op.Out {
-			if o == id {
-				return true
-			}
-		}
-	}
-	return s.Values[id].Data
 }

@@ -100,6 +100,25 @@ func TestOverlapOffEqualsClosedForm(t *testing.T) {
 			if on.Step > res.Step*(1+1e-12) {
 				t.Errorf("%s %s: overlap on %v is slower than off %v", m.Name, f, on.Step, res.Step)
 			}
+			// Without spans the simulator lays a task whose ops do not overlap out as one node:
+			// the same step and breakdown as op by op.
+			for _, r := range []*Result{res, on} {
+				q := p
+				if r == res {
+					q = lowerT(t, m, f+",overlap=off")
+				}
+				c, _ := costmodel.NewCoster(q, hw)
+				ops, err := Simulate(q, c, Options{Spans: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !near(ops.Step, r.Step) || !near(ops.Compute, r.Compute) || !near(ops.CommExposed, r.CommExposed) || !near(ops.Bubble, r.Bubble) || ops.CriticalRank != r.CriticalRank {
+					t.Errorf("%s %s overlap %v: op by op %+v, by tasks %+v", m.Name, f, q.Strategy.Overlap, ops, r)
+				}
+				if r.Events > ops.Events {
+					t.Errorf("%s %s: %d events by tasks, %d op by op", m.Name, f, r.Events, ops.Events)
+				}
+			}
 		}
 	}
 }

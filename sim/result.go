@@ -7,10 +7,10 @@ import (
 
 func (n *node) span() Span {
 	stream := "compute"
-	if !n.compute {
+	if !n.compute && !n.task {
 		stream = "comm"
 	}
-	return Span{Rank: n.rank, Stream: stream, Async: n.async, Dim: n.op.Dim, Stage: n.stage, Micro: n.micro, Phase: n.op.Phase, Kind: n.op.Kind, Module: n.op.Module, Start: n.start, End: n.end}
+	return Span{Rank: n.rank, Stream: stream, Async: n.async, Task: n.task, Dim: n.op.Dim, Stage: n.stage, Micro: n.micro, Phase: n.op.Phase, Kind: n.op.Kind, Module: n.op.Module, Start: n.start, End: n.end}
 }
 
 func (e *engine) result(p *program.Program, opt Options) *Result {
@@ -38,9 +38,15 @@ func (e *engine) result(p *program.Program, opt Options) *Result {
 			if n.compute {
 				busy[r] += float64(d)
 			}
+			if n.task {
+				busy[r] += float64(n.computePart)
+			}
 			if r == res.CriticalRank {
 				wait := n.start - prevEnd
 				switch {
+				case n.task:
+					res.Compute += n.computePart
+					res.CommExposed += n.commPart
 				case n.op.Kind == program.OpStep:
 					res.Optimizer += d
 				case n.compute:

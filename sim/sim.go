@@ -30,7 +30,11 @@ type Span struct {
 	Rank   int    // pipeline rank
 	Stream string // "compute" or "comm"
 	// Async is true for ops of the communication stream that run beside the main sequence.
-	Async  bool
+	Async bool
+	// Task is true for a span that stands for a whole forward or backward task (without Spans
+	// the simulator lays out such a task as one node when none of its ops overlaps another);
+	// Kind and Module are those of its last op.
+	Task   bool
 	Dim    string
 	Stage  int // virtual stage (model chunk)
 	Micro  int // microbatch, -1 for optimizer ops
@@ -66,6 +70,10 @@ type node struct {
 	async   bool // on the comm stream, off the main sequence
 	cost    units.Seconds
 	compute bool // compute op (shares cores)
+	// task: the node stands for a whole forward or backward task (op is its last op), of
+	// computePart compute and commPart communication on the main sequence.
+	task                  bool
+	computePart, commPart units.Seconds
 
 	deps    []int // nodes that must end before this one starts
 	waiters []int
@@ -138,6 +146,7 @@ type builder struct {
 	comm  [][]int // per rank, comm-stream node ids in issue order
 	sends map[p2pKey]int
 	recvs map[p2pKey]int
+	tasks map[taskKey]taskCostT
 }
 
 func (b *builder) add(n *node) int {
@@ -162,12 +171,48 @@ func (b *builder) rank(r int, tasks []program.Task) {
 	}
 	// producers of each parameter's gradient in the last backward of each chunk
 	lastGrad := map[string]int{}
-	for _, t := range tasks {
+	// The last backward of each chunk (its gradients feed the DDP buckets op by op).
+	lastB := make([]int, st.VPP)
+	for i, t := range tasks {
+		if t.Backward {
+			lastB[t.Chunk] = i
+		}
+	}
+	for ti, t := range tasks {
 		s := p.Stages[t.Chunk*pp+r]
 		ops := s.Forward
 		phase := program.Forward
 		if t.Backward {
 			ops, phase = s.Backward, program.Backward
+		}
+		if !b.opt.Spans && b.opt.Cores == 0 && len(gathers) == 0 && !(t.Backward && ti == lastB[t.Chunk]) {
+			if tc := b.taskCost(s, phase); tc.ok {
+				// No op of the task overlaps another: one node for all of it, from its receive
+				// (first op) to its send (last op), as long as the ops one after the other.
+				n := &node{op: &ops[len(ops)-1], rank: r, stage: s.Index, micro: t.Micro, task: true,
+					cost: tc.compute + tc.comm, computePart: tc.compute, commPart: tc.comm}
+				id := b.add(n)
+				dep(n, prev)
+				if first := &ops[0]; first.Kind == program.OpRecv {
+					b.recvs[p2pKey{first.Peer, s.Index, t.Micro, phase}] = id
+				}
+				if last := &ops[len(ops)-1]; last.Kind == program.OpSend {
+					b.sends[p2pKey{s.Index, last.Peer, t.Micro, phase}] = id
+				}
+				if t.Backward {
+					for i := range ops {
+						if ops[i].Param != "" {
+							lastGrad[ops[i].Param] = id
+						}
+						if ops[i].Bias != "" {
+							lastGrad[ops[i].Bias] = id
+						}
+					}
+				}
+				main = append(main, id)
+				prev = id
+				continue
+			}
 		}
 		taskStart := prev
 		for i := range ops {
@@ -263,6 +308,48 @@ func (b *builder) rank(r int, tasks []program.Task) {
 	}
 	b.main = append(b.main, main)
 	b.comm = append(b.comm, comm)
+}
+
+type taskKey struct {
+	stage int
+	phase program.Phase
+}
+
+// taskCostT is the time of one task's ops when they run one after the other.
+type taskCostT struct {
+	compute, comm units.Seconds
+	ok            bool // no op overlaps another, a receive only first and a send only last
+}
+
+// taskCost prices the forward or backward task of stage s once for all its microbatches.
+func (b *builder) taskCost(s *program.Stage, phase program.Phase) taskCostT {
+	k := taskKey{s.Index, phase}
+	if tc, ok := b.tasks[k]; ok {
+		return tc
+	}
+	ops := s.Forward
+	if phase == program.Backward {
+		ops = s.Backward
+	}
+	tc := taskCostT{ok: len(ops) > 0}
+	st := b.p.Strategy
+	for i := range ops {
+		op := &ops[i]
+		switch {
+		case op.Dim == strategies.DimDP && st.Overlap && op.Kind.IsComm(),
+			op.Kind == program.OpRecv && i != 0, op.Kind == program.OpSend && i != len(ops)-1:
+			tc.ok = false
+		case op.Kind.IsComm():
+			tc.comm += b.c.Comm(op)
+		default:
+			tc.compute += b.c.Compute(op)
+		}
+	}
+	if b.tasks == nil {
+		b.tasks = map[taskKey]taskCostT{}
+	}
+	b.tasks[k] = tc
+	return tc
 }
 
 // link makes every pipeline receive wait for its send.
