@@ -45,20 +45,24 @@ func NewDerived(m *model.Model, hw *hardware.Hardware) (*Derived, error) {
 		opt: map[optKey]Piece{}, flops: map[[2]int]units.FLOPs{}}, nil
 }
 
-// lowKey is everything of a strategy that changes the Programs Derived lowers: not the pipeline
-// depth beyond the number of stage kinds, the interleaving, the schedule or the overlap.
+// lowKey is everything of a strategy that changes the forward and backward Derived lowers: not
+// the pipeline depth beyond the number of stage kinds, the interleaving, the schedule, the
+// overlap, the global batch, and the data-parallel degree and ZeRO stage but under ZeRO-3 (whose
+// gathers and reductions are in the forward and backward); the optimizer phase is rebuilt for
+// the real strategy (OptimizerOps).
 type lowKey struct {
-	dp, cp, tp, kinds, mbs, gbs, seq, zero int
-	recompute, attention, precision, opt   string
-	sp                                     bool
-	bucket                                 int64
+	dp, cp, tp, kinds, mbs, seq          int
+	zero3                                bool
+	recompute, attention, precision, opt string
+	sp                                   bool
+	bucket                               int64
 }
 
-// pieceKey adds what changes the prices of the ops: the pipeline depth (the pipeline sends'
-// level and the tied embedding's all-reduce).
+// pieceKey adds what changes the prices of the ops and the per-step sums: the mesh (strides,
+// levels, the pipeline sends' level), the ZeRO stage and the microbatches.
 type pieceKey struct {
 	lowKey
-	pp int
+	pp, dp, zero, gbs int
 }
 
 type optKey struct {
@@ -195,11 +199,9 @@ func (d *Derived) modelFLOPs(st strategies.Strategy) units.FLOPs {
 // kindPieces returns the priced stage kinds of st, lowering them when no strategy with the same
 // lowering came before.
 func (d *Derived) kindPieces(st strategies.Strategy) (*kindPieces, error) {
-	ms := st.Mesh
-	nk := min(ms.PP*st.VPP, 3)
-	lk := lowKey{dp: ms.DP, cp: ms.CP, tp: ms.TP, kinds: nk, mbs: st.MBS, gbs: st.GBS, seq: st.Seq, zero: st.ZeRO,
-		recompute: st.Recompute, attention: st.Attention, precision: st.Precision, opt: st.Optimizer, sp: st.SP, bucket: st.BucketBytes}
-	pk := pieceKey{lk, ms.PP}
+	nk := min(st.Mesh.PP*st.VPP, 3)
+	pk := keyOf(st, nk)
+	lk := pk.lowKey
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if kp, ok := d.pieces[pk]; ok {
@@ -217,7 +219,7 @@ func (d *Derived) kindPieces(st strategies.Strategy) (*kindPieces, error) {
 	// mesh (strides, pipeline level), precision, attention kernel and optimizer.
 	real := func(p *program.Program) *program.Program {
 		q := *p
-		q.Strategy = st
+		q.Strategy, q.Microbatches, q.Tokens = st, st.Microbatches(), int64(st.GBS)*int64(max(st.Seq, 1))
 		return &q
 	}
 	c1, err := NewCoster(real(low.one), d.hw)
@@ -237,11 +239,28 @@ func (d *Derived) kindPieces(st strategies.Strategy) (*kindPieces, error) {
 	return kp, nil
 }
 
+// keyOf is st's pieceKey with nk stage kinds.
+func keyOf(st strategies.Strategy, nk int) pieceKey {
+	ms := st.Mesh
+	lk := lowKey{cp: ms.CP, tp: ms.TP, kinds: nk, mbs: st.MBS, seq: st.Seq, zero3: st.ZeRO == 3,
+		recompute: st.Recompute, attention: st.Attention, precision: st.Precision, opt: st.Optimizer, sp: st.SP, bucket: st.BucketBytes}
+	if lk.zero3 {
+		lk.dp = ms.DP
+	}
+	return pieceKey{lk, ms.PP, ms.DP, st.ZeRO, st.GBS}
+}
+
 // lower lowers the model shortened to nk and 2 nk layers on a pipeline of nk stages (one of
 // each kind), and splits each stage's parameters around its layers.
 func (d *Derived) lower(st strategies.Strategy, nk int) (*lowered, error) {
 	short := st
 	short.Mesh.PP, short.VPP = nk, 1
+	if st.ZeRO < 3 {
+		// The data-parallel degree and ZeRO-1/2 change only the optimizer phase: lower one
+		// representative (ZeRO needs dp > 1), one microbatch per pipeline.
+		short.Mesh.DP, short.ZeRO = 1, 0
+	}
+	short.GBS = short.Mesh.DP * short.MBS
 	if short.Schedule == strategies.ScheduleInterleaved {
 		short.Schedule = strategies.Schedule1F1B
 	}
@@ -290,10 +309,7 @@ func shorten(m *model.Model, k int) *model.Model {
 // two layers, its optimizer phase built for its parameters.
 func (d *Derived) stagePiece(st strategies.Strategy, kp *kindPieces, k, n, nk, nv int) Piece {
 	p := extrapolate(&kp.one[k], &kp.two[k], n)
-	ms := st.Mesh
-	ok := optKey{pieceKey{lowKey{dp: ms.DP, cp: ms.CP, tp: ms.TP, kinds: nk, mbs: st.MBS, gbs: st.GBS, seq: st.Seq, zero: st.ZeRO,
-		recompute: st.Recompute, attention: st.Attention, precision: st.Precision, opt: st.Optimizer, sp: st.SP, bucket: st.BucketBytes}, ms.PP},
-		k, n, 0}
+	ok := optKey{keyOf(st, nk), k, n, 0}
 	// Only the first and last stages' optimizer phase depends on the number of stages (the tied
 	// embedding's all-reduce); the index of a middle stage does not matter.
 	if k != 1 {

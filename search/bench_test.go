@@ -57,3 +57,23 @@ func BenchmarkRank(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlan is the whole planner on the acceptance case, the closed form alone (sim=off)
+// and with the simulator re-ranking its best DefaultSimTop (sim=auto), side by side.
+func BenchmarkPlan(b *testing.B) {
+	m := preset(b, "gpt3-175b")
+	hw := a100(b)
+	for _, mode := range []string{SimOff, SimAuto} {
+		b.Run("sim="+mode, func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				pl, err := Plan(m, hw, Request{GPUs: 256, GlobalBatch: 512, Objective: Time, Top: 10, Sim: mode})
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += len(pl.Ev.Space.Candidates)
+			}
+			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "candidates/s")
+		})
+	}
+}

@@ -147,3 +147,43 @@ func TestRankExactEqualsRankOnExactSteps(t *testing.T) {
 		}
 	}
 }
+
+// The planner's winner is the simulator's best of the closed form's top K, and the table's
+// simulated column is the simulator's step of each row.
+func TestPlanWinnerIsSimulatorsBestOfTopK(t *testing.T) {
+	m, hw := tinyGPT(t), a100(t)
+	const k = 20
+	pl, err := Plan(m, hw, Request{GPUs: 8, GlobalBatch: 16, Objective: Time, Top: 5, Sim: SimOn, SimTop: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	space, err := strategies.Enumerate(m, 8, strategies.EnumerateOptions{GBS: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := NewEvaluator(m, hw, space, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Rank(space, ev.Evaluate(), Time, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, bestStep := "", 0.0
+	for _, i := range res.Top {
+		st := space.Strategy(i)
+		s, err := Simulate(m, hw, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if best == "" || float64(s) < bestStep {
+			best, bestStep = st.String(), float64(s)
+		}
+	}
+	if pl.Out.Simulated != k {
+		t.Fatalf("simulated %d, want %d", pl.Out.Simulated, k)
+	}
+	if w := pl.Out.Top[0]; w.Strategy != best || w.SimStep == nil || *w.SimStep != bestStep {
+		t.Errorf("winner %s (simulated %v), the simulator's best of the top %d is %s at %v", w.Strategy, w.SimStep, k, best, bestStep)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -24,6 +25,9 @@ const (
 // the simulator's 0.6 us per event.
 const SimBudget = 500_000
 
+// DefaultSimTop is how many of the closed form's best candidates the planner simulates.
+const DefaultSimTop = 50
+
 // Request is one planning question: a model on GPUs devices, ranked by Objective.
 type Request struct {
 	GPUs        int
@@ -33,6 +37,9 @@ type Request struct {
 	Top         int // how many of the best candidates to keep
 	Fix         strategies.Fix
 	Sim         string // SimAuto, SimOn or SimOff ("" is SimAuto)
+	// SimTop is how many of the closed form's best candidates the simulator re-ranks (0:
+	// DefaultSimTop); the winner is the simulator's best of them.
+	SimTop int
 	// Workers is the number of goroutines that price candidates (0: one per CPU). The result
 	// does not depend on it.
 	Workers int
@@ -68,7 +75,10 @@ type Output struct {
 	Top         []Entry        `json:"top"`
 	Front       []Point        `json:"pareto_front"`
 	Simulated   int            `json:"simulated"`
-	Explanation string         `json:"explanation"`
+	// TimeSource names where the step times that rank the candidates, draw the Pareto front and
+	// pick the winner come from.
+	TimeSource  string `json:"time_source"`
+	Explanation string `json:"explanation"`
 }
 
 // Planned is a finished search with everything its outputs need.
@@ -91,24 +101,52 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 		return nil, err
 	}
 	evals := EvaluateParallel(ev, req.Workers)
-	res, err := RankExact(ev, evals, req.Objective, req.Top)
+	simTop := req.SimTop
+	if simTop <= 0 {
+		simTop = DefaultSimTop
+	}
+	if req.Sim == SimOff {
+		simTop = 0
+	}
+	res, err := RankExact(ev, evals, req.Objective, max(req.Top, simTop))
 	if err != nil {
 		return nil, err
 	}
 	order := res.Top
-	sims := simulateTop(ev, res, req.Sim)
+	sims := simulateTop(ev, res, req.Sim, simTop)
 	nsim := 0
 	for _, s := range sims {
 		if s > 0 {
 			nsim++
 		}
 	}
+	source := "closed form (the simulator re-ranked none)"
 	if nsim >= 2 {
 		order = Rerank(res, evals, sims)
+		// One time source for the ranking, the front, the figure and the winner: the simulated
+		// step where the simulator ran, the closed form's elsewhere.
+		for j, s := range sims {
+			if e := &evals[res.Top[j]]; s > 0 && e.Step > 0 {
+				k := float64(e.Step) / float64(s)
+				e.Step, e.TokensPerS, e.MFU = s, e.TokensPerS*k, e.MFU*k
+			}
+		}
+		res.Front = ParetoFront(evals)
+		res.Fastest = -1
+		for i := range evals {
+			if e := &evals[i]; e.Priced && e.Feasible && (res.Fastest < 0 || e.Step < evals[res.Fastest].Step) {
+				res.Fastest = i
+			}
+		}
+		source = fmt.Sprintf("simulator for the closed form's best %d, closed form for the rest", nsim)
+		if err := refineNamed(ev, evals, res, order); err != nil {
+			return nil, err
+		}
 	}
+	order = order[:min(len(order), req.Top)]
 	out := &Output{Model: m.Name, Hardware: hw.Name, GPUs: req.GPUs, GlobalBatch: space.Base.GBS, Seq: space.Base.Seq,
 		Objective: res.Objective, Fix: req.Fix.String(), Searched: res.Searched, Feasible: res.Feasible, Rejected: res.Rejected,
-		Top: []Entry{}, Front: []Point{}, Simulated: nsim}
+		Top: []Entry{}, Front: []Point{}, Simulated: nsim, TimeSource: source}
 	simOf := map[int]units.Seconds{}
 	for j, s := range sims {
 		if s > 0 {
@@ -131,7 +169,7 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 		out.Front = append(out.Front, Point{Strategy: Label(space.Strategy(i)), Step: float64(evals[i].Step), Peak: float64(evals[i].Peak)})
 	}
 	lines := Explain(ev, evals, res, order)
-	lines = append(lines, simNote(ev, res, sims, req.Sim))
+	lines = append(lines, simNote(ev, res, sims, req.Sim), "Step times: "+source+".")
 	out.Explanation = strings.Join(lines, "\n")
 	return &Planned{Ev: ev, Evals: evals, Res: res, Order: order, Out: out}, nil
 }
@@ -159,6 +197,25 @@ func RankExact(ev *Evaluator, evals []Eval, objective string, k int) (*Result, e
 			return res, nil
 		}
 		ev.Refine(evals, need)
+	}
+}
+
+// refineNamed makes exact every bound among the candidates the result and the explanation of
+// order name (see RankExact), recomputing the front when a refinement moved one.
+func refineNamed(ev *Evaluator, evals []Eval, res *Result, order []int) error {
+	for {
+		_, used := explainNamed(ev, evals, res, order)
+		var need []int
+		for _, i := range append(append(used, res.Front...), res.Fastest, res.Smallest) {
+			if i >= 0 && evals[i].Bound {
+				need = append(need, i)
+			}
+		}
+		if len(need) == 0 {
+			return nil
+		}
+		ev.Refine(evals, need)
+		res.Front = ParetoFront(evals)
 	}
 }
 
@@ -196,11 +253,28 @@ func EvaluateParallel(ev *Evaluator, w int) []Eval {
 
 // simulateTop simulates the top candidates the mode allows, in parallel. A zero entry was not
 // simulated.
-func simulateTop(ev *Evaluator, res *Result, mode string) []units.Seconds {
-	n := simCount(ev, res, mode)
+func simulateTop(ev *Evaluator, res *Result, mode string, k int) []units.Seconds {
+	n := simCount(ev, res.Top[:min(k, len(res.Top))], mode)
 	sims := make([]units.Seconds, n)
 	if n < 2 {
 		return sims[:0]
+	}
+	// Candidates that differ only in the overlap or the schedule run the same Program: lower it
+	// once.
+	type lowering struct {
+		once sync.Once
+		p    *program.Program
+		err  error
+	}
+	lows := map[strategies.Strategy]*lowering{}
+	keyOf := func(st strategies.Strategy) strategies.Strategy {
+		st.Overlap, st.Schedule = true, strategies.Schedule1F1B
+		return st
+	}
+	for j := 0; j < n; j++ {
+		if k := keyOf(ev.Space.Strategy(res.Top[j])); lows[k] == nil {
+			lows[k] = &lowering{}
+		}
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
@@ -210,7 +284,15 @@ func simulateTop(ev *Evaluator, res *Result, mode string) []units.Seconds {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if s, err := Simulate(ev.Model, ev.HW, ev.Space.Strategy(res.Top[j])); err == nil {
+			st := ev.Space.Strategy(res.Top[j])
+			l := lows[keyOf(st)]
+			l.once.Do(func() { l.p, l.err = program.Lower(ev.Model, st) })
+			if l.err != nil {
+				return
+			}
+			q := *l.p
+			q.Strategy.Overlap, q.Strategy.Schedule = st.Overlap, st.Schedule
+			if s, err := simulateProgram(&q, ev.HW); err == nil {
 				sims[j] = s
 			}
 		}(j)
@@ -220,21 +302,21 @@ func simulateTop(ev *Evaluator, res *Result, mode string) []units.Seconds {
 }
 
 // simCount is how many of the top candidates the mode simulates.
-func simCount(ev *Evaluator, res *Result, mode string) int {
+func simCount(ev *Evaluator, top []int, mode string) int {
 	switch mode {
 	case SimOff:
 		return 0
 	case SimOn:
-		return len(res.Top)
+		return len(top)
 	}
 	total := 0
-	for j, i := range res.Top {
+	for j, i := range top {
 		total += SimEvents(ev.Model, ev.Space.Strategy(i))
 		if total > SimBudget {
 			return j
 		}
 	}
-	return len(res.Top)
+	return len(top)
 }
 
 // simNote says what the simulator did.

@@ -15,10 +15,12 @@ import (
 // and Llama-2 7B under 1F1B and ZeRO-3; recompute adds the forward again, so 60 covers it).
 const eventsPerLayer = 60
 
-// SimEvents estimates the events sim.Simulate processes for st on m: each pipeline rank is
-// simulated once for its layers (sim's symmetry), every microbatch runs every layer forward and
-// backward, so about microbatches x layers x eventsPerLayer. It lets a caller decide what it can
-// afford to simulate before building the Program.
+// SimEvents estimates the events sim.Simulate processes for st on m: a task (one microbatch's
+// forward or backward on one model chunk) whose ops do not overlap is one event, so a pipeline
+// costs about 2 x microbatches x pp x vpp events plus the ops of each chunk's last backward
+// (layers x eventsPerLayer in all), which feed the DDP buckets; ZeRO-3 with overlap prefetches
+// inside every task, so every op is an event, about microbatches x layers x eventsPerLayer. It
+// lets a caller decide what it can afford to simulate before building the Program.
 func SimEvents(m *model.Model, st strategies.Strategy) int {
 	st = st.Resolve(m)
 	layers := 4
@@ -29,7 +31,10 @@ func SimEvents(m *model.Model, st strategies.Strategy) int {
 	if st.Mesh.DP > 0 && st.MBS > 0 {
 		mb = max(1, st.GBS/(st.Mesh.DP*st.MBS))
 	}
-	return mb*layers*eventsPerLayer + 1000
+	if st.ZeRO == 3 && st.Overlap {
+		return mb*layers*eventsPerLayer + 1000
+	}
+	return 2*mb*st.Mesh.PP*max(st.VPP, 1) + layers*eventsPerLayer + 1000
 }
 
 // Simulate lowers st on m to a Program and simulates one step on hw (program.Lower,
@@ -39,6 +44,10 @@ func Simulate(m *model.Model, hw *hardware.Hardware, st strategies.Strategy) (un
 	if err != nil {
 		return 0, err
 	}
+	return simulateProgram(p, hw)
+}
+
+func simulateProgram(p *program.Program, hw *hardware.Hardware) (units.Seconds, error) {
 	c, err := costmodel.NewCoster(p, hw)
 	if err != nil {
 		return 0, err

@@ -271,14 +271,21 @@ func (p *Plan) Resolve(m *model.Model, sp bool) (map[string]Style, error) {
 
 // matchFQN reports whether pattern matches fqn level by level, "*" matching any one name.
 func matchFQN(pattern, fqn string) bool {
-	ps, ns := strings.Split(pattern, "."), strings.Split(fqn, ".")
-	if len(ps) != len(ns) {
+	if strings.Count(pattern, ".") != strings.Count(fqn, ".") {
 		return false
 	}
-	for i := range ps {
-		if ok, _ := path.Match(ps[i], ns[i]); !ok {
-			return false
+	for pattern != "" || fqn != "" {
+		p, prest, _ := strings.Cut(pattern, ".")
+		n, nrest, _ := strings.Cut(fqn, ".")
+		if p != n {
+			if !strings.ContainsAny(p, `*?[\`) {
+				return false
+			}
+			if ok, _ := path.Match(p, n); !ok {
+				return false
+			}
 		}
+		pattern, fqn = prest, nrest
 	}
 	return true
 }

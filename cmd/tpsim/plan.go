@@ -45,9 +45,12 @@ Examples:
 
 --fix takes the keys of a strategy (pp, dp, cp, tp, mbs, zero, recompute, sp, schedule, vpp,
 overlap; precision, optimizer, attn and bucket_mb set what is not searched: give attn=flash when
-the run will use FlashAttention-2, attn=flash1 for FlashAttention-1 or its Triton port). --sim auto simulates the
-top candidates when their timelines are small enough to take well under a second; on always; off
-never.
+the run will use FlashAttention-2, attn=flash1 for FlashAttention-1 or its Triton port).
+
+The simulator re-ranks the closed form's best --sim-top candidates (50 by default) and the
+winner is its best of them; the table shows both step times, and the output names the time
+source of the ranking, the Pareto front and the figure. --sim auto simulates as many of them as
+take well under a second; on all of them; off none.
 `
 
 // planDefaultTop is how many candidates tpsim plan lists by default.
@@ -63,6 +66,7 @@ type planOptions struct {
 	Top         int
 	Fix         string
 	Sim         string // auto, on, off
+	SimTop      int
 	JSON        bool
 	Out         string
 	// Workers is the number of goroutines that price candidates (0: one per CPU).
@@ -89,6 +93,7 @@ func parsePlan(args []string) (*planOptions, *pflag.FlagSet, error) {
 	fs.IntVar(&o.Top, "top", planDefaultTop, "how many of the best candidates to list")
 	fs.StringVar(&o.Fix, "fix", "", `knobs not to search, e.g. "tp=8" or "tp=8,zero=1,recompute=full"`)
 	fs.StringVar(&o.Sim, "sim", "auto", "re-rank the top candidates with the simulator: auto, on or off")
+	fs.IntVar(&o.SimTop, "sim-top", search.DefaultSimTop, "how many of the closed form's best candidates the simulator re-ranks")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	fs.StringVar(&o.Out, "out", "", "directory to write plan.csv, plan.json and the Pareto figure (pareto.png, pareto.svg)")
 	fs.IntVar(&o.Workers, "workers", 0, "goroutines pricing candidates (0 = one per CPU); the result does not depend on it")
@@ -106,6 +111,9 @@ func parsePlan(args []string) (*planOptions, *pflag.FlagSet, error) {
 	}
 	if o.Top < 1 {
 		return o, fs, usagef("--top=%d must be at least 1", o.Top)
+	}
+	if o.SimTop < 1 {
+		return o, fs, usagef("--sim-top=%d must be at least 1", o.SimTop)
 	}
 	if o.Workers < 0 {
 		return o, fs, usagef("--workers=%d must be 0 (one per CPU) or more", o.Workers)
@@ -139,7 +147,7 @@ func (o *planOptions) search() (*planRun, error) {
 		return nil, err
 	}
 	return search.Plan(m, hw, search.Request{GPUs: o.GPUs, GlobalBatch: o.GlobalBatch, Seq: o.Seq,
-		Objective: o.Objective, Top: o.Top, Fix: fix, Sim: o.Sim, Workers: o.Workers})
+		Objective: o.Objective, Top: o.Top, Fix: fix, Sim: o.Sim, SimTop: o.SimTop, Workers: o.Workers})
 }
 
 func (o *planOptions) run(w io.Writer) error {
@@ -172,7 +180,7 @@ func (o *planOptions) run(w io.Writer) error {
 
 // planTable returns the ranked table: header and rows.
 func planTable(pr *planRun) ([]string, [][]string) {
-	header := []string{"rank", "strategy", "step_s", "tokens_per_s", "mfu", "peak_gib", "pp_bytes", "dp_bytes", "cp_bytes", "tp_bytes", "sim_step_s"}
+	header := []string{"rank", "strategy", "closed_form_step_s", "tokens_per_s", "mfu", "peak_gib", "pp_bytes", "dp_bytes", "cp_bytes", "tp_bytes", "sim_step_s"}
 	var rows [][]string
 	for _, e := range pr.Out.Top {
 		sim := ""
@@ -213,7 +221,7 @@ func planWriteText(w io.Writer, pr *planRun) error {
 	ew.printf("\n\n")
 	if len(out.Top) > 0 {
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "#\tstrategy\tstep\ttokens/s\tMFU\tpeak/device\tpp bytes\tdp bytes\tcp bytes\ttp bytes\tsimulated\t\n")
+		fmt.Fprintf(tw, "#\tstrategy\tclosed form\ttokens/s\tMFU\tpeak/device\tpp bytes\tdp bytes\tcp bytes\ttp bytes\tsimulated\t\n")
 		for _, e := range out.Top {
 			st, _ := strategies.Parse(e.Strategy)
 			sim := "-"
@@ -225,7 +233,7 @@ func planWriteText(w io.Writer, pr *planRun) error {
 				e.CommBytes["pp"], e.CommBytes["dp"], e.CommBytes["cp"], e.CommBytes["tp"], sim)
 		}
 		tw.Flush()
-		ew.printf("\n")
+		ew.printf("ranked by step time from the %s\n\n", out.TimeSource)
 	}
 	ew.printf("Why\n")
 	for _, l := range strings.Split(out.Explanation, "\n") {
@@ -257,6 +265,15 @@ func planWriteFiles(dir string, pr *planRun) error {
 	if pr.Res.Feasible == 0 {
 		return nil
 	}
+	// The figure draws every feasible candidate: their steps exact (the search kept lower bounds
+	// of those it never named).
+	var bound []int
+	for i := range pr.Evals {
+		if pr.Evals[i].Bound {
+			bound = append(bound, i)
+		}
+	}
+	pr.Ev.Refine(pr.Evals, bound)
 	var all, front []reports.Candidate
 	for _, e := range pr.Evals {
 		if e.Priced && e.Feasible {

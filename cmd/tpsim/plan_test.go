@@ -14,7 +14,7 @@ import (
 )
 
 func TestParsePlan(t *testing.T) {
-	def := planOptions{target: target{Model: defaultModel, Hardware: defaultHardware}, GPUs: 8, Objective: "time", Top: planDefaultTop, Sim: "auto"}
+	def := planOptions{target: target{Model: defaultModel, Hardware: defaultHardware}, GPUs: 8, Objective: "time", Top: planDefaultTop, Sim: "auto", SimTop: search.DefaultSimTop}
 	cases := []struct {
 		name string
 		args []string
@@ -22,9 +22,9 @@ func TestParsePlan(t *testing.T) {
 	}{
 		{"defaults", nil, def},
 		{"all flags", []string{"--model", "gpt3-175b", "--hardware=h100-sxm", "--gpus", "256", "--global-batch", "512", "--seq", "1024",
-			"--objective", "Memory", "--top", "3", "--fix", "tp=8", "--sim", "OFF", "--json", "--out", "d", "--workers", "2"},
+			"--objective", "Memory", "--top", "3", "--fix", "tp=8", "--sim", "OFF", "--sim-top", "7", "--json", "--out", "d", "--workers", "2"},
 			planOptions{target: target{Model: "gpt3-175b", Hardware: "h100-sxm"}, GPUs: 256, GlobalBatch: 512, Seq: 1024, Objective: "memory", Top: 3,
-				Fix: "tp=8", Sim: "off", JSON: true, Out: "d", Workers: 2}},
+				Fix: "tp=8", Sim: "off", SimTop: 7, JSON: true, Out: "d", Workers: 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -250,16 +250,19 @@ func TestPlanOut(t *testing.T) {
 		t.Error("plan.json differs from --json")
 	}
 	csv, _ := os.ReadFile(filepath.Join(dir, "plan.csv"))
-	if lines := strings.Count(string(csv), "\n"); lines != 11 || !strings.HasPrefix(string(csv), "rank,strategy,step_s") {
+	if lines := strings.Count(string(csv), "\n"); lines != 11 || !strings.HasPrefix(string(csv), "rank,strategy,closed_form_step_s") {
 		t.Errorf("plan.csv: %d lines:\n%s", lines, csv)
 	}
 }
 
-// --sim on re-ranks the top candidates by simulated step time.
+// --sim on re-ranks the closed form's best --sim-top candidates by simulated step time.
 func TestPlanSim(t *testing.T) {
-	p, _, _ := planJSON(t, exitOK, "--model", "gpt-tiny", "--gpus", "4", "--top", "3", "--sim", "on")
+	p, _, _ := planJSON(t, exitOK, "--model", "gpt-tiny", "--gpus", "4", "--top", "3", "--sim", "on", "--sim-top", "3")
 	if p.Simulated != 3 {
 		t.Fatalf("simulated %d, want 3", p.Simulated)
+	}
+	if !strings.HasPrefix(p.TimeSource, "simulator") {
+		t.Errorf("time source %q", p.TimeSource)
 	}
 	for _, e := range p.Top {
 		if e.SimStep == nil || *e.SimStep <= 0 {
