@@ -10,34 +10,9 @@ import (
 	"github.com/tpsim/tpsim/units"
 )
 
-// Label is a short name for a strategy: the mesh and the options that differ from the usual
-// (mbs always; zero, recompute, sp, the pipeline schedule, overlap off and the attention kernel
-// when not the default).
-func Label(st strategies.Strategy) string {
-	parts := []string{st.Mesh.String(), "mbs=" + strconv.Itoa(st.MBS)}
-	if st.ZeRO > 0 {
-		parts = append(parts, fmt.Sprintf("zero=%d", st.ZeRO))
-	}
-	if st.Recompute != strategies.RecomputeNone {
-		parts = append(parts, "recompute="+st.Recompute)
-	}
-	if st.SP {
-		parts = append(parts, "sp=on")
-	}
-	switch {
-	case st.Schedule == strategies.ScheduleInterleaved:
-		parts = append(parts, fmt.Sprintf("vpp=%d", st.VPP))
-	case st.Schedule == strategies.ScheduleGPipe && st.Mesh.PP > 1:
-		parts = append(parts, "schedule=gpipe")
-	}
-	if !st.Overlap {
-		parts = append(parts, "overlap=off")
-	}
-	if st.Attention != strategies.AttentionEager {
-		parts = append(parts, "attn="+st.Attention)
-	}
-	return strings.Join(parts, ",")
-}
+// Label is how the planner prints a strategy: complete and canonical (strategies.Short), so
+// that pasted into tpsim predict or sim it prices the same strategy.
+func Label(st strategies.Strategy) string { return st.Short() }
 
 // Explain says why the first of top won, in the terms of the classic guidance, with numbers:
 // the model's size against device memory (does plain data parallel fit), the hardware (tensor

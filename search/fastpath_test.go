@@ -135,6 +135,7 @@ func TestRankExactEqualsRankOnExactSteps(t *testing.T) {
 				t.Fatal(err)
 			}
 			want, _ := Rank(space, exact, obj, 10)
+			got.Folded, want.Folded = 0, 0 // a bound's twin is not folded until it is exact
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s %s: RankExact %+v, Rank on exact steps %+v", m.Name, obj, got, want)
 			}

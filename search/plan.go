@@ -113,7 +113,8 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 		return nil, err
 	}
 	order := res.Top
-	sims := simulateTop(ev, res, req.Sim, simTop)
+	lows := &lowerings{m: m}
+	sims := simulateTop(ev, lows, res, req.Sim, simTop)
 	nsim := 0
 	for _, s := range sims {
 		if s > 0 {
@@ -154,7 +155,12 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 		}
 	}
 	for r, i := range order {
-		est, err := ev.Derived.Estimate(space.Strategy(i))
+		// The row is what tpsim predict prints for its strategy, to the byte.
+		p, err := lows.get(space.Strategy(i))
+		if err != nil {
+			return nil, err
+		}
+		est, err := costmodel.Predict(p, hw)
 		if err != nil {
 			return nil, err
 		}
@@ -251,30 +257,53 @@ func EvaluateParallel(ev *Evaluator, w int) []Eval {
 	return evals
 }
 
+// lowerings lowers each strategy once for the planner's simulations and rows; strategies that
+// differ only in the overlap or the schedule share a Program (neither changes it).
+type lowerings struct {
+	m   *model.Model
+	mu  sync.Mutex
+	all map[strategies.Strategy]*lowering
+}
+
+type lowering struct {
+	once sync.Once
+	p    *program.Program
+	err  error
+}
+
+// get returns st's Program (a shallow copy that carries st's overlap and schedule).
+func (l *lowerings) get(st strategies.Strategy) (*program.Program, error) {
+	k := st
+	k.Overlap, k.Schedule = true, strategies.Schedule1F1B
+	if st.VPP > 1 {
+		k.Schedule = strategies.ScheduleInterleaved
+	}
+	l.mu.Lock()
+	if l.all == nil {
+		l.all = map[strategies.Strategy]*lowering{}
+	}
+	lw := l.all[k]
+	if lw == nil {
+		lw = &lowering{}
+		l.all[k] = lw
+	}
+	l.mu.Unlock()
+	lw.once.Do(func() { lw.p, lw.err = program.Lower(l.m, k) })
+	if lw.err != nil {
+		return nil, lw.err
+	}
+	q := *lw.p
+	q.Strategy.Overlap, q.Strategy.Schedule = st.Overlap, st.Schedule
+	return &q, nil
+}
+
 // simulateTop simulates the top candidates the mode allows, in parallel. A zero entry was not
 // simulated.
-func simulateTop(ev *Evaluator, res *Result, mode string, k int) []units.Seconds {
+func simulateTop(ev *Evaluator, lows *lowerings, res *Result, mode string, k int) []units.Seconds {
 	n := simCount(ev, res.Top[:min(k, len(res.Top))], mode)
 	sims := make([]units.Seconds, n)
 	if n < 2 {
 		return sims[:0]
-	}
-	// Candidates that differ only in the overlap or the schedule run the same Program: lower it
-	// once.
-	type lowering struct {
-		once sync.Once
-		p    *program.Program
-		err  error
-	}
-	lows := map[strategies.Strategy]*lowering{}
-	keyOf := func(st strategies.Strategy) strategies.Strategy {
-		st.Overlap, st.Schedule = true, strategies.Schedule1F1B
-		return st
-	}
-	for j := 0; j < n; j++ {
-		if k := keyOf(ev.Space.Strategy(res.Top[j])); lows[k] == nil {
-			lows[k] = &lowering{}
-		}
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
@@ -284,15 +313,11 @@ func simulateTop(ev *Evaluator, res *Result, mode string, k int) []units.Seconds
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			st := ev.Space.Strategy(res.Top[j])
-			l := lows[keyOf(st)]
-			l.once.Do(func() { l.p, l.err = program.Lower(ev.Model, st) })
-			if l.err != nil {
+			q, err := lows.get(ev.Space.Strategy(res.Top[j]))
+			if err != nil {
 				return
 			}
-			q := *l.p
-			q.Strategy.Overlap, q.Strategy.Schedule = st.Overlap, st.Schedule
-			if s, err := simulateProgram(&q, ev.HW); err == nil {
+			if s, err := simulateProgram(q, ev.HW); err == nil {
 				sims[j] = s
 			}
 		}(j)

@@ -274,6 +274,10 @@ type Result struct {
 	// Fastest and Smallest are the feasible candidates with the least step time and the least
 	// peak memory (-1 when none is feasible).
 	Fastest, Smallest int
+	// Folded counts the candidates left out of Top as equal in every figure to the candidate
+	// they differ from only in an option that changes nothing there (overlap=off with nothing to
+	// overlap).
+	Folded int
 }
 
 // ParseObjective checks an objective name.
@@ -363,10 +367,16 @@ func Rank(space *strategies.Space, evals []Eval, objective string, k int) (*Resu
 	}
 	r.objective = objective
 	r.best = [2]float64{float64(evals[res.Fastest].Step), float64(evals[res.Smallest].Peak)}
-	// The top k by insertion into a sorted list: the order is total, so the result is unique.
+	// The top k by insertion into a sorted list: the order is total, so the result is unique. A
+	// candidate with overlap off that prices exactly as its overlap-on twin (nothing to overlap)
+	// is folded into the twin: one row.
 	top := make([]int, 0, k)
 	for i := range evals {
 		if !evals[i].Feasible || !evals[i].Priced {
+			continue
+		}
+		if i > 0 && isTwin(space.Candidates[i-1], space.Candidates[i]) && evals[i-1] == evals[i] {
+			res.Folded++
 			continue
 		}
 		if len(top) == k && !r.less(i, top[k-1]) {

@@ -284,18 +284,27 @@ func TestRerank(t *testing.T) {
 	}
 }
 
+// Label is complete (gbs, seq and the schedule always there, every option off its default) and
+// parses back to the same strategy; vpp alone implies the interleaved schedule.
 func TestLabel(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
-		{"dp=8", "dp=8,mbs=1"},
-		{"pp=4,dp=2,tp=8,mbs=2,zero=1,recompute=full,sp=on,schedule=interleaved,vpp=3,overlap=off", "pp=4,dp=2,tp=8,mbs=2,zero=1,recompute=full,sp=on,vpp=3,overlap=off"},
-		{"pp=2,schedule=gpipe", "pp=2,mbs=1,schedule=gpipe"},
+		{"dp=8,gbs=64,seq=2048", "dp=8,mbs=1,gbs=64,seq=2048"},
+		{"pp=4,dp=2,tp=8,mbs=2,gbs=32,seq=512,zero=1,recompute=full,sp=on,vpp=3,overlap=off",
+			"pp=4,dp=2,tp=8,mbs=2,gbs=32,seq=512,zero=1,recompute=full,sp=on,schedule=interleaved,vpp=3,overlap=off"},
+		{"pp=2,schedule=gpipe,gbs=8,seq=16,attn=flash,precision=fp32,optimizer=sgd,bucket_mb=4",
+			"pp=2,mbs=1,gbs=8,seq=16,schedule=gpipe,precision=fp32,optimizer=sgd,attn=flash,bucket_mb=4"},
 	} {
 		st, err := strategies.Parse(c.in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := Label(st); got != c.want {
+		got := Label(st)
+		if got != c.want {
 			t.Errorf("Label(%s) = %s, want %s", c.in, got, c.want)
+		}
+		back, err := strategies.Parse(got)
+		if err != nil || back != st {
+			t.Errorf("Parse(%s) = %+v, %v; want %+v", got, back, err, st)
 		}
 	}
 }

@@ -128,7 +128,36 @@ func Parse(s string) (Strategy, error) {
 			return st, err
 		}
 	}
+	if st.VPP > 1 && !seen["schedule"] {
+		// Model chunks are the interleaved schedule's: vpp > 1 implies it.
+		st.Schedule = ScheduleInterleaved
+	}
 	return st, nil
+}
+
+// Short prints st completely and canonically in Parse's form, shorter than String: the mesh
+// dimensions above 1, mbs, gbs and seq always, and every other option where it differs from
+// Default (schedule, vpp, zero, recompute, sp, precision, optimizer, attn, overlap, bucket_mb).
+// Parse(st.Short()) is st for a resolved st without a tensor-parallel plan.
+func (st Strategy) Short() string {
+	d := Default(st.Mesh)
+	parts := []string{st.Mesh.String(), "mbs=" + strconv.Itoa(st.MBS), "gbs=" + strconv.Itoa(st.GBS), "seq=" + strconv.Itoa(st.Seq)}
+	add := func(differs bool, kv string) {
+		if differs {
+			parts = append(parts, kv)
+		}
+	}
+	add(st.ZeRO != d.ZeRO, "zero="+strconv.Itoa(st.ZeRO))
+	add(st.Recompute != d.Recompute, "recompute="+st.Recompute)
+	add(st.SP != d.SP, "sp=on")
+	add(st.Schedule != d.Schedule, "schedule="+st.Schedule)
+	add(st.VPP != d.VPP, "vpp="+strconv.Itoa(st.VPP))
+	add(st.Precision != d.Precision, "precision="+st.Precision)
+	add(st.Optimizer != d.Optimizer, "optimizer="+st.Optimizer)
+	add(st.Attention != d.Attention, "attn="+st.Attention)
+	add(st.Overlap != d.Overlap, "overlap=off")
+	add(st.BucketBytes != d.BucketBytes, "bucket_mb="+strconv.Itoa(int(st.BucketBytes>>20)))
+	return strings.Join(parts, ",")
 }
 
 func oneOf(k, v string, valid ...string) (string, error) {
@@ -248,7 +277,7 @@ func (st Strategy) Validate(m *model.Model) error {
 			return fmt.Errorf("strategies: schedule=interleaved needs pp>1")
 		}
 	} else if st.VPP != 1 {
-		return fmt.Errorf("strategies: vpp=%d needs schedule=interleaved", st.VPP)
+		return fmt.Errorf("strategies: vpp=%d needs schedule=interleaved; add schedule=interleaved (model chunks are the interleaved schedule's) or drop vpp", st.VPP)
 	}
 	if st.SP && ms.TP == 1 {
 		return fmt.Errorf("strategies: sp=on (sequence parallel) needs tp>1")
