@@ -1,0 +1,113 @@
+package costmodel
+
+import (
+	"math"
+	"testing"
+
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/program"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
+)
+
+// These tests hold the closed form's formulas to numbers worked out by hand (the derivation is
+// in each comment), so that changing a formula fails a test even where every copy of it changes
+// alike.
+
+func pipeline(t *testing.T, schedule string, pp, vpp, m int, f, b units.Seconds) (Totals, []Memory) {
+	t.Helper()
+	st := strategies.Default(strategies.Mesh{PP: pp, DP: 1, CP: 1, TP: 1})
+	st.Schedule, st.VPP, st.GBS, st.Seq = schedule, vpp, m, 1
+	pieces := make([]Piece, pp*vpp)
+	for i := range pieces {
+		pieces[i] = Piece{FCompute: f, BCompute: b, Act: 1000}
+	}
+	var tot Totals
+	mem, err := compose(st, m, 2, 2, 12, pieces, &tot, composeOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tot, mem
+}
+
+// The pipeline bubble (Narayanan et al. 2021 §2.2): p stages of forward f and backward b per
+// microbatch, m microbatches. GPipe and 1F1B both take (m + p - 1)(f + b): for p=4, m=8, f=1,
+// b=2 that is 11 x 3 = 33, of which m(f + b) = 24 is compute and 9 bubble. Interleaved with v
+// chunks of f/v and b/v: (m + (p-1)/v)(f + b) = (8 + 3/2) x 3 = 28.5, bubble 4.5. One stage:
+// no bubble, m(f + b) = 24.
+func TestPipelineBubbleHandDerived(t *testing.T) {
+	for _, c := range []struct {
+		schedule            string
+		pp, vpp             int
+		f, b, step, compute units.Seconds
+	}{
+		{strategies.ScheduleGPipe, 4, 1, 1, 2, 33, 24},
+		{strategies.Schedule1F1B, 4, 1, 1, 2, 33, 24},
+		{strategies.ScheduleInterleaved, 4, 2, 0.5, 1, 28.5, 24},
+		{strategies.Schedule1F1B, 1, 1, 1, 2, 24, 24},
+	} {
+		tot, _ := pipeline(t, c.schedule, c.pp, c.vpp, 8, c.f, c.b)
+		if math.Abs(float64(tot.Time.Step-c.step)) > 1e-12 || math.Abs(float64(tot.Time.Compute-c.compute)) > 1e-12 ||
+			math.Abs(float64(tot.Time.Bubble-(c.step-c.compute))) > 1e-12 {
+			t.Errorf("%s pp=%d vpp=%d: step %v compute %v bubble %v, by hand %v %v %v", c.schedule, c.pp, c.vpp,
+				tot.Time.Step, tot.Time.Compute, tot.Time.Bubble, c.step, c.compute, c.step-c.compute)
+		}
+	}
+}
+
+// Activations in flight per pipeline rank (Narayanan et al. 2021 §2.2; Korthikanti et al. 2022
+// §4.2.3): 1F1B keeps p - r microbatches on rank r (p=4: 4, 3, 2, 1), at most m; GPipe all m;
+// interleaved 1F1B (p - r)(1 + (p-1)/(p v)) per chunk, for p=4, v=2: 1 + 3/8 = 1.375, so 5.5,
+// 4.125, 2.75, 1.375 microbatches of each of the rank's 2 chunks. With 1000 bytes saved per
+// microbatch per chunk, rank 0 holds 4000 (1F1B), 8000 (GPipe, m=8), 11000 (interleaved).
+func TestInFlightActivationsHandDerived(t *testing.T) {
+	for _, c := range []struct {
+		schedule string
+		vpp, m   int
+		want     []units.Bytes
+	}{
+		{strategies.Schedule1F1B, 1, 8, []units.Bytes{4000, 3000, 2000, 1000}},
+		{strategies.Schedule1F1B, 1, 2, []units.Bytes{2000, 2000, 2000, 1000}},
+		{strategies.ScheduleGPipe, 1, 8, []units.Bytes{8000, 8000, 8000, 8000}},
+		{strategies.ScheduleInterleaved, 2, 8, []units.Bytes{11000, 8250, 5500, 2750}},
+	} {
+		_, mem := pipeline(t, c.schedule, 4, c.vpp, c.m, 1, 2)
+		for r, w := range c.want {
+			if mem[r].Activations != w {
+				t.Errorf("%s vpp=%d m=%d: rank %d holds %v of activations, by hand %v", c.schedule, c.vpp, c.m, r, mem[r].Activations, w)
+			}
+		}
+	}
+}
+
+// Collectives on two levels (alpha-beta per level, efficiency 1): 8 GPUs per node joined at
+// 100 GB/s with 1 us per ring step, nodes joined at 10 GB/s with 10 us per step.
+//   - All-gather of n = 8 GB inside one node, g = 8: 7 steps of 1 us and 7/8 n at 100 GB/s:
+//     7e-6 + 0.07 s.
+//   - All-reduce of n = 8 GB over g = 16 consecutive GPUs (two nodes): hierarchical, the
+//     reduce-scatter and all-gather inside each node move 2 x 7/8 n at 100 GB/s (0.14 s), the
+//     all-reduce across the 2 nodes moves 2 x 1/2 x n/8 at 10 GB/s (0.1 s) per GPU; the ring's
+//     2(g-1) = 30 steps each cost the slower level's 10 us: 0.2403 s in all.
+//   - The same over a group of stride 8 (one GPU per node, 16 nodes): a flat ring across nodes,
+//     30 steps of 10 us and 2 x 15/16 n at 10 GB/s: 3e-4 + 1.5 s.
+func TestHierarchicalCollectiveHandDerived(t *testing.T) {
+	hw := &hardware.Hardware{Name: "two-level", Levels: []hardware.Level{
+		{Name: "nvlink", Size: 8, Bandwidth: 100e9, Latency: 1e-6, Efficiency: 1},
+		{Name: "ib", Size: 0, Bandwidth: 10e9, Latency: 10e-6, Efficiency: 1},
+	}}
+	for _, c := range []struct {
+		name      string
+		kind      program.OpKind
+		g, stride int
+		want      float64
+	}{
+		{"all-gather in a node", program.OpAllGather, 8, 1, 7e-6 + 0.07},
+		{"all-reduce over two nodes", program.OpAllReduce, 16, 1, 300e-6 + 0.14 + 0.1},
+		{"all-reduce, one GPU per node", program.OpAllReduce, 16, 8, 300e-6 + 1.5},
+	} {
+		got := float64(CollectiveTime(hw, c.kind, c.g, c.stride, 8e9))
+		if math.Abs(got-c.want) > 1e-12*c.want {
+			t.Errorf("%s: %.9g s, by hand %.9g s", c.name, got, c.want)
+		}
+	}
+}
