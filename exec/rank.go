@@ -189,7 +189,7 @@ func (r *rank) exec(op *program.Op) (float64, error) {
 	}
 	{
 		r.events = append(r.events, OpEvent{Step: r.step, Phase: op.Phase.String(), Kind: string(op.Kind), Module: op.Module,
-			Comm:  op.Kind.IsCollective() || op.Kind == program.OpSend || op.Kind == program.OpRecv,
+			Comm:  op.Kind.IsComm(),
 			Start: start, End: time.Since(r.t0)})
 	}
 	if op.Phase != program.Optimizer {

@@ -77,3 +77,28 @@ func BenchmarkPlan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEvaluateFastPathVsDerived prices every candidate of the acceptance case on one
+// goroutine with the hand-written fast path for even stages (what the search uses) and with the
+// derived closed form alone, fresh (its memo empty) each time, side by side.
+func BenchmarkEvaluateFastPathVsDerived(b *testing.B) {
+	for _, derivedOnly := range []bool{false, true} {
+		name := "fast-path"
+		if derivedOnly {
+			name = "derived-only"
+		}
+		b.Run(name, func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				ev := benchSpace(b)
+				if derivedOnly {
+					ev.est = nil
+				}
+				out := make([]Eval, len(ev.Space.Candidates))
+				ev.EvaluateRange(0, len(out), out)
+				n += len(out)
+			}
+			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "candidates/s")
+		})
+	}
+}
