@@ -359,7 +359,7 @@ func (c *Coster) compose(t *Totals) ([]Memory, error) {
 	for i, s := range p.Stages {
 		pieces[i] = c.Piece(s)
 	}
-	return compose(p.Strategy, p.Microbatches, p.ParamBytes, p.GradBytes, p.OptBytes, pieces, t, composeOpts{})
+	return compose(p.Strategy, p.Microbatches, p.ParamBytes, p.GradBytes, p.OptBytes, pieces, t, composeOpts{ranks: true})
 }
 
 // Predict prices program p on hw.

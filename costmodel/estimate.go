@@ -563,7 +563,12 @@ func assemble(p *pricer, st strategies.Strategy, hw *hardware.Hardware, pb, gb, 
 		q.FLOPs, q.Params = s.flops, s.params
 		q.Act, q.Live, q.Work, q.Buckets, q.Gathers = s.saved, s.live, s.work, s.comm, 2*s.gather
 	}
-	pieces := make([]Piece, nv)
+	sc := composePool.Get().(*composeScratch)
+	defer composePool.Put(sc)
+	if cap(sc.pieces) < nv {
+		sc.pieces = make([]Piece, nv)
+	}
+	pieces := sc.pieces[:nv]
 	for i := range pieces {
 		switch {
 		case nv == 1:

@@ -23,7 +23,7 @@ func pipeline(t *testing.T, schedule string, pp, vpp, m int, f, b units.Seconds)
 		pieces[i] = Piece{FCompute: f, BCompute: b, Act: 1000}
 	}
 	var tot Totals
-	mem, err := compose(st, m, 2, 2, 12, pieces, &tot, composeOpts{})
+	mem, err := compose(st, m, 2, 2, 12, pieces, &tot, composeOpts{ranks: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package costmodel
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/program"
@@ -108,11 +109,21 @@ func (c *Coster) optimizerPiece(ops []program.Op, t *Piece) {
 	t.Buckets = max(t.Buckets, stageComm(ops))
 }
 
-// composeOpts: see compose.
+// composeOpts: see compose. ranks asks for every rank's memory.
 type composeOpts struct {
 	limit units.Bytes
 	bound bool
+	ranks bool
 }
+
+// composeScratch holds compose's buffers, reused across calls.
+type composeScratch struct {
+	ranks  []pipeRank
+	f, b   []units.Seconds
+	pieces []Piece
+}
+
+var composePool = sync.Pool{New: func() any { return new(composeScratch) }}
 
 // pipeRank is one pipeline rank: the sum over its virtual stages.
 type pipeRank struct {
@@ -134,7 +145,13 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 	pp := mesh.PP
 	m := units.Seconds(microbatches)
 	g := int64(mesh.DP * mesh.CP)
-	ranks := make([]pipeRank, pp)
+	sc := composePool.Get().(*composeScratch)
+	defer composePool.Put(sc)
+	if cap(sc.ranks) < pp {
+		sc.ranks = make([]pipeRank, pp)
+	}
+	ranks := sc.ranks[:pp]
+	clear(ranks)
 	var flops units.FLOPs
 	for i := range pieces {
 		s := &pieces[i]
@@ -176,7 +193,10 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 		}
 		return units.Bytes(n)
 	}
-	perRank := make([]Memory, pp)
+	var perRank []Memory
+	if o.ranks {
+		perRank = make([]Memory, pp)
+	}
 	out.Memory = Memory{}
 	out.CommBytes, out.CommTime = [nDims]units.Bytes{}, [nDims]units.Seconds{}
 	for r := range ranks {
@@ -190,7 +210,9 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 		// Gradient buckets live in the optimizer phase, when no activations do; ZeRO-3's gather
 		// buffers live beside them.
 		mem.Peak = mem.Params + mem.Grads + mem.Optimizer + max(rt.dynamic+rt.gathers, rt.buckets)
-		perRank[r] = *mem
+		if o.ranks {
+			perRank[r] = *mem
+		}
 		if mem.Peak > out.Memory.Peak {
 			out.Memory = *mem
 		}
@@ -227,7 +249,8 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 	}
 	// A pipeline: the step is the longest path through the schedule's tasks (pipelineEnds), the
 	// same timeline the simulator lays out; the critical rank is the one that ends last.
-	f, b := make([]units.Seconds, len(pieces)), make([]units.Seconds, len(pieces))
+	sc.f, sc.b = grow(sc.f, len(pieces)), grow(sc.b, len(pieces))
+	f, b := sc.f, sc.b
 	for i := range pieces {
 		s := &pieces[i]
 		fe, be := s.FOverlap, s.BOverlap
