@@ -173,30 +173,42 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals, o composeOpts) (
 	g := int64(mesh.DP * mesh.CP)
 	tp := int64(mesh.TP)
 
-	var stages [nKinds]stageSum
-	var have [nKinds]bool
+	// Stage kinds priced for ns[j] layers; counts[i] is stage i's layers (nil: one stage, kind 0).
+	var sums [2][nKinds]stageSum
+	var haves [2][nKinds]bool
+	var ns [2]int64
+	var counts []int
 	var modelFLOPs units.FLOPs
 	if m.Transformer != nil {
-		if m.Transformer.Layers%nv != 0 {
-			return st, 0, fmt.Errorf("costmodel: %d layers do not split evenly over %d pipeline stages; Estimate prices even stages, use Predict(program.Lower(m, st), hw)", m.Transformer.Layers, nv)
-		}
+		// Stages hold c or c - 1 layers (program.StageCounts): price each stage kind for both.
 		x := newXF(&p, m, st, eb, pb, gb)
-		n := int64(m.Transformer.Layers / nv)
-		x.stages(n, nv, &stages, &have)
-		var lay layerPack
-		for k := range nKinds {
-			if have[k] {
-				pk := packer{cap: st.BucketBytes, gb: gb}
-				if g > 1 && st.ZeRO < 3 {
-					x.packStage(&pk, k, n, nv, &lay)
+		counts = program.StageCounts(m.Transformer.Layers, nv)
+		ns[0] = int64(counts[0])
+		for _, c := range counts {
+			if int64(c) != ns[0] {
+				ns[1] = int64(c)
+			}
+		}
+		for j, n := range ns {
+			if n == 0 {
+				continue
+			}
+			x.stages(n, nv, &sums[j], &haves[j])
+			var lay layerPack
+			for k := range nKinds {
+				if haves[j][k] {
+					pk := packer{cap: st.BucketBytes, gb: gb}
+					if g > 1 && st.ZeRO < 3 {
+						x.packStage(&pk, k, n, nv, &lay)
+					}
+					var tied units.Bytes
+					if x.tied && nv > 1 && (k == kFirst || k == kLast) {
+						// The embedding group's all-reduce of the tied embedding's gradient between the
+						// first and last pipeline ranks (Shoeybi et al. 2019; Megatron-LM).
+						tied = units.Bytes(x.vocab * x.h * gb)
+					}
+					optimizerCosts(&p, &sums[j][k], st, g, tp, pb, gb, ob, &pk, tied)
 				}
-				var tied units.Bytes
-				if x.tied && nv > 1 && (k == kFirst || k == kLast) {
-					// The embedding group's all-reduce of the tied embedding's gradient between the
-					// first and last pipeline ranks (Shoeybi et al. 2019; Megatron-LM).
-					tied = units.Bytes(x.vocab * x.h * gb)
-				}
-				optimizerCosts(&p, &stages[k], st, g, tp, pb, gb, ob, &pk, tied)
 			}
 		}
 		modelFLOPs = transformerModelFLOPs(m.Transformer, st.GBS, st.Seq)
@@ -205,8 +217,8 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals, o composeOpts) (
 		if err := checkChain(m, c, tp); err != nil {
 			return st, 0, err
 		}
-		s := &stages[kOnly]
-		have[kOnly] = true
+		s := &sums[0][kOnly]
+		haves[0][kOnly] = true
 		mlpStage(&p, c, st, eb, pb, gb, s)
 		var buf [64]int64
 		params := mlpParams(c, tp, buf[:0])
@@ -223,7 +235,7 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals, o composeOpts) (
 		}
 		modelFLOPs = units.FLOPs(3 * fwd)
 	}
-	return st, peak, assemble(&p, st, hw, pb, gb, ob, &stages, &have, modelFLOPs, out, o)
+	return st, peak, assemble(&p, st, hw, pb, gb, ob, &sums, &haves, ns, counts, modelFLOPs, out, o)
 }
 
 // stages prices the stage kinds of a pipeline of nv virtual stages of n layers each. Each stretch
@@ -542,26 +554,28 @@ func TransformerForwardFLOPs(c *model.Transformer, batch, seq int) (layers, head
 	return units.FLOPs(float64(c.Layers) * layer), units.FLOPs(2 * tokens * h * float64(c.Vocab))
 }
 
-// assemble turns the stage kinds into one Piece per virtual stage and composes them with
-// Predict's compose.
-func assemble(p *pricer, st strategies.Strategy, hw *hardware.Hardware, pb, gb, ob int64, stages *[nKinds]stageSum, have *[nKinds]bool, modelFLOPs units.FLOPs, out *Totals, o composeOpts) error {
+// assemble turns the stage kinds into one Piece per virtual stage (stage i of counts[i] layers)
+// and composes them with Predict's compose.
+func assemble(p *pricer, st strategies.Strategy, hw *hardware.Hardware, pb, gb, ob int64, sums *[2][nKinds]stageSum, haves *[2][nKinds]bool, ns [2]int64, counts []int, modelFLOPs units.FLOPs, out *Totals, o composeOpts) error {
 	mb := st.Microbatches()
 	nv := st.Mesh.PP * st.VPP
-	var kinds [nKinds]Piece
-	for k := range nKinds {
-		if !have[k] {
-			continue
+	var kinds [2][nKinds]Piece
+	for j := range sums {
+		for k := range nKinds {
+			if !haves[j][k] {
+				continue
+			}
+			s := &sums[j][k]
+			q := &kinds[j][k]
+			q.FCompute, q.BCompute, q.FComm, q.BComm, q.FOverlap, q.BOverlap = s.fCompute, s.bCompute, s.fComm, s.bComm, s.fOverlap, s.bOverlap
+			q.OptCompute, q.OptComm, q.DPComm, q.LastBucket = s.optCompute, s.optComm, s.dpComm, s.lastBucket
+			for d := range nDims {
+				q.CommTime[d] = units.Seconds(mb)*s.commTime[d] + s.optTime[d]
+				q.Sent[d] = units.Bytes(mb)*s.sent[d] + s.optSent[d]
+			}
+			q.FLOPs, q.Params = s.flops, s.params
+			q.Act, q.Live, q.Work, q.Buckets, q.Gathers = s.saved, s.live, s.work, s.comm, 2*s.gather
 		}
-		s := &stages[k]
-		q := &kinds[k]
-		q.FCompute, q.BCompute, q.FComm, q.BComm, q.FOverlap, q.BOverlap = s.fCompute, s.bCompute, s.fComm, s.bComm, s.fOverlap, s.bOverlap
-		q.OptCompute, q.OptComm, q.DPComm, q.LastBucket = s.optCompute, s.optComm, s.dpComm, s.lastBucket
-		for d := range nDims {
-			q.CommTime[d] = units.Seconds(mb)*s.commTime[d] + s.optTime[d]
-			q.Sent[d] = units.Bytes(mb)*s.sent[d] + s.optSent[d]
-		}
-		q.FLOPs, q.Params = s.flops, s.params
-		q.Act, q.Live, q.Work, q.Buckets, q.Gathers = s.saved, s.live, s.work, s.comm, 2*s.gather
 	}
 	sc := composePool.Get().(*composeScratch)
 	defer composePool.Put(sc)
@@ -570,15 +584,19 @@ func assemble(p *pricer, st strategies.Strategy, hw *hardware.Hardware, pb, gb, 
 	}
 	pieces := sc.pieces[:nv]
 	for i := range pieces {
+		j := 0
+		if counts != nil && int64(counts[i]) != ns[0] {
+			j = 1
+		}
 		switch {
 		case nv == 1:
-			pieces[i] = kinds[kOnly]
+			pieces[i] = kinds[j][kOnly]
 		case i == 0:
-			pieces[i] = kinds[kFirst]
+			pieces[i] = kinds[j][kFirst]
 		case i == nv-1:
-			pieces[i] = kinds[kLast]
+			pieces[i] = kinds[j][kLast]
 		default:
-			pieces[i] = kinds[kMiddle]
+			pieces[i] = kinds[j][kMiddle]
 		}
 	}
 	if _, err := compose(st, mb, int(pb), int(gb), int(ob), pieces, out, o); err != nil {

@@ -24,7 +24,7 @@ func near(a, b, tol float64) bool {
 // enumeration produces (ZeRO 0-3, tp, sp, cp, pp with every schedule and vpp, recompute modes,
 // overlap on and off), a model whose gradient buckets span layers, and tied embeddings.
 func TestFastPathEqualsDerivedOnWholeSpaces(t *testing.T) {
-	mid, err := model.Transformer{Hidden: 256, Layers: 8, Heads: 8, KVHeads: 4, HeadDim: 32, FFN: 512, Vocab: 512, Seq: 64,
+	mid, err := model.Transformer{Hidden: 256, Layers: 10, Heads: 8, KVHeads: 4, HeadDim: 32, FFN: 512, Vocab: 512, Seq: 64,
 		Gated: true, RMSNorm: true, Tied: true, Batch: 16}.Build("llama-mid", "llama")
 	if err != nil {
 		t.Fatal(err)
@@ -51,12 +51,12 @@ func TestFastPathEqualsDerivedOnWholeSpaces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := 0
+		n, uneven := 0, 0
 		t0 := time.Now()
 		for i := range space.Candidates {
 			st := space.Strategy(i)
 			if c.m.Transformer.Layers%(st.Mesh.PP*st.VPP) != 0 {
-				continue // the fast path prices even stages only
+				uneven++
 			}
 			a, err1 := est.Totals(st)
 			b, err2 := der.Totals(st)
@@ -93,10 +93,10 @@ func TestFastPathEqualsDerivedOnWholeSpaces(t *testing.T) {
 				}
 			}
 		}
-		if n < 100 {
-			t.Errorf("%s: only %d candidates compared", c.m.Name, n)
+		if n < 100 || c.m.Name == "gpt-tiny6" && uneven == 0 {
+			t.Errorf("%s: only %d candidates compared, %d of uneven stages", c.m.Name, n, uneven)
 		}
-		t.Logf("%s on %d: %d candidates equal, %s", c.m.Name, c.gpus, n, time.Since(t0))
+		t.Logf("%s on %d: %d candidates equal (%d of uneven stages), %s", c.m.Name, c.gpus, n, uneven, time.Since(t0))
 	}
 }
 

@@ -73,8 +73,8 @@ type Evaluator struct {
 	Space *strategies.Space
 	GPUs  int
 	// Derived is the closed form derived from the Program (costmodel.Derived), with its pieces
-	// memoized across the search; est is the hand-written fast path for even pipeline stages,
-	// kept equal to it on whole search spaces by test (nil where it does not cover the model).
+	// memoized across the search; est is the hand-written fast path, kept equal to it on whole
+	// search spaces by test, which the search uses where it covers the model (nil elsewhere).
 	Derived  *costmodel.Derived
 	est      *costmodel.Estimator
 	slowest  int // index of the slowest level the job's devices span
@@ -151,10 +151,6 @@ func (ev *Evaluator) EvaluateRange(lo, hi int, out []Eval) {
 		panic(fmt.Sprintf("search: EvaluateRange(%d, %d) over %d candidates into %d", lo, hi, len(ev.Space.Candidates), len(out)))
 	}
 	base := ev.Space.Base
-	layers := 0
-	if ev.Model.Transformer != nil {
-		layers = ev.Model.Transformer.Layers
-	}
 	cands := ev.Space.Candidates
 	for i := lo; i < hi; i++ {
 		c := cands[i]
@@ -167,8 +163,8 @@ func (ev *Evaluator) EvaluateRange(lo, hi int, out []Eval) {
 		}
 		var t costmodel.Totals
 		var err error
-		if st := c.Strategy(base); ev.est == nil || layers > 0 && layers%(int(c.PP)*int(c.VPP)) != 0 {
-			t, err = ev.Derived.Quick(st) // uneven stages: the fast path prices even ones
+		if st := c.Strategy(base); ev.est == nil {
+			t, err = ev.Derived.Quick(st)
 		} else {
 			t, err = ev.est.Quick(st)
 		}
@@ -216,10 +212,6 @@ func (ev *Evaluator) Evaluate() []Eval {
 
 // Refine replaces the lower bounds of evals[i] for i in idx by the pipeline's timeline.
 func (ev *Evaluator) Refine(evals []Eval, idx []int) {
-	layers := 0
-	if ev.Model.Transformer != nil {
-		layers = ev.Model.Transformer.Layers
-	}
 	for _, i := range idx {
 		e := &evals[i]
 		if !e.Bound {
@@ -229,7 +221,7 @@ func (ev *Evaluator) Refine(evals []Eval, idx []int) {
 		st := c.Strategy(ev.Space.Base)
 		var t costmodel.Totals
 		var err error
-		if ev.est == nil || layers > 0 && layers%(int(c.PP)*int(c.VPP)) != 0 {
+		if ev.est == nil {
 			t, err = ev.Derived.Totals(st)
 		} else {
 			t, err = ev.est.Totals(st)
