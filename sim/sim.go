@@ -147,6 +147,16 @@ type builder struct {
 	sends map[p2pKey]int
 	recvs map[p2pKey]int
 	tasks map[taskKey]taskCostT
+	slab  []node
+}
+
+// alloc places n in the builder's slab of nodes (one allocation per 1024 of them).
+func (b *builder) alloc(n node) *node {
+	if len(b.slab) == cap(b.slab) {
+		b.slab = make([]node, 0, 1024)
+	}
+	b.slab = append(b.slab, n)
+	return &b.slab[len(b.slab)-1]
 }
 
 func (b *builder) add(n *node) int {
@@ -158,7 +168,8 @@ func (b *builder) add(n *node) int {
 // rank builds the nodes of pipeline rank r.
 func (b *builder) rank(r int, tasks []program.Task) {
 	if b.sends == nil {
-		b.sends, b.recvs = map[p2pKey]int{}, map[p2pKey]int{}
+		n := 2 * len(tasks) * b.p.Strategy.Mesh.PP
+		b.sends, b.recvs = make(map[p2pKey]int, n), make(map[p2pKey]int, n)
 	}
 	p, st := b.p, b.p.Strategy
 	pp := st.Mesh.PP
@@ -189,8 +200,8 @@ func (b *builder) rank(r int, tasks []program.Task) {
 			if tc := b.taskCost(s, phase); tc.ok {
 				// No op of the task overlaps another: one node for all of it, from its receive
 				// (first op) to its send (last op), as long as the ops one after the other.
-				n := &node{op: &ops[len(ops)-1], rank: r, stage: s.Index, micro: t.Micro, task: true,
-					cost: tc.compute + tc.comm, computePart: tc.compute, commPart: tc.comm}
+				n := b.alloc(node{op: &ops[len(ops)-1], rank: r, stage: s.Index, micro: t.Micro, task: true,
+					cost: tc.compute + tc.comm, computePart: tc.compute, commPart: tc.comm})
 				id := b.add(n)
 				dep(n, prev)
 				if first := &ops[0]; first.Kind == program.OpRecv {
@@ -199,16 +210,8 @@ func (b *builder) rank(r int, tasks []program.Task) {
 				if last := &ops[len(ops)-1]; last.Kind == program.OpSend {
 					b.sends[p2pKey{s.Index, last.Peer, t.Micro, phase}] = id
 				}
-				if t.Backward {
-					for i := range ops {
-						if ops[i].Param != "" {
-							lastGrad[ops[i].Param] = id
-						}
-						if ops[i].Bias != "" {
-							lastGrad[ops[i].Bias] = id
-						}
-					}
-				}
+				// Not the chunk's last backward: the DDP buckets wait for that one's ops, which
+				// produce every gradient of the chunk last.
 				main = append(main, id)
 				prev = id
 				continue
@@ -217,7 +220,7 @@ func (b *builder) rank(r int, tasks []program.Task) {
 		taskStart := prev
 		for i := range ops {
 			op := &ops[i]
-			n := &node{op: op, rank: r, stage: s.Index, micro: t.Micro}
+			n := b.alloc(node{op: op, rank: r, stage: s.Index, micro: t.Micro})
 			async := op.Dim == strategies.DimDP && st.Overlap && op.Kind.IsComm()
 			if op.Kind.IsComm() {
 				n.cost = b.c.Comm(op)
@@ -272,7 +275,7 @@ func (b *builder) rank(r int, tasks []program.Task) {
 		s := p.Stages[c*pp+r]
 		for i := range s.Optimizer {
 			op := &s.Optimizer[i]
-			n := &node{op: op, rank: r, stage: s.Index, micro: -1}
+			n := b.alloc(node{op: op, rank: r, stage: s.Index, micro: -1})
 			bucket := op.Dim == strategies.DimDP && (op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter)
 			if op.Kind.IsComm() {
 				n.cost = b.c.Comm(op)
