@@ -33,13 +33,16 @@ type Config struct {
 
 // OpEvent is one executed op of one rank.
 type OpEvent struct {
-	Step   int
-	Phase  string
-	Kind   string
-	Module string
-	Comm   bool
-	Start  time.Duration // since the run started
-	End    time.Duration
+	Step int
+	// Stage is the virtual pipeline stage and Micro the microbatch the op ran for (Micro is
+	// meaningless for optimizer ops).
+	Stage, Micro int
+	Phase        string
+	Kind         string
+	Module       string
+	Comm         bool
+	Start        time.Duration // since the run started
+	End          time.Duration
 }
 
 // RankResult is what one rank measured.
@@ -59,6 +62,9 @@ type RankResult struct {
 // Result is a whole run.
 type Result struct {
 	Losses []float64
+	// Partial is true when the run stopped early: only the losses of the steps every rank
+	// finished are set.
+	Partial bool
 	// StepTimes is, per step, the slowest rank's step time; StepTime the median after warm-up.
 	StepTimes []time.Duration
 	StepTime  time.Duration
@@ -96,28 +102,28 @@ func Lowered(cfg Config) (*program.Program, error) {
 // check refuses what exec cannot run, saying what to do instead.
 func check(p *program.Program) error {
 	st := p.Strategy
+	tied := p.Model.Transformer != nil && p.Model.Transformer.Tied
 	switch {
-	case st.Mesh.PP > 1 || st.Mesh.CP > 1:
-		return fmt.Errorf("exec: runs single, data, tensor and dp x tp parallel; pp=%d cp=%d is priced by `tpsim predict`, not executed; use pp=1,cp=1", st.Mesh.PP, st.Mesh.CP)
-	case st.ZeRO > 0:
-		return fmt.Errorf("exec: zero=%d is priced by `tpsim predict`, not executed; use zero=0", st.ZeRO)
+	case st.Mesh.CP > 1:
+		return fmt.Errorf("exec: cp=%d: context parallel is priced by `tpsim predict` and `tpsim sim`, not executed; exec runs pp, dp and tp meshes (with zero, recompute and sp), use cp=1", st.Mesh.CP)
 	case p.Model.Transformer != nil && p.Model.Transformer.Dropout > 0:
 		return fmt.Errorf("exec: model %q has dropout %g; exec runs models without dropout, so that every strategy can be checked against single-device training exactly", p.Model.Name, p.Model.Transformer.Dropout)
-	case st.Recompute != strategies.RecomputeNone:
-		return fmt.Errorf("exec: recompute=%s is priced by `tpsim predict`, not executed; use recompute=none", st.Recompute)
+	case tied && st.Mesh.PP > 1 && st.ZeRO > 0:
+		return fmt.Errorf("exec: zero=%d with pp=%d on %q, whose output head is tied to the embedding: exec does not shard the tied embedding's gradient over dp before its all-reduce over pp; use zero=0 with pp>1 on this model, or an untied model", st.ZeRO, st.Mesh.PP, p.Model.Name)
 	}
 	// exec trains small models on this machine: refuse what would not fit before allocating it.
 	// Per rank: parameters, gradients and Adam state (4 + 4 + 8 bytes each) and every value of
 	// one microbatch at once (an upper bound of what is live); the batch itself is shared.
-	s := p.Stages[0]
 	var params, values int64
-	for i := range s.Params {
-		params += s.Params[i].Elems()
+	for _, s := range p.Stages {
+		for i := range s.Params {
+			params += s.Params[i].Elems()
+		}
+		for i := range s.Values {
+			values += s.Values[i].Elems() * 4
+		}
 	}
-	for i := range s.Values {
-		values += s.Values[i].Elems() * 4
-	}
-	need := int64(st.Mesh.Devices()) * (16*params + values)
+	need := int64(st.Mesh.DP*st.Mesh.TP) * (16*params + int64(p.Microbatches)*values)
 	if need > MaxBytes {
 		return fmt.Errorf("exec: %s on %s would hold about %.3g GiB (parameters, gradients, optimizer state and one microbatch's tensors on %d ranks); exec runs models that train on this machine, up to %d GiB: use a smaller model or batch, or price this one with `tpsim predict`",
 			p.Model.Name, st.Mesh, float64(need)/(1<<30), st.Mesh.Devices(), MaxBytes>>30)
@@ -129,7 +135,9 @@ func check(p *program.Program) error {
 // error and not an out-of-memory crash.
 const MaxBytes = 8 << 30
 
-// Run executes cfg and returns its measurements.
+// Run executes cfg and returns its measurements. When the run stops early (ctx canceled, a rank
+// failed) it returns the error and, when at least one step finished on every rank, a Result with
+// the losses of those steps only (Partial set, nothing else filled in).
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Steps <= 0 {
 		return nil, fmt.Errorf("exec: steps = %d; run at least one step", cfg.Steps)
@@ -142,7 +150,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	st := p.Strategy
-	dims := []comm.Dim{{Name: strategies.DimDP, Size: st.Mesh.DP}, {Name: strategies.DimTP, Size: st.Mesh.TP}}
+	dims := []comm.Dim{{Name: strategies.DimPP, Size: st.Mesh.PP}, {Name: strategies.DimDP, Size: st.Mesh.DP}, {Name: strategies.DimTP, Size: st.Mesh.TP}}
 	timeout := cfg.Timeout
 	if timeout == 0 {
 		timeout = 2 * time.Minute
@@ -163,27 +171,34 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	ranks := make([]*rank, n)
 	t0 := time.Now()
 	var mu sync.Mutex
+	mail := &mailbox{timeout: timeout}
 	err = world.Run(ctx, func(c *comm.Comm) error {
-		r := &rank{cfg: cfg, p: p, s: p.Stages[0], c: c, lr: lr, t0: t0, batch: batch}
+		r := &rank{cfg: cfg, p: p, s: p.Stages[0], c: c, lr: lr, t0: t0, batch: batch, mail: mail}
 		mu.Lock()
 		ranks[c.Rank()] = r
 		mu.Unlock()
 		return r.run()
 	})
 	if err != nil {
-		return nil, err
+		done := cfg.Steps
+		for _, r := range ranks {
+			if r == nil {
+				done = 0
+				continue
+			}
+			done = min(done, len(r.losses))
+		}
+		if done == 0 {
+			return nil, err
+		}
+		return &Result{Program: p, Partial: true, Losses: losses(ranks, st, done)}, err
 	}
-	res := &Result{Program: p, Params: map[string][]float32{}}
+	res := &Result{Program: p, Params: map[string][]float32{}, Losses: losses(ranks, st, cfg.Steps)}
 	for step := 0; step < cfg.Steps; step++ {
-		var loss float64
 		var slowest time.Duration
 		for _, r := range ranks {
-			if r.tpIdx == 0 {
-				loss += r.losses[step]
-			}
 			slowest = max(slowest, r.stepTimes[step])
 		}
-		res.Losses = append(res.Losses, loss)
 		res.StepTimes = append(res.StepTimes, slowest)
 	}
 	res.StepTime = Median(res.StepTimes[cfg.Warmup:])
@@ -196,6 +211,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	runtime.ReadMemStats(&ms)
 	res.GoHeapBytes, res.GoTotalAllocBytes = ms.HeapAlloc, ms.TotalAlloc
 	return res, nil
+}
+
+// losses sums, for each of the first steps, the loss of the last pipeline stage's data-parallel
+// ranks (tp rank 0 of each: every tp rank computes the same loss).
+func losses(ranks []*rank, st strategies.Strategy, steps int) []float64 {
+	out := make([]float64, steps)
+	for _, r := range ranks {
+		if r.tpIdx == 0 && r.ppIdx == st.Mesh.PP-1 {
+			for i := range out {
+				out[i] += r.losses[i]
+			}
+		}
+	}
+	return out
 }
 
 // Median is the median of ds (0 for none), the statistic exec reports step times with.
@@ -292,38 +321,62 @@ func shard(full []float32, shape []int, sd, tp, tpIdx int) []float32 {
 	return out
 }
 
-// assemble rebuilds full parameters from the dp-rank-0 replicas' tp shards.
+// assemble rebuilds full parameters from the dp-rank-0 replicas' tp shards (from every dp rank's
+// chunk under ZeRO-3), on every pipeline stage; a parameter that two stages hold (the tied
+// embedding) is taken from the first.
 func assemble(dst map[string][]float32, p *program.Program, ranks []*rank) {
 	tp := p.Strategy.Mesh.TP
-	for _, q := range p.Stages[0].Params {
-		n := 1
-		for _, d := range q.Full {
-			n *= d
-		}
-		full := make([]float32, n)
-		for _, r := range ranks {
-			if r.dpIdx != 0 {
+	for _, s := range p.Stages {
+		for _, q := range s.Params {
+			if _, ok := dst[q.Name]; ok {
 				continue
 			}
-			local := r.params[q.Name]
-			if q.ShardDim < 0 {
-				copy(full, local)
-				continue
+			n := 1
+			for _, d := range q.Full {
+				n *= d
 			}
-			outer, inner := 1, 1
-			for i := 0; i < q.ShardDim; i++ {
-				outer *= q.Full[i]
+			full := make([]float32, n)
+			for _, r := range ranks {
+				if r.ppIdx != s.Rank || (r.dpIdx != 0 && r.z == nil) || (r.z != nil && r.z.stage == 3 && r.dpIdx != 0) {
+					continue
+				}
+				local := localParam(r, ranks, q.Name)
+				if q.ShardDim < 0 {
+					copy(full, local)
+					continue
+				}
+				outer, inner := 1, 1
+				for i := 0; i < q.ShardDim; i++ {
+					outer *= q.Full[i]
+				}
+				for i := q.ShardDim + 1; i < len(q.Full); i++ {
+					inner *= q.Full[i]
+				}
+				al := q.Full[q.ShardDim] / tp
+				for o := 0; o < outer; o++ {
+					copy(full[(o*q.Full[q.ShardDim]+r.tpIdx*al)*inner:(o*q.Full[q.ShardDim]+(r.tpIdx+1)*al)*inner], local[o*al*inner:(o+1)*al*inner])
+				}
 			}
-			for i := q.ShardDim + 1; i < len(q.Full); i++ {
-				inner *= q.Full[i]
-			}
-			al := q.Full[q.ShardDim] / tp
-			for o := 0; o < outer; o++ {
-				copy(full[(o*q.Full[q.ShardDim]+r.tpIdx*al)*inner:(o*q.Full[q.ShardDim]+(r.tpIdx+1)*al)*inner], local[o*al*inner:(o+1)*al*inner])
-			}
+			dst[q.Name] = full
 		}
-		dst[q.Name] = full
 	}
+}
+
+// localParam is rank r's tp-local parameter name after the run: its own copy, or under ZeRO-3 the
+// dp chunks of the ranks sharing its pp and tp coordinates, concatenated.
+func localParam(r *rank, ranks []*rank, name string) []float32 {
+	if r.z == nil || r.z.stage != 3 {
+		return r.params[name]
+	}
+	var out []float32
+	for d := 0; d < r.p.Strategy.Mesh.DP; d++ {
+		for _, o := range ranks {
+			if o.ppIdx == r.ppIdx && o.tpIdx == r.tpIdx && o.dpIdx == d {
+				out = append(out, o.z.shard[name]...)
+			}
+		}
+	}
+	return out
 }
 
 // MaxRelDiff compares a run with a reference: for every step's loss and every parameter tensor,
@@ -375,6 +428,8 @@ func Single(cfg Config) Config {
 		st.MBS = cfg.Model.Batch
 	}
 	st.Plan = nil
+	st.ZeRO, st.Recompute, st.SP = 0, strategies.RecomputeNone, false
+	st.Schedule, st.VPP = strategies.Schedule1F1B, 1
 	cfg.Strategy = st
 	return cfg
 }
