@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"sort"
 	"sync"
@@ -55,8 +56,11 @@ type RankResult struct {
 	// CommBytes is bytes sent per step on each mesh dimension; CommByKind per "kind/dim".
 	CommBytes  map[string]int64 `json:"comm_bytes"`
 	CommByKind map[string]int64 `json:"comm_bytes_by_kind"`
-	StepTimes  []time.Duration  `json:"-"`
-	Events     []OpEvent        `json:"-"`
+	// MemoryErrors are the differences between the memory this rank held and what the Program
+	// declares (rank.memoryErrors).
+	MemoryErrors []string        `json:"memory_errors,omitempty"`
+	StepTimes    []time.Duration `json:"-"`
+	Events       []OpEvent       `json:"-"`
 }
 
 // Result is a whole run.
@@ -74,7 +78,19 @@ type Result struct {
 	// GoHeapBytes is the Go heap in use after the run (runtime.MemStats.HeapAlloc), and
 	// GoTotalAllocBytes everything the run allocated on it.
 	GoHeapBytes, GoTotalAllocBytes uint64
-	Program                        *program.Program
+	// TrackedBytes is what the ranks' allocators hold when the run ends (live and pooled buffers,
+	// counted from the slices), and GoHeapLiveBytes the Go runtime's live heap measured then
+	// (runtime/metrics /gc/heap/live:bytes after a collection), which must be at least as large.
+	TrackedBytes, GoHeapLiveBytes uint64
+	// MemoryErrors are the places where the memory the ranks really held differs from what the
+	// Program declares (a lowering that forgets a saved tensor or frees one late); empty when
+	// they agree.
+	MemoryErrors []string
+	Program      *program.Program
+	// BubbleFraction is the pipeline bubble measured on the median step: the time each pipeline
+	// rank (of dp and tp coordinate 0) waited in its pipeline receives, over that rank's step
+	// time, averaged over the pipeline ranks; 0 without a pipeline.
+	BubbleFraction float64
 	// Breakdown splits StepTime as measured on the slowest rank of the median step.
 	Breakdown Breakdown
 }
@@ -83,6 +99,8 @@ type Result struct {
 // rank here, so all of it is exposed) and the optimizer update.
 type Breakdown struct {
 	Step, Compute, Comm, Optimizer time.Duration
+	// Bubble is the part of Comm spent waiting in pipeline receives (the pipeline's idle time).
+	Bubble time.Duration
 	// Rank and StepIndex say which rank and step were measured; Ops are that step's ops.
 	Rank, StepIndex int
 	Ops             []OpEvent
@@ -149,6 +167,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return runProgram(ctx, cfg, p)
+}
+
+// runProgram executes Program p, lowered from cfg (tests pass one altered on purpose).
+func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, error) {
 	st := p.Strategy
 	dims := []comm.Dim{{Name: strategies.DimPP, Size: st.Mesh.PP}, {Name: strategies.DimDP, Size: st.Mesh.DP}, {Name: strategies.DimTP, Size: st.Mesh.TP}}
 	timeout := cfg.Timeout
@@ -202,15 +225,45 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.StepTimes = append(res.StepTimes, slowest)
 	}
 	res.StepTime = Median(res.StepTimes[cfg.Warmup:])
+	res.BubbleFraction = bubble(ranks, st, res.StepTimes, cfg.Warmup, res.StepTime)
 	res.Breakdown = breakdown(ranks, res.StepTimes, cfg.Warmup, res.StepTime)
 	for _, r := range ranks {
 		res.Ranks = append(res.Ranks, r.result())
 	}
 	assemble(res.Params, p, ranks)
+	seen := map[string]bool{}
+	for _, rr := range res.Ranks {
+		for _, e := range rr.MemoryErrors {
+			if !seen[e] {
+				seen[e] = true
+				res.MemoryErrors = append(res.MemoryErrors, e)
+			}
+		}
+	}
+	slices.Sort(res.MemoryErrors)
+	// The Go runtime's own count of the live heap, with every rank's buffers still reachable:
+	// it must hold at least what the allocators hand out and keep pooled; the rest is what
+	// exec does not track (the Program, the batch, the timeline, the communicator's messages).
+	for _, r := range ranks {
+		res.TrackedBytes += uint64(r.alloc.total + r.alloc.pooled)
+	}
+	res.GoHeapLiveBytes = heapLive()
+	runtime.KeepAlive(ranks)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	res.GoHeapBytes, res.GoTotalAllocBytes = ms.HeapAlloc, ms.TotalAlloc
 	return res, nil
+}
+
+// heapLive is the Go heap's live bytes after a full collection.
+func heapLive() uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // losses sums, for each of the first steps, the loss of the last pipeline stage's data-parallel
@@ -437,12 +490,7 @@ func Single(cfg Config) Config {
 // breakdown measures the step closest to the median on its slowest rank, among the steps after
 // the warm-up, which the median is taken over.
 func breakdown(ranks []*rank, steps []time.Duration, warmup int, med time.Duration) Breakdown {
-	best, bestRank := -1, 0
-	for i := warmup; i < len(steps); i++ {
-		if d := steps[i]; best < 0 || absDur(d-med) < absDur(steps[best]-med) {
-			best = i
-		}
-	}
+	best, bestRank := medianStep(steps, warmup, med), 0
 	for i, r := range ranks {
 		if r.stepTimes[best] > ranks[bestRank].stepTimes[best] {
 			bestRank = i
@@ -458,6 +506,9 @@ func breakdown(ranks []*rank, steps []time.Duration, warmup int, med time.Durati
 		switch {
 		case e.Comm:
 			b.Comm += d
+			if e.Kind == string(program.OpRecv) {
+				b.Bubble += d
+			}
 		case e.Phase == program.Optimizer.String():
 			b.Optimizer += d
 		default:
@@ -465,6 +516,39 @@ func breakdown(ranks []*rank, steps []time.Duration, warmup int, med time.Durati
 		}
 	}
 	return b
+}
+
+// medianStep is the step after the warm-up whose time is closest to the median med.
+func medianStep(steps []time.Duration, warmup int, med time.Duration) int {
+	best := -1
+	for i := warmup; i < len(steps); i++ {
+		if best < 0 || absDur(steps[i]-med) < absDur(steps[best]-med) {
+			best = i
+		}
+	}
+	return best
+}
+
+// bubble measures the pipeline bubble of the median step (Result.BubbleFraction).
+func bubble(ranks []*rank, st strategies.Strategy, steps []time.Duration, warmup int, med time.Duration) float64 {
+	if st.Mesh.PP == 1 {
+		return 0
+	}
+	k := medianStep(steps, warmup, med)
+	var sum float64
+	for _, r := range ranks {
+		if r.dpIdx != 0 || r.tpIdx != 0 {
+			continue
+		}
+		var wait time.Duration
+		for _, e := range r.events {
+			if e.Step == k && e.Kind == string(program.OpRecv) {
+				wait += e.End - e.Start
+			}
+		}
+		sum += wait.Seconds() / r.stepTimes[k].Seconds()
+	}
+	return sum / float64(st.Mesh.PP)
 }
 
 func absDur(d time.Duration) time.Duration {

@@ -47,6 +47,10 @@ type rank struct {
 	i32   map[program.ValueID][]int32
 	micro int
 	slots map[[2]int]*slot
+	bufs  map[program.ValueID]int32
+	// used and held are the values this rank allocated, and those it held from a forward to its
+	// backward (measured activations), for the check against the Program's declarations.
+	used, held map[vkey]bool
 
 	losses    []float64
 	stepTimes []time.Duration
@@ -56,10 +60,18 @@ type rank struct {
 	ppMsgs    int64
 }
 
-// slot is the value storage of one stage's microbatch.
+// slot is the value storage of one stage's microbatch, with each buffer's number in the
+// allocator's log.
 type slot struct {
-	f32 map[program.ValueID][]float32
-	i32 map[program.ValueID][]int32
+	f32  map[program.ValueID][]float32
+	i32  map[program.ValueID][]int32
+	bufs map[program.ValueID]int32
+}
+
+// vkey names a value of a stage.
+type vkey struct {
+	stage int
+	id    program.ValueID
 }
 
 func (r *rank) run() error {
@@ -82,6 +94,7 @@ func (r *rank) run() error {
 	r.sched = Schedule(st.Schedule, st.Mesh.PP, len(r.stages), r.ppIdx, r.p.Microbatches)
 	r.alloc = newAllocator()
 	r.slots = map[[2]int]*slot{}
+	r.used, r.held = map[vkey]bool{}, map[vkey]bool{}
 	if err := r.initParams(); err != nil {
 		return err
 	}
@@ -145,10 +158,10 @@ func (r *rank) use(s *program.Stage, micro int) {
 	k := [2]int{s.Index, micro}
 	sl, ok := r.slots[k]
 	if !ok {
-		sl = &slot{f32: map[program.ValueID][]float32{}, i32: map[program.ValueID][]int32{}}
+		sl = &slot{f32: map[program.ValueID][]float32{}, i32: map[program.ValueID][]int32{}, bufs: map[program.ValueID]int32{}}
 		r.slots[k] = sl
 	}
-	r.s, r.f32, r.i32, r.micro = s, sl.f32, sl.i32, micro
+	r.s, r.f32, r.i32, r.bufs, r.micro = s, sl.f32, sl.i32, sl.bufs, micro
 }
 
 func (r *rank) trainStep() (float64, error) {
@@ -177,6 +190,12 @@ func (r *rank) trainStep() (float64, error) {
 			if err := r.endMicro(s, a.Micro); err != nil {
 				return 0, err
 			}
+		} else {
+			// What the rank still holds now, it keeps for this microbatch's backward.
+			for id, b := range r.bufs {
+				r.alloc.crossed[b] = true
+				r.held[vkey{s.Index, id}] = true
+			}
 		}
 	}
 	for _, s := range r.stages {
@@ -200,11 +219,11 @@ func (r *rank) endMicro(s *program.Stage, micro int) error {
 	var left []string
 	for id, b := range sl.f32 {
 		left = append(left, s.Value(id).Name)
-		r.alloc.putF32(category(s.Value(id)), b)
+		giveValue(r.alloc, r.alloc.f32s, sl.bufs[id], b)
 	}
 	for id, b := range sl.i32 {
 		left = append(left, s.Value(id).Name)
-		r.alloc.putI32(category(s.Value(id)), b)
+		giveValue(r.alloc, r.alloc.i32s, sl.bufs[id], b)
 	}
 	if len(left) > 0 {
 		slices.Sort(left)
@@ -218,43 +237,56 @@ func (r *rank) endMicro(s *program.Stage, micro int) error {
 func (r *rank) value(id program.ValueID) []float32 { return stored(r, r.f32, r.alloc.f32s, id) }
 func (r *rank) ints(id program.ValueID) []int32    { return stored(r, r.i32, r.alloc.i32s, id) }
 
-// stored returns id's storage in m, allocating it from p on first use (as activations when the
-// Program keeps it for backward, workspace otherwise) and filling it from the batch when it is
-// data.
+// stored returns id's storage in m, allocating it from p on first use and filling it from the
+// batch when it is data. Its category is not taken from the Program: the allocator observes
+// whether the buffer outlives its microbatch's forward (alloc.go).
 func stored[T float32 | int32](r *rank, m map[program.ValueID][]T, p pool[T], id program.ValueID) []T {
 	if b, ok := m[id]; ok {
 		return b
 	}
 	v := r.s.Value(id)
-	b := take(r.alloc, p, category(v), int(v.Elems()))
-	m[id] = b
+	b, buf := takeValue(r.alloc, p, int(v.Elems()))
+	m[id], r.bufs[id] = b, buf
+	r.used[vkey{r.s.Index, id}] = true
 	if v.Data {
 		r.fill(id)
 	}
 	return b
 }
 
-func category(v *program.Value) string {
-	if v.Saved {
-		return CatActivations
-	}
-	return CatWorkspace
-}
-
 func (r *rank) release(op *program.Op) {
 	for _, id := range op.Free {
-		cat := category(r.s.Value(id))
-		unstore(r.alloc, r.f32, r.alloc.f32s, cat, id)
-		unstore(r.alloc, r.i32, r.alloc.i32s, cat, id)
+		unstore(r.alloc, r.f32, r.alloc.f32s, r.bufs, id)
+		unstore(r.alloc, r.i32, r.alloc.i32s, r.bufs, id)
 	}
 }
 
 // unstore frees id's storage in m, if it has any, back to p.
-func unstore[T float32 | int32](a *allocator, m map[program.ValueID][]T, p pool[T], cat string, id program.ValueID) {
+func unstore[T float32 | int32](a *allocator, m map[program.ValueID][]T, p pool[T], bufs map[program.ValueID]int32, id program.ValueID) {
 	if b, ok := m[id]; ok {
 		delete(m, id)
-		give(a, p, cat, b)
+		giveValue(a, p, bufs[id], b)
+		delete(bufs, id)
 	}
+}
+
+// memoryErrors compares what this rank held from a forward to its backward with what the Program
+// declares saved (the activation memory every prediction counts): a value held but not declared
+// is memory the prediction misses (a lowering that forgot a saved tensor, or frees one late); one
+// declared but freed before the backward is memory it counts twice.
+func (r *rank) memoryErrors() []string {
+	var out []string
+	for k := range r.used {
+		v := r.p.Stages[k.stage].Value(k.id)
+		switch held := r.held[k]; {
+		case held && !v.Saved:
+			out = append(out, fmt.Sprintf("stage %d holds %s (%d bytes per microbatch) from its forward to its backward, but the Program does not declare it saved: the predicted activation memory misses it", k.stage, v.Name, v.Elems()*4))
+		case !held && v.Saved:
+			out = append(out, fmt.Sprintf("the Program declares %s of stage %d saved for backward (%d bytes per microbatch), but the rank freed it before the backward", v.Name, k.stage, v.Elems()*4))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // scratch is a workspace buffer for the duration of one op.
@@ -843,10 +875,8 @@ func (r *rank) result() RankResult {
 	rr := RankResult{Rank: r.c.Rank(), Coords: map[string]int{strategies.DimPP: r.ppIdx, strategies.DimDP: r.dpIdx, strategies.DimTP: r.tpIdx},
 		PeakBytes: map[string]int64{}, CommBytes: map[string]int64{}, CommByKind: map[string]int64{},
 		StepTimes: r.stepTimes, Events: r.events}
-	for _, c := range Categories {
-		rr.PeakBytes[c] = r.alloc.peak[c]
-	}
-	rr.PeakBytes["peak"] = r.alloc.peakTotal
+	rr.PeakBytes = r.alloc.peaks()
+	rr.MemoryErrors = r.memoryErrors()
 	last := r.stats[len(r.stats)-1]
 	steps := int64(len(r.stats))
 	for _, d := range strategies.DimOrder {

@@ -199,7 +199,7 @@ func (z *zeroState) collective(r *rank, op *program.Op) error {
 		// parameters (one ring per bucket; the bytes are those of one gather of them all).
 		for _, u := range z.byStage[r.s.Index] {
 			flat := r.alloc.f32(CatComm, u.n)
-			flatten(flat, r.params, u.names)
+			span(r.params, u.names, u.lo, flat[u.lo:u.hi], false)
 			err := z.dp.AllGather(flat, flat[u.lo:u.hi])
 			if err == nil {
 				unflatten(r.params, u.names, flat)
@@ -228,6 +228,24 @@ func unflatten(m map[string][]float32, names []string, src []float32) {
 	}
 }
 
+// span copies elements [lo, lo+len(buf)) of the concatenation of the tensors names of m into buf,
+// or back from buf when back is set.
+func span(m map[string][]float32, names []string, lo int, buf []float32, back bool) {
+	off := 0
+	for _, name := range names {
+		t := m[name]
+		a, b := max(lo, off), min(lo+len(buf), off+len(t))
+		if a < b {
+			if back {
+				copy(t[a-off:b-off], buf[a-lo:b-lo])
+			} else {
+				copy(buf[a-lo:b-lo], t[a-off:b-off])
+			}
+		}
+		off += len(t)
+	}
+}
+
 // step updates this rank's chunk of the parameters of the current stage.
 func (z *zeroState) step(r *rank) {
 	update := r.update
@@ -239,10 +257,10 @@ func (z *zeroState) step(r *rank) {
 		return
 	}
 	for _, u := range z.byStage[r.s.Index] {
-		flat := r.scratch(u.n)
-		flatten(flat, r.params, u.names)
-		update(flat[u.lo:u.hi], u.gshard, u.m, u.v)
-		unflatten(r.params, u.names, flat)
-		r.unscratch(flat)
+		w := r.scratch(u.hi - u.lo)
+		span(r.params, u.names, u.lo, w, false)
+		update(w, u.gshard, u.m, u.v)
+		span(r.params, u.names, u.lo, w, true)
+		r.unscratch(w)
 	}
 }
