@@ -30,6 +30,8 @@ type Config struct {
 	LR float64
 	// Timeout bounds how long a rank waits for the others in one collective (0: 2 minutes).
 	Timeout time.Duration
+	// OnStep, when set, is called by global rank 0 after each step it finishes (progress).
+	OnStep func(step int)
 }
 
 // OpEvent is one executed op of one rank.

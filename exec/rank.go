@@ -112,6 +112,9 @@ func (r *rank) run() error {
 		r.stepTimes = append(r.stepTimes, time.Since(start))
 		r.losses = append(r.losses, loss)
 		r.stats = append(r.stats, r.c.Stats())
+		if r.cfg.OnStep != nil && r.c.Rank() == 0 {
+			r.cfg.OnStep(step)
+		}
 	}
 	return nil
 }
