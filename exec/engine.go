@@ -84,6 +84,11 @@ type Result struct {
 	// counted from the slices), and GoHeapLiveBytes the Go runtime's live heap measured then
 	// (runtime/metrics /gc/heap/live:bytes after a collection), which must be at least as large.
 	TrackedBytes, GoHeapLiveBytes uint64
+	// UntrackedAllocBytesPerStep is what the Go heap allocated per step after the warm-up
+	// (runtime/metrics /gc/heap/allocs:bytes), when the allocators only recycle: the bytes that
+	// bypass them (message copies, the timeline, any kernel buffer of its own); 0 with fewer than
+	// two steps after the warm-up.
+	UntrackedAllocBytesPerStep uint64
 	// MemoryErrors are the places where the memory the ranks really held differs from what the
 	// Program declares (a lowering that forgets a saved tensor or frees one late); empty when
 	// they agree.
@@ -197,6 +202,19 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 	t0 := time.Now()
 	var mu sync.Mutex
 	mail := &mailbox{timeout: timeout}
+	// The Go heap's allocations from the end of the warm-up to the end of the run: after the
+	// warm-up every tensor comes from the allocators' pools, so what is allocated then is what
+	// does not go through them (messages, the timeline, kernels' own buffers).
+	var allocsAt uint64
+	onStep := cfg.OnStep
+	cfg.OnStep = func(step int) {
+		if step == cfg.Warmup {
+			allocsAt = heapAllocs()
+		}
+		if onStep != nil {
+			onStep(step)
+		}
+	}
 	err = world.Run(ctx, func(c *comm.Comm) error {
 		r := &rank{cfg: cfg, p: p, s: p.Stages[0], c: c, lr: lr, t0: t0, batch: batch, mail: mail}
 		mu.Lock()
@@ -249,12 +267,25 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 	for _, r := range ranks {
 		res.TrackedBytes += uint64(r.alloc.total + r.alloc.pooled)
 	}
+	if steps := cfg.Steps - cfg.Warmup - 1; steps > 0 && allocsAt > 0 {
+		res.UntrackedAllocBytesPerStep = (heapAllocs() - allocsAt) / uint64(steps)
+	}
 	res.GoHeapLiveBytes = heapLive()
 	runtime.KeepAlive(ranks)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	res.GoHeapBytes, res.GoTotalAllocBytes = ms.HeapAlloc, ms.TotalAlloc
 	return res, nil
+}
+
+// heapAllocs is the Go heap's cumulative allocated bytes.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // heapLive is the Go heap's live bytes after a full collection.

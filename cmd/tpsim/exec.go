@@ -270,13 +270,14 @@ type execReport struct {
 	// TrackedBytes and GoHeapLiveBytes are the allocators' bytes and the Go heap's live bytes at
 	// the end of the run (exec.Result); MemoryErrors where the ranks held other memory than the
 	// Program declares.
-	TrackedBytes    uint64             `json:"tracked_bytes"`
-	GoHeapLiveBytes uint64             `json:"go_heap_live_bytes"`
-	MemoryErrors    []string           `json:"memory_errors"`
-	Ranks           []exec.RankResult  `json:"ranks"`
-	GoHeapBytes     uint64             `json:"go_heap_bytes"`
-	GoTotalAlloc    uint64             `json:"go_total_alloc_bytes"`
-	Collectives     []collectiveRecord `json:"collectives"`
+	TrackedBytes     uint64             `json:"tracked_bytes"`
+	UntrackedPerStep uint64             `json:"untracked_alloc_bytes_per_step"`
+	GoHeapLiveBytes  uint64             `json:"go_heap_live_bytes"`
+	MemoryErrors     []string           `json:"memory_errors"`
+	Ranks            []exec.RankResult  `json:"ranks"`
+	GoHeapBytes      uint64             `json:"go_heap_bytes"`
+	GoTotalAlloc     uint64             `json:"go_total_alloc_bytes"`
+	Collectives      []collectiveRecord `json:"collectives"`
 	// Ops are the durations of every op of the slowest rank in the median step.
 	Ops           []opRecord  `json:"ops"`
 	SingleDevice  []jsonFloat `json:"loss_single_device"`
@@ -425,7 +426,7 @@ func report(cfg exec.Config, res, ref *exec.Result) *execReport {
 		Steps: cfg.Steps, Seed: cfg.Seed, Optimizer: st.Optimizer, MemoryBytes: map[string]int64{}, CommBytes: map[string]int64{},
 		Loss: jsonFloats(res.Losses), SingleDevice: jsonFloats(ref.Losses), Ranks: res.Ranks,
 		GoHeapBytes: res.GoHeapBytes, GoTotalAlloc: res.GoTotalAllocBytes, BubbleFraction: res.BubbleFraction,
-		TrackedBytes: res.TrackedBytes, GoHeapLiveBytes: res.GoHeapLiveBytes, MemoryErrors: res.MemoryErrors,
+		TrackedBytes: res.TrackedBytes, UntrackedPerStep: res.UntrackedAllocBytesPerStep, GoHeapLiveBytes: res.GoHeapLiveBytes, MemoryErrors: res.MemoryErrors,
 		MeasuredNotes: "memory_bytes counts the slices exec's allocator hands the kernels and collectives (params, grads, optimizer state, gradient buckets and gathered parameters as comm or params, kernel scratch as workspace); a microbatch's tensor is an activation when the rank still holds it at the end of that microbatch's forward, workspace otherwise, whatever the Program declares. The communicator's and pipeline's message copies are not in it; tracked_bytes against go_heap_live_bytes shows what is not"}
 	d := exec.MaxRelDiff(res, ref)
 	rep.MaxRelDiff = jsonFloat(d)
@@ -566,6 +567,7 @@ func writeExec(w io.Writer, rep *execReport, res *exec.Result) error {
 	tw.Flush()
 	ew.printf("  at the end: the allocators hold %v, the Go heap %v live (the rest is the Program, the batch, the timeline, messages); %v allocated in all\n",
 		units.Bytes(rep.TrackedBytes), units.Bytes(rep.GoHeapLiveBytes), units.Bytes(rep.GoTotalAlloc))
+	ew.printf("  after the warm-up the Go heap allocated %v per step outside the allocators (message copies, the timeline)\n", units.Bytes(rep.UntrackedPerStep))
 	for _, e := range rep.MemoryErrors {
 		ew.printf("  MEMORY ERROR: %s\n", e)
 	}
