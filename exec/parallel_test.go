@@ -204,6 +204,7 @@ func TestPipelineMatchesSingleDevice(t *testing.T) {
 		"pp=2,mbs=2,schedule=interleaved,vpp=2",
 		"dp=2,pp=2,mbs=2,schedule=gpipe",
 		"dp=2,pp=2,tp=2,mbs=1,schedule=1f1b",
+		"dp=2,pp=2,tp=2,mbs=1,schedule=interleaved,vpp=2",
 	)
 	// GPipe keeps every microbatch's activations until the backwards start; 1F1B at most pp of
 	// them (Narayanan et al. 2021 §2.2.1): on 2 stages and 4 microbatches, half on the first rank.
@@ -417,5 +418,40 @@ func TestZeRO3SequenceParallelTPBytes(t *testing.T) {
 	got /= float64(len(res.Ranks))
 	if want := rest + opt/2; math.Abs(got-want) > 1 {
 		t.Errorf("tp bytes per step %g, want the Program's %g with its optimizer all-reduce (%g) over dp=2 chunks: %g", got, rest+opt, opt, want)
+	}
+}
+
+// A ZeRO-3 Program that lacks one parameter gather fails with an error naming the parameter (its
+// rank stops; the ranks waiting for it in collectives and pipeline receives are released), and a
+// tied head over a pipeline under ZeRO is refused before anything runs.
+func TestZeROLoweringErrors(t *testing.T) {
+	llama, _ := tinyModels(t)
+	cfg := tenSteps(t, llama, "dp=2,zero=3,mbs=2,optimizer=sgd")
+	cfg.Steps = 2
+	p, err := Lowered(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.Stages[0]
+	var name string
+	for i, op := range s.Forward {
+		if op.Kind == program.OpAllGather && op.Dim == strategies.DimDP {
+			name = op.Params[0]
+			s.Forward = append(s.Forward[:i:i], s.Forward[i+1:]...)
+			break
+		}
+	}
+	_, err = runProgram(context.Background(), cfg, p)
+	if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "lacks the gather") {
+		t.Errorf("a Program without the gather of %s: error %v", name, err)
+	}
+
+	tied, err := model.Transformer{Hidden: 32, Layers: 2, Heads: 4, KVHeads: 4, HeadDim: 8, FFN: 128, Vocab: 64, Seq: 16,
+		Tied: true, Batch: 8}.Build("gpt-tied", "gpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Lowered(tenSteps(t, tied, "dp=2,pp=2,zero=1,mbs=2")); err == nil || !strings.Contains(err.Error(), "tied to the embedding") {
+		t.Errorf("zero=1 over pp with a tied head: error %v", err)
 	}
 }
