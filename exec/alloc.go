@@ -37,6 +37,9 @@ type allocator struct {
 	// whether value buffer i was held across its microbatch's forward/backward boundary.
 	log     []memEvent
 	crossed []bool
+	// act and ws are the activation and workspace bytes live after the settled part of the log,
+	// and actPeak, wsPeak their peaks.
+	act, ws, actPeak, wsPeak int64
 }
 
 // memEvent is one take (bytes > 0) or give (bytes < 0) of value buffer buf, or of kernel scratch
@@ -145,23 +148,32 @@ func (a *allocator) free(cat string, b int64) {
 	a.total -= b
 }
 
+// settle replays the log into the activation and workspace counts and empties it. The rank calls
+// it at the end of each forward, once it has marked what it keeps: forwards do not interleave on
+// a rank, so every buffer taken so far has its side of the boundary known by then (one taken in a
+// backward never crosses it).
+func (a *allocator) settle() {
+	for _, e := range a.log {
+		if e.buf >= 0 && a.crossed[e.buf] {
+			a.act += e.bytes
+			a.actPeak = max(a.actPeak, a.act)
+		} else {
+			a.ws += e.bytes
+			a.wsPeak = max(a.wsPeak, a.ws)
+		}
+	}
+	a.log = a.log[:0]
+}
+
 // peaks returns the peak of every category: the fixed ones as counted, activations and workspace
-// from the log now that every value buffer's side of the boundary is known.
+// from the log.
 func (a *allocator) peaks() map[string]int64 {
+	a.settle()
 	out := map[string]int64{}
 	for _, c := range Categories {
 		out[c] = a.peak[c]
 	}
-	var act, ws int64
-	for _, e := range a.log {
-		if e.buf >= 0 && a.crossed[e.buf] {
-			act += e.bytes
-		} else {
-			ws += e.bytes
-		}
-		out[CatActivations] = max(out[CatActivations], act)
-		out[CatWorkspace] = max(out[CatWorkspace], ws)
-	}
+	out[CatActivations], out[CatWorkspace] = a.actPeak, a.wsPeak
 	out["peak"] = a.peakTotal
 	return out
 }

@@ -199,6 +199,7 @@ func (r *rank) trainStep() (float64, error) {
 				r.alloc.crossed[b] = true
 				r.held[vkey{s.Index, id}] = true
 			}
+			r.alloc.settle()
 		}
 	}
 	for _, s := range r.stages {
