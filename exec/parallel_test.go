@@ -289,6 +289,8 @@ func TestRecomputeMatchesSingleDevice(t *testing.T) {
 		"tp=2,sp=on,recompute=full",
 		"dp=2,zero=3,mbs=2,recompute=full",
 		"pp=2,mbs=2,recompute=full",
+		// Everything at once that DeepSpeed allows with a pipeline (ZeRO-1).
+		"dp=2,pp=2,tp=2,zero=1,recompute=full,sp=on,mbs=1",
 	)
 	checkAgainstSingle(t, gpt, tight, 0, "tp=2,sp=on,recompute=full", "dp=1,recompute=selective")
 	none := reference(t, llama, "sgd").Ranks[0].PeakBytes[CatActivations]

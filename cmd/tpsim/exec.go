@@ -36,7 +36,7 @@ Examples (the tensor-parallel tutorial's MLP, then a transformer):
   tpsim exec --model seed-mlp --mesh dp=2
   tpsim exec --model gpt-tiny --mesh dp=2,tp=2 --plan megatron --optimizer adam --trace trace.json
   tpsim exec --model gpt-tiny --strategy pp=2,dp=2,zero=1,recompute=full,mbs=1 --trace trace.json
-  tpsim exec --model gpt-tiny --strategy pp=2,schedule=interleaved,vpp=2,mbs=2
+  tpsim exec --model gpt-tiny --strategy pp=2,schedule=gpipe,mbs=2
   tpsim exec --model gpt-tiny --strategy dp=2,tp=2,zero=3,sp=on
 
 --strategy takes the strategy string of 'tpsim predict' and 'tpsim sim' (their defaults too:
@@ -99,7 +99,7 @@ func parseExec(args []string) (*execOptions, *pflag.FlagSet, error) {
 	o := &execOptions{}
 	fs := newFlagSet("exec")
 	fs.StringVar(&o.Model, "model", "seed-mlp", "model: a preset name or a config.json (transformers without dropout)")
-	fs.StringVar(&o.Strategy, "strategy", "", `strategy as for predict and sim, e.g. "pp=2,dp=2,zero=1,recompute=full,sp=on" (instead of --mesh)`)
+	fs.StringVar(&o.Strategy, "strategy", "", `strategy as for predict and sim, e.g. "pp=2,dp=2,tp=2,zero=1,recompute=full,sp=on" (instead of --mesh)`)
 	fs.StringVar(&o.Mesh, "mesh", "tp=2", `mesh, e.g. "dp=2,tp=2"`)
 	fs.StringVar(&o.Plan, "plan", "megatron", `tensor-parallel plan: a style, "megatron", a map ("0=colwise,2=rowwise") or a JSON file`)
 	fs.IntVar(&o.Steps, "steps", 10, "optimizer steps (the first is a warm-up, left out of the step time)")

@@ -131,7 +131,8 @@ func TestExecStrategyBytesAsPredicted(t *testing.T) {
 		// SGD: Adam turns the rounding noise of the key biases' gradients (zero in exact
 		// arithmetic) into +-lr updates that this GPT shape's 10 steps show above 1e-4
 		// (exec.MaxRelDiff); the bytes do not depend on the optimizer.
-		code, rep, stderr := execJSON(t, "--model", path, "--steps", "3", "--strategy", s, "--optimizer", "sgd")
+		trace := filepath.Join(t.TempDir(), "trace.json")
+		code, rep, stderr := execJSON(t, "--model", path, "--steps", "3", "--strategy", s, "--optimizer", "sgd", "--trace", trace)
 		if code != 0 {
 			t.Fatalf("exec --strategy %s: exit %d: %s", s, code, stderr)
 		}
@@ -154,8 +155,14 @@ func TestExecStrategyBytesAsPredicted(t *testing.T) {
 		if rep["ok"] != true || !strings.Contains(rep["strategy"].(string), "optimizer=sgd") {
 			t.Errorf("%s: ok %v, strategy %v (--optimizer over the strategy's)", s, rep["ok"], rep["strategy"])
 		}
-		if strings.HasPrefix(s, "pp") && !(rep["bubble_fraction"].(float64) > 0) {
-			t.Errorf("%s: bubble_fraction %v, want a measured idle share", s, rep["bubble_fraction"])
+		if strings.HasPrefix(s, "pp") {
+			if !(rep["bubble_fraction"].(float64) > 0) {
+				t.Errorf("%s: bubble_fraction %v, want a measured idle share", s, rep["bubble_fraction"])
+			}
+			// The timeline shows the bubble: each rank's waits on a thread of their own.
+			if b, err := os.ReadFile(trace); err != nil || !bytes.Contains(b, []byte("pipeline wait")) {
+				t.Errorf("%s: trace without the pipeline's waits (%v)", s, err)
+			}
 		}
 	}
 }
