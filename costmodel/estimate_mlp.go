@@ -78,7 +78,7 @@ func checkChain(m *model.Model, c *chain, tp int64) error {
 					ds = append(ds, strconv.FormatInt(d, 10))
 				}
 			}
-			return fmt.Errorf("strategies: tp=%d does not divide %s %d of module %q; choose tp among {%s} or leave the module out of the plan",
+			return fmt.Errorf("program: tp=%d does not divide %s %d of module %q; choose tp among {%s} or leave the module out of the plan",
 				tp, what, size, m.Root.Children[2*k].Name, strings.Join(ds, ","))
 		}
 	}

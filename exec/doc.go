@@ -14,12 +14,31 @@
 //   - The batch is drawn once from the seed: inputs and targets N(0, 1) for an MLP, random token
 //     ids with next-token targets for a transformer. Data-parallel rank d takes samples
 //     [d B/dp, (d+1) B/dp); microbatches run one after another (gradient accumulation).
-//   - Memory is accounted by an allocator that every tensor of the Program goes through, plus the
-//     scratch buffers kernels need (workspace) and gradient buckets (comm). The communicator's
-//     own message copies are not counted; the Go heap is reported beside the accounting.
-//   - Executed: single device, data parallel, tensor parallel from any plan, and dp x tp, with
-//     eager attention (probabilities saved) or attn=flash/flash1 (the softmax's log-sum-exp saved,
-//     the probabilities recomputed in backward, as FlashAttention of either generation does). Pipeline
-//     and context parallel, ZeRO and dropout are priced by the cost model but not executed; Run
-//     says so instead of running them.
+//   - Every rank is a goroutine with mesh coordinates (pp, dp, tp). It runs the virtual pipeline
+//     stages of its pp coordinate (stage i on pp rank i mod pp) in the order of the strategy's
+//     schedule (Schedule: gpipe, 1f1b, interleaved), keeping each (stage, microbatch)'s tensors
+//     from its forward to its backward. Activations and their gradients go to the neighbour stage
+//     point to point (pipeline.go: one buffered slot per sender, receiver, microbatch and
+//     direction, the bytes counted per message on pp); a head tied to the embedding has its two
+//     stages' gradients summed over pp.
+//   - ZeRO (zero.go): stages 1 and 2 reduce-scatter each gradient bucket over dp and keep the
+//     optimizer state of their chunk, stage 2 drops the whole gradients until the next backward,
+//     and both all-gather the updated parameters; stage 3 keeps a 1/dp chunk of every parameter,
+//     gradient and optimizer state, gathers a parameter where the Program gathers it (before each
+//     op's forward, backward and recomputed forward) and frees it when the op ends, and
+//     reduce-scatters each gradient right after its backward. Recompute runs the forward ops the
+//     Program replays in backward (full) or the attention's recomputation (selective).
+//   - Memory is measured from the slices the allocator hands the kernels and collectives
+//     (alloc.go). A microbatch's tensor is an activation when the rank still holds it at the end
+//     of that microbatch's forward and workspace otherwise, whatever the Program declares; the
+//     rank then compares what it held with the Program's saved tensors, so a lowering that forgets
+//     a saved tensor or frees one late is a memory error (Result.MemoryErrors). The Go heap's live
+//     bytes and its allocations per step after the warm-up are reported beside the allocators'
+//     count; the communicator's and pipeline's message copies are not in the count.
+//   - Executed: single device, data, tensor and pipeline parallel and their dp x pp x tp hybrids,
+//     ZeRO 0-3, recompute none/selective/full, sequence parallel, eager attention (probabilities
+//     saved) or attn=flash/flash1 (the softmax's log-sum-exp saved, the probabilities recomputed
+//     in backward, as FlashAttention of either generation does). Context parallel, dropout,
+//     mixed precision and overlapped communication are priced by the cost model but not
+//     executed; Run (or tpsim exec) says so instead of running them.
 package exec

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"sort"
 	"sync"
@@ -29,17 +30,22 @@ type Config struct {
 	LR float64
 	// Timeout bounds how long a rank waits for the others in one collective (0: 2 minutes).
 	Timeout time.Duration
+	// OnStep, when set, is called by global rank 0 after each step it finishes (progress).
+	OnStep func(step int)
 }
 
 // OpEvent is one executed op of one rank.
 type OpEvent struct {
-	Step   int
-	Phase  string
-	Kind   string
-	Module string
-	Comm   bool
-	Start  time.Duration // since the run started
-	End    time.Duration
+	Step int
+	// Stage is the virtual pipeline stage and Micro the microbatch the op ran for (Micro is
+	// meaningless for optimizer ops).
+	Stage, Micro int
+	Phase        string
+	Kind         string
+	Module       string
+	Comm         bool
+	Start        time.Duration // since the run started
+	End          time.Duration
 }
 
 // RankResult is what one rank measured.
@@ -52,13 +58,19 @@ type RankResult struct {
 	// CommBytes is bytes sent per step on each mesh dimension; CommByKind per "kind/dim".
 	CommBytes  map[string]int64 `json:"comm_bytes"`
 	CommByKind map[string]int64 `json:"comm_bytes_by_kind"`
-	StepTimes  []time.Duration  `json:"-"`
-	Events     []OpEvent        `json:"-"`
+	// MemoryErrors are the differences between the memory this rank held and what the Program
+	// declares (rank.memoryErrors).
+	MemoryErrors []string        `json:"memory_errors,omitempty"`
+	StepTimes    []time.Duration `json:"-"`
+	Events       []OpEvent       `json:"-"`
 }
 
 // Result is a whole run.
 type Result struct {
 	Losses []float64
+	// Partial is true when the run stopped early: only the losses of the steps every rank
+	// finished are set.
+	Partial bool
 	// StepTimes is, per step, the slowest rank's step time; StepTime the median after warm-up.
 	StepTimes []time.Duration
 	StepTime  time.Duration
@@ -68,7 +80,24 @@ type Result struct {
 	// GoHeapBytes is the Go heap in use after the run (runtime.MemStats.HeapAlloc), and
 	// GoTotalAllocBytes everything the run allocated on it.
 	GoHeapBytes, GoTotalAllocBytes uint64
-	Program                        *program.Program
+	// TrackedBytes is what the ranks' allocators hold when the run ends (live and pooled buffers,
+	// counted from the slices), and GoHeapLiveBytes the Go runtime's live heap measured then
+	// (runtime/metrics /gc/heap/live:bytes after a collection), which must be at least as large.
+	TrackedBytes, GoHeapLiveBytes uint64
+	// UntrackedAllocBytesPerStep is what the Go heap allocated per step after the warm-up
+	// (runtime/metrics /gc/heap/allocs:bytes), when the allocators only recycle: the bytes that
+	// bypass them (message copies, the timeline, any kernel buffer of its own); 0 with fewer than
+	// two steps after the warm-up.
+	UntrackedAllocBytesPerStep uint64
+	// MemoryErrors are the places where the memory the ranks really held differs from what the
+	// Program declares (a lowering that forgets a saved tensor or frees one late); empty when
+	// they agree.
+	MemoryErrors []string
+	Program      *program.Program
+	// BubbleFraction is the pipeline bubble measured on the median step: the time each pipeline
+	// rank (of dp and tp coordinate 0) waited in its pipeline receives, over that rank's step
+	// time, averaged over the pipeline ranks; 0 without a pipeline.
+	BubbleFraction float64
 	// Breakdown splits StepTime as measured on the slowest rank of the median step.
 	Breakdown Breakdown
 }
@@ -77,6 +106,8 @@ type Result struct {
 // rank here, so all of it is exposed) and the optimizer update.
 type Breakdown struct {
 	Step, Compute, Comm, Optimizer time.Duration
+	// Bubble is the part of Comm spent waiting in pipeline receives (the pipeline's idle time).
+	Bubble time.Duration
 	// Rank and StepIndex say which rank and step were measured; Ops are that step's ops.
 	Rank, StepIndex int
 	Ops             []OpEvent
@@ -96,28 +127,28 @@ func Lowered(cfg Config) (*program.Program, error) {
 // check refuses what exec cannot run, saying what to do instead.
 func check(p *program.Program) error {
 	st := p.Strategy
+	tied := p.Model.Transformer != nil && p.Model.Transformer.Tied
 	switch {
-	case st.Mesh.PP > 1 || st.Mesh.CP > 1:
-		return fmt.Errorf("exec: runs single, data, tensor and dp x tp parallel; pp=%d cp=%d is priced by `tpsim predict`, not executed; use pp=1,cp=1", st.Mesh.PP, st.Mesh.CP)
-	case st.ZeRO > 0:
-		return fmt.Errorf("exec: zero=%d is priced by `tpsim predict`, not executed; use zero=0", st.ZeRO)
+	case st.Mesh.CP > 1:
+		return fmt.Errorf("exec: cp=%d: context parallel is priced by `tpsim predict` and `tpsim sim`, not executed; exec runs pp, dp and tp meshes (with zero, recompute and sp), use cp=1", st.Mesh.CP)
 	case p.Model.Transformer != nil && p.Model.Transformer.Dropout > 0:
 		return fmt.Errorf("exec: model %q has dropout %g; exec runs models without dropout, so that every strategy can be checked against single-device training exactly", p.Model.Name, p.Model.Transformer.Dropout)
-	case st.Recompute != strategies.RecomputeNone:
-		return fmt.Errorf("exec: recompute=%s is priced by `tpsim predict`, not executed; use recompute=none", st.Recompute)
+	case tied && st.Mesh.PP > 1 && st.ZeRO > 0:
+		return fmt.Errorf("exec: zero=%d with pp=%d on %q, whose output head is tied to the embedding: exec does not shard the tied embedding's gradient over dp before its all-reduce over pp; use zero=0 with pp>1 on this model, or an untied model", st.ZeRO, st.Mesh.PP, p.Model.Name)
 	}
 	// exec trains small models on this machine: refuse what would not fit before allocating it.
 	// Per rank: parameters, gradients and Adam state (4 + 4 + 8 bytes each) and every value of
 	// one microbatch at once (an upper bound of what is live); the batch itself is shared.
-	s := p.Stages[0]
 	var params, values int64
-	for i := range s.Params {
-		params += s.Params[i].Elems()
+	for _, s := range p.Stages {
+		for i := range s.Params {
+			params += s.Params[i].Elems()
+		}
+		for i := range s.Values {
+			values += s.Values[i].Elems() * 4
+		}
 	}
-	for i := range s.Values {
-		values += s.Values[i].Elems() * 4
-	}
-	need := int64(st.Mesh.Devices()) * (16*params + values)
+	need := int64(st.Mesh.DP*st.Mesh.TP) * (16*params + int64(p.Microbatches)*values)
 	if need > MaxBytes {
 		return fmt.Errorf("exec: %s on %s would hold about %.3g GiB (parameters, gradients, optimizer state and one microbatch's tensors on %d ranks); exec runs models that train on this machine, up to %d GiB: use a smaller model or batch, or price this one with `tpsim predict`",
 			p.Model.Name, st.Mesh, float64(need)/(1<<30), st.Mesh.Devices(), MaxBytes>>30)
@@ -129,7 +160,9 @@ func check(p *program.Program) error {
 // error and not an out-of-memory crash.
 const MaxBytes = 8 << 30
 
-// Run executes cfg and returns its measurements.
+// Run executes cfg and returns its measurements. When the run stops early (ctx canceled, a rank
+// failed) it returns the error and, when at least one step finished on every rank, a Result with
+// the losses of those steps only (Partial set, nothing else filled in).
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Steps <= 0 {
 		return nil, fmt.Errorf("exec: steps = %d; run at least one step", cfg.Steps)
@@ -141,8 +174,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return runProgram(ctx, cfg, p)
+}
+
+// runProgram executes Program p, lowered from cfg (tests pass one altered on purpose).
+func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, error) {
 	st := p.Strategy
-	dims := []comm.Dim{{Name: strategies.DimDP, Size: st.Mesh.DP}, {Name: strategies.DimTP, Size: st.Mesh.TP}}
+	dims := []comm.Dim{{Name: strategies.DimPP, Size: st.Mesh.PP}, {Name: strategies.DimDP, Size: st.Mesh.DP}, {Name: strategies.DimTP, Size: st.Mesh.TP}}
 	timeout := cfg.Timeout
 	if timeout == 0 {
 		timeout = 2 * time.Minute
@@ -163,39 +201,116 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	ranks := make([]*rank, n)
 	t0 := time.Now()
 	var mu sync.Mutex
+	mail := &mailbox{timeout: timeout}
+	// The Go heap's allocations from the end of the warm-up to the end of the run: after the
+	// warm-up every tensor comes from the allocators' pools, so what is allocated then is what
+	// does not go through them (messages, the timeline, kernels' own buffers).
+	var allocsAt uint64
+	onStep := cfg.OnStep
+	cfg.OnStep = func(step int) {
+		if step == cfg.Warmup {
+			allocsAt = heapAllocs()
+		}
+		if onStep != nil {
+			onStep(step)
+		}
+	}
 	err = world.Run(ctx, func(c *comm.Comm) error {
-		r := &rank{cfg: cfg, p: p, s: p.Stages[0], c: c, lr: lr, t0: t0, batch: batch}
+		r := &rank{cfg: cfg, p: p, s: p.Stages[0], c: c, lr: lr, t0: t0, batch: batch, mail: mail}
 		mu.Lock()
 		ranks[c.Rank()] = r
 		mu.Unlock()
 		return r.run()
 	})
 	if err != nil {
-		return nil, err
+		done := cfg.Steps
+		for _, r := range ranks {
+			if r == nil {
+				done = 0
+				continue
+			}
+			done = min(done, len(r.losses))
+		}
+		if done == 0 {
+			return nil, err
+		}
+		return &Result{Program: p, Partial: true, Losses: losses(ranks, st, done)}, err
 	}
-	res := &Result{Program: p, Params: map[string][]float32{}}
+	res := &Result{Program: p, Params: map[string][]float32{}, Losses: losses(ranks, st, cfg.Steps)}
 	for step := 0; step < cfg.Steps; step++ {
-		var loss float64
 		var slowest time.Duration
 		for _, r := range ranks {
-			if r.tpIdx == 0 {
-				loss += r.losses[step]
-			}
 			slowest = max(slowest, r.stepTimes[step])
 		}
-		res.Losses = append(res.Losses, loss)
 		res.StepTimes = append(res.StepTimes, slowest)
 	}
 	res.StepTime = Median(res.StepTimes[cfg.Warmup:])
+	res.BubbleFraction = bubble(ranks, st, res.StepTimes, cfg.Warmup, res.StepTime)
 	res.Breakdown = breakdown(ranks, res.StepTimes, cfg.Warmup, res.StepTime)
 	for _, r := range ranks {
 		res.Ranks = append(res.Ranks, r.result())
 	}
 	assemble(res.Params, p, ranks)
+	seen := map[string]bool{}
+	for _, rr := range res.Ranks {
+		for _, e := range rr.MemoryErrors {
+			if !seen[e] {
+				seen[e] = true
+				res.MemoryErrors = append(res.MemoryErrors, e)
+			}
+		}
+	}
+	slices.Sort(res.MemoryErrors)
+	// The Go runtime's own count of the live heap, with every rank's buffers still reachable:
+	// it must hold at least what the allocators hand out and keep pooled; the rest is what
+	// exec does not track (the Program, the batch, the timeline, the communicator's messages).
+	for _, r := range ranks {
+		res.TrackedBytes += uint64(r.alloc.total + r.alloc.pooled)
+	}
+	if steps := cfg.Steps - cfg.Warmup - 1; steps > 0 && allocsAt > 0 {
+		res.UntrackedAllocBytesPerStep = (heapAllocs() - allocsAt) / uint64(steps)
+	}
+	res.GoHeapLiveBytes = heapLive()
+	runtime.KeepAlive(ranks)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	res.GoHeapBytes, res.GoTotalAllocBytes = ms.HeapAlloc, ms.TotalAlloc
 	return res, nil
+}
+
+// heapAllocs is the Go heap's cumulative allocated bytes.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// heapLive is the Go heap's live bytes after a full collection.
+func heapLive() uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// losses sums, for each of the first steps, the loss of the last pipeline stage's data-parallel
+// ranks (tp rank 0 of each: every tp rank computes the same loss).
+func losses(ranks []*rank, st strategies.Strategy, steps int) []float64 {
+	out := make([]float64, steps)
+	for _, r := range ranks {
+		if r.tpIdx == 0 && r.ppIdx == st.Mesh.PP-1 {
+			for i := range out {
+				out[i] += r.losses[i]
+			}
+		}
+	}
+	return out
 }
 
 // Median is the median of ds (0 for none), the statistic exec reports step times with.
@@ -292,38 +407,62 @@ func shard(full []float32, shape []int, sd, tp, tpIdx int) []float32 {
 	return out
 }
 
-// assemble rebuilds full parameters from the dp-rank-0 replicas' tp shards.
+// assemble rebuilds full parameters from the dp-rank-0 replicas' tp shards (from every dp rank's
+// chunk under ZeRO-3), on every pipeline stage; a parameter that two stages hold (the tied
+// embedding) is taken from the first.
 func assemble(dst map[string][]float32, p *program.Program, ranks []*rank) {
 	tp := p.Strategy.Mesh.TP
-	for _, q := range p.Stages[0].Params {
-		n := 1
-		for _, d := range q.Full {
-			n *= d
-		}
-		full := make([]float32, n)
-		for _, r := range ranks {
-			if r.dpIdx != 0 {
+	for _, s := range p.Stages {
+		for _, q := range s.Params {
+			if _, ok := dst[q.Name]; ok {
 				continue
 			}
-			local := r.params[q.Name]
-			if q.ShardDim < 0 {
-				copy(full, local)
-				continue
+			n := 1
+			for _, d := range q.Full {
+				n *= d
 			}
-			outer, inner := 1, 1
-			for i := 0; i < q.ShardDim; i++ {
-				outer *= q.Full[i]
+			full := make([]float32, n)
+			for _, r := range ranks {
+				if r.ppIdx != s.Rank || (r.dpIdx != 0 && r.z == nil) || (r.z != nil && r.z.stage == 3 && r.dpIdx != 0) {
+					continue
+				}
+				local := localParam(r, ranks, q.Name)
+				if q.ShardDim < 0 {
+					copy(full, local)
+					continue
+				}
+				outer, inner := 1, 1
+				for i := 0; i < q.ShardDim; i++ {
+					outer *= q.Full[i]
+				}
+				for i := q.ShardDim + 1; i < len(q.Full); i++ {
+					inner *= q.Full[i]
+				}
+				al := q.Full[q.ShardDim] / tp
+				for o := 0; o < outer; o++ {
+					copy(full[(o*q.Full[q.ShardDim]+r.tpIdx*al)*inner:(o*q.Full[q.ShardDim]+(r.tpIdx+1)*al)*inner], local[o*al*inner:(o+1)*al*inner])
+				}
 			}
-			for i := q.ShardDim + 1; i < len(q.Full); i++ {
-				inner *= q.Full[i]
-			}
-			al := q.Full[q.ShardDim] / tp
-			for o := 0; o < outer; o++ {
-				copy(full[(o*q.Full[q.ShardDim]+r.tpIdx*al)*inner:(o*q.Full[q.ShardDim]+(r.tpIdx+1)*al)*inner], local[o*al*inner:(o+1)*al*inner])
-			}
+			dst[q.Name] = full
 		}
-		dst[q.Name] = full
 	}
+}
+
+// localParam is rank r's tp-local parameter name after the run: its own copy, or under ZeRO-3 the
+// dp chunks of the ranks sharing its pp and tp coordinates, concatenated.
+func localParam(r *rank, ranks []*rank, name string) []float32 {
+	if r.z == nil || r.z.stage != 3 {
+		return r.params[name]
+	}
+	var out []float32
+	for d := 0; d < r.p.Strategy.Mesh.DP; d++ {
+		for _, o := range ranks {
+			if o.ppIdx == r.ppIdx && o.tpIdx == r.tpIdx && o.dpIdx == d {
+				out = append(out, o.z.shard[name]...)
+			}
+		}
+	}
+	return out
 }
 
 // MaxRelDiff compares a run with a reference: for every step's loss and every parameter tensor,
@@ -375,6 +514,8 @@ func Single(cfg Config) Config {
 		st.MBS = cfg.Model.Batch
 	}
 	st.Plan = nil
+	st.ZeRO, st.Recompute, st.SP = 0, strategies.RecomputeNone, false
+	st.Schedule, st.VPP = strategies.Schedule1F1B, 1
 	cfg.Strategy = st
 	return cfg
 }
@@ -382,12 +523,7 @@ func Single(cfg Config) Config {
 // breakdown measures the step closest to the median on its slowest rank, among the steps after
 // the warm-up, which the median is taken over.
 func breakdown(ranks []*rank, steps []time.Duration, warmup int, med time.Duration) Breakdown {
-	best, bestRank := -1, 0
-	for i := warmup; i < len(steps); i++ {
-		if d := steps[i]; best < 0 || absDur(d-med) < absDur(steps[best]-med) {
-			best = i
-		}
-	}
+	best, bestRank := medianStep(steps, warmup, med), 0
 	for i, r := range ranks {
 		if r.stepTimes[best] > ranks[bestRank].stepTimes[best] {
 			bestRank = i
@@ -403,6 +539,9 @@ func breakdown(ranks []*rank, steps []time.Duration, warmup int, med time.Durati
 		switch {
 		case e.Comm:
 			b.Comm += d
+			if e.Kind == string(program.OpRecv) {
+				b.Bubble += d
+			}
 		case e.Phase == program.Optimizer.String():
 			b.Optimizer += d
 		default:
@@ -410,6 +549,39 @@ func breakdown(ranks []*rank, steps []time.Duration, warmup int, med time.Durati
 		}
 	}
 	return b
+}
+
+// medianStep is the step after the warm-up whose time is closest to the median med.
+func medianStep(steps []time.Duration, warmup int, med time.Duration) int {
+	best := -1
+	for i := warmup; i < len(steps); i++ {
+		if best < 0 || absDur(steps[i]-med) < absDur(steps[best]-med) {
+			best = i
+		}
+	}
+	return best
+}
+
+// bubble measures the pipeline bubble of the median step (Result.BubbleFraction).
+func bubble(ranks []*rank, st strategies.Strategy, steps []time.Duration, warmup int, med time.Duration) float64 {
+	if st.Mesh.PP == 1 {
+		return 0
+	}
+	k := medianStep(steps, warmup, med)
+	var sum float64
+	for _, r := range ranks {
+		if r.dpIdx != 0 || r.tpIdx != 0 {
+			continue
+		}
+		var wait time.Duration
+		for _, e := range r.events {
+			if e.Step == k && e.Kind == string(program.OpRecv) {
+				wait += e.End - e.Start
+			}
+		}
+		sum += wait.Seconds() / r.stepTimes[k].Seconds()
+	}
+	return sum / float64(st.Mesh.PP)
 }
 
 func absDur(d time.Duration) time.Duration {

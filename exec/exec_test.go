@@ -29,8 +29,25 @@ func cfgFor(t *testing.T, m *model.Model, s, plan, opt string) Config {
 // all-gather) with grouped-query attention.
 func llamaTiny(t *testing.T) *model.Model {
 	t.Helper()
-	m, err := model.Transformer{Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, FFN: 64, Vocab: 64, Seq: 16,
-		Gated: true, RMSNorm: true, Batch: 4}.Build("llama-tiny", "llama")
+	return llamaShape(t, 2, 4)
+}
+
+// llamaShape is llamaTiny's shape with the given depth and batch; gptShape is gpt-tiny's
+// (biases, learned positions, LayerNorm, GELU, untied head) at the same small widths.
+func llamaShape(t testing.TB, layers, batch int) *model.Model {
+	t.Helper()
+	m, err := model.Transformer{Hidden: 32, Layers: layers, Heads: 4, KVHeads: 2, HeadDim: 8, FFN: 64, Vocab: 64, Seq: 16,
+		Gated: true, RMSNorm: true, Batch: batch}.Build("llama-tiny", "llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func gptShape(t testing.TB, layers, batch int) *model.Model {
+	t.Helper()
+	m, err := model.Transformer{Hidden: 32, Layers: layers, Heads: 4, KVHeads: 4, HeadDim: 8, FFN: 128, Vocab: 64, Seq: 16,
+		Bias: true, Learned: true, Batch: batch}.Build("gpt-small", "gpt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package exec
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tpsim/tpsim/exec/comm"
@@ -12,37 +14,69 @@ import (
 	"github.com/tpsim/tpsim/strategies"
 )
 
-// rank runs one rank's Program.
+// rank runs the Program of one rank: the virtual pipeline stages of its pipeline coordinate, on
+// its dp and tp shard.
 type rank struct {
 	cfg   Config
 	p     *program.Program
-	s     *program.Stage
 	c     *comm.Comm
 	lr    float64
 	t0    time.Time
 	batch *batchData
+	mail  *mailbox
 
-	tpIdx, dpIdx int
-	groups       map[string]*comm.Group
-	alloc        *allocator
+	ppIdx, dpIdx, tpIdx int
+	groups              map[string]*comm.Group
+	alloc               *allocator
+	// stages are the virtual stages this rank runs (chunk c is stages[c]); sched their order.
+	stages []*program.Stage
+	sched  []action
 
+	// params and grads are the parameters and gradients the kernels read and write, by name: the
+	// whole (tp-local) tensors, except under ZeRO-3, where params holds only while a gather's
+	// consumer runs and grads only from a backward to its reduce-scatter (zero.go).
 	params, grads map[string][]float32
 	adamM, adamV  map[string][]float32
+	z             *zeroState
 	step          int
 
-	f32 map[program.ValueID][]float32
-	i32 map[program.ValueID][]int32
+	// s, f32, i32 and micro are the stage, value storage and microbatch of the op running now;
+	// slots keeps each (stage, microbatch)'s storage from its forward to its backward.
+	s     *program.Stage
+	f32   map[program.ValueID][]float32
+	i32   map[program.ValueID][]int32
+	micro int
+	slots map[[2]int]*slot
+	bufs  map[program.ValueID]int32
+	// used and held are the values this rank allocated, and those it held from a forward to its
+	// backward (measured activations), for the check against the Program's declarations.
+	used, held map[vkey]bool
 
 	losses    []float64
 	stepTimes []time.Duration
 	events    []OpEvent
 	stats     []comm.Stats
-	micro     int
+	ppSent    int64 // bytes sent point to point over pp, all steps
+	ppMsgs    int64
+}
+
+// slot is the value storage of one stage's microbatch, with each buffer's number in the
+// allocator's log.
+type slot struct {
+	f32  map[program.ValueID][]float32
+	i32  map[program.ValueID][]int32
+	bufs map[program.ValueID]int32
+}
+
+// vkey names a value of a stage.
+type vkey struct {
+	stage int
+	id    program.ValueID
 }
 
 func (r *rank) run() error {
 	co := r.c.Coords()
-	r.dpIdx, r.tpIdx = co[0], co[1]
+	r.ppIdx, r.dpIdx, r.tpIdx = co[0], co[1], co[2]
 	r.groups = map[string]*comm.Group{}
 	for _, d := range []string{strategies.DimDP, strategies.DimTP} {
 		g, err := r.c.Group(d)
@@ -51,8 +85,19 @@ func (r *rank) run() error {
 		}
 		r.groups[d] = g
 	}
+	st := r.p.Strategy
+	for _, s := range r.p.Stages {
+		if s.Rank == r.ppIdx {
+			r.stages = append(r.stages, s)
+		}
+	}
+	r.sched = Schedule(st.Schedule, st.Mesh.PP, len(r.stages), r.ppIdx, r.p.Microbatches)
 	r.alloc = newAllocator()
-	r.initParams()
+	r.slots = map[[2]int]*slot{}
+	r.used, r.held = map[vkey]bool{}, map[vkey]bool{}
+	if err := r.initParams(); err != nil {
+		return err
+	}
 	for step := 0; step < r.cfg.Steps; step++ {
 		// A run of one rank meets no collective that would notice a cancellation.
 		if err := r.c.Context().Err(); err != nil {
@@ -67,59 +112,128 @@ func (r *rank) run() error {
 		r.stepTimes = append(r.stepTimes, time.Since(start))
 		r.losses = append(r.losses, loss)
 		r.stats = append(r.stats, r.c.Stats())
+		if r.cfg.OnStep != nil && r.c.Rank() == 0 {
+			r.cfg.OnStep(step)
+		}
 	}
 	return nil
 }
 
-func (r *rank) initParams() {
+func (r *rank) initParams() error {
 	st := r.p.Strategy
 	r.params, r.grads = map[string][]float32{}, map[string][]float32{}
 	r.adamM, r.adamV = map[string][]float32{}, map[string][]float32{}
-	for i := range r.s.Params {
-		q := &r.s.Params[i]
-		mod := r.p.Model.Find(q.Module)
-		full := initParam(q, mod, r.cfg.Seed)
-		local := shard(full, q.Full, q.ShardDim, st.Mesh.TP, r.tpIdx)
-		n := int(q.Elems())
-		w := r.alloc.f32(CatParams, n)
-		copy(w, local)
-		r.params[q.Name] = w
-		r.grads[q.Name] = r.alloc.f32(CatGrads, n)
-		if st.Optimizer == strategies.OptimizerAdam {
-			r.adamM[q.Name] = r.alloc.f32(CatOptimizer, n)
-			r.adamV[q.Name] = r.alloc.f32(CatOptimizer, n)
+	seen := map[string]bool{}
+	for _, s := range r.stages {
+		for i := range s.Params {
+			q := &s.Params[i]
+			if seen[q.Name] {
+				return fmt.Errorf("exec: parameter %q is held by two virtual stages of pipeline rank %d; exec keeps one copy per rank", q.Name, r.ppIdx)
+			}
+			seen[q.Name] = true
+			mod := r.p.Model.Find(q.Module)
+			full := initParam(q, mod, r.cfg.Seed)
+			local := shard(full, q.Full, q.ShardDim, st.Mesh.TP, r.tpIdx)
+			if st.ZeRO == 3 {
+				r.z3Init(q.Name, local)
+				continue
+			}
+			w := r.alloc.f32(CatParams, len(local))
+			copy(w, local)
+			r.params[q.Name] = w
+			r.grads[q.Name] = r.alloc.f32(CatGrads, len(local))
+			if st.Optimizer == strategies.OptimizerAdam && st.ZeRO == 0 {
+				r.adamM[q.Name] = r.alloc.f32(CatOptimizer, len(local))
+				r.adamV[q.Name] = r.alloc.f32(CatOptimizer, len(local))
+			}
+		}
+		if st.ZeRO == 1 || st.ZeRO == 2 {
+			if err := r.z12Init(s); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
+}
+
+// use makes (s, micro) the stage and microbatch whose values the next ops read and write.
+func (r *rank) use(s *program.Stage, micro int) {
+	k := [2]int{s.Index, micro}
+	sl, ok := r.slots[k]
+	if !ok {
+		sl = &slot{f32: map[program.ValueID][]float32{}, i32: map[program.ValueID][]int32{}, bufs: map[program.ValueID]int32{}}
+		r.slots[k] = sl
+	}
+	r.s, r.f32, r.i32, r.bufs, r.micro = s, sl.f32, sl.i32, sl.bufs, micro
 }
 
 func (r *rank) trainStep() (float64, error) {
 	for _, g := range r.grads {
 		clear(g)
 	}
+	if r.z != nil {
+		r.z.startStep(r)
+	}
 	var loss float64
-	for mb := 0; mb < r.p.Microbatches; mb++ {
-		r.micro = mb
-		r.f32 = map[program.ValueID][]float32{}
-		r.i32 = map[program.ValueID][]int32{}
-		for i := range r.s.Forward {
-			l, err := r.exec(&r.s.Forward[i])
+	for _, a := range r.sched {
+		s := r.stages[a.Chunk]
+		r.use(s, a.Micro)
+		ops := s.Forward
+		if a.Backward {
+			ops = s.Backward
+		}
+		for i := range ops {
+			l, err := r.exec(&ops[i])
 			if err != nil {
 				return 0, err
 			}
 			loss += l
 		}
-		for i := range r.s.Backward {
-			if _, err := r.exec(&r.s.Backward[i]); err != nil {
+		if a.Backward {
+			if err := r.endMicro(s, a.Micro); err != nil {
+				return 0, err
+			}
+		} else {
+			// What the rank still holds now, it keeps for this microbatch's backward.
+			for id, b := range r.bufs {
+				r.alloc.crossed[b] = true
+				r.held[vkey{s.Index, id}] = true
+			}
+			r.alloc.settle()
+		}
+	}
+	for _, s := range r.stages {
+		r.s = s
+		for i := range s.Optimizer {
+			if _, err := r.exec(&s.Optimizer[i]); err != nil {
 				return 0, err
 			}
 		}
 	}
-	for i := range r.s.Optimizer {
-		if _, err := r.exec(&r.s.Optimizer[i]); err != nil {
-			return 0, err
-		}
-	}
 	return loss, nil
+}
+
+// endMicro closes the storage of (s, micro) after its backward. The Program frees every value at
+// its last use, so nothing should be left; a value left is one the lowering never freed, reported
+// as an error rather than hidden.
+func (r *rank) endMicro(s *program.Stage, micro int) error {
+	k := [2]int{s.Index, micro}
+	sl := r.slots[k]
+	delete(r.slots, k)
+	var left []string
+	for id, b := range sl.f32 {
+		left = append(left, s.Value(id).Name)
+		giveValue(r.alloc, r.alloc.f32s, sl.bufs[id], b)
+	}
+	for id, b := range sl.i32 {
+		left = append(left, s.Value(id).Name)
+		giveValue(r.alloc, r.alloc.i32s, sl.bufs[id], b)
+	}
+	if len(left) > 0 {
+		slices.Sort(left)
+		return fmt.Errorf("exec: stage %d microbatch %d still holds %s after its backward: the Program never frees them (a lowering error)", s.Index, micro, strings.Join(left, ", "))
+	}
+	return nil
 }
 
 // value returns the float32 storage of id, allocating it on first use (stored); ints is the same
@@ -127,43 +241,56 @@ func (r *rank) trainStep() (float64, error) {
 func (r *rank) value(id program.ValueID) []float32 { return stored(r, r.f32, r.alloc.f32s, id) }
 func (r *rank) ints(id program.ValueID) []int32    { return stored(r, r.i32, r.alloc.i32s, id) }
 
-// stored returns id's storage in m, allocating it from p on first use (as activations when the
-// Program keeps it for backward, workspace otherwise) and filling it from the batch when it is
-// data.
+// stored returns id's storage in m, allocating it from p on first use and filling it from the
+// batch when it is data. Its category is not taken from the Program: the allocator observes
+// whether the buffer outlives its microbatch's forward (alloc.go).
 func stored[T float32 | int32](r *rank, m map[program.ValueID][]T, p pool[T], id program.ValueID) []T {
 	if b, ok := m[id]; ok {
 		return b
 	}
 	v := r.s.Value(id)
-	b := take(r.alloc, p, category(v), int(v.Elems()))
-	m[id] = b
+	b, buf := takeValue(r.alloc, p, int(v.Elems()))
+	m[id], r.bufs[id] = b, buf
+	r.used[vkey{r.s.Index, id}] = true
 	if v.Data {
 		r.fill(id)
 	}
 	return b
 }
 
-func category(v *program.Value) string {
-	if v.Saved {
-		return CatActivations
-	}
-	return CatWorkspace
-}
-
 func (r *rank) release(op *program.Op) {
 	for _, id := range op.Free {
-		cat := category(r.s.Value(id))
-		unstore(r.alloc, r.f32, r.alloc.f32s, cat, id)
-		unstore(r.alloc, r.i32, r.alloc.i32s, cat, id)
+		unstore(r.alloc, r.f32, r.alloc.f32s, r.bufs, id)
+		unstore(r.alloc, r.i32, r.alloc.i32s, r.bufs, id)
 	}
 }
 
 // unstore frees id's storage in m, if it has any, back to p.
-func unstore[T float32 | int32](a *allocator, m map[program.ValueID][]T, p pool[T], cat string, id program.ValueID) {
+func unstore[T float32 | int32](a *allocator, m map[program.ValueID][]T, p pool[T], bufs map[program.ValueID]int32, id program.ValueID) {
 	if b, ok := m[id]; ok {
 		delete(m, id)
-		give(a, p, cat, b)
+		giveValue(a, p, bufs[id], b)
+		delete(bufs, id)
 	}
+}
+
+// memoryErrors compares what this rank held from a forward to its backward with what the Program
+// declares saved (the activation memory every prediction counts): a value held but not declared
+// is memory the prediction misses (a lowering that forgot a saved tensor, or frees one late); one
+// declared but freed before the backward is memory it counts twice.
+func (r *rank) memoryErrors() []string {
+	var out []string
+	for k := range r.used {
+		v := r.p.Stages[k.stage].Value(k.id)
+		switch held := r.held[k]; {
+		case held && !v.Saved:
+			out = append(out, fmt.Sprintf("stage %d holds %s (%d bytes per microbatch) from its forward to its backward, but the Program does not declare it saved: the predicted activation memory misses it", k.stage, v.Name, v.Elems()*4))
+		case !held && v.Saved:
+			out = append(out, fmt.Sprintf("the Program declares %s of stage %d saved for backward (%d bytes per microbatch), but the rank freed it before the backward", v.Name, k.stage, v.Elems()*4))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // scratch is a workspace buffer for the duration of one op.
@@ -187,18 +314,53 @@ func (r *rank) exec(op *program.Op) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	{
-		r.events = append(r.events, OpEvent{Step: r.step, Phase: op.Phase.String(), Kind: string(op.Kind), Module: op.Module,
-			Comm:  op.Kind.IsComm(),
-			Start: start, End: time.Since(r.t0)})
-	}
+	r.events = append(r.events, OpEvent{Step: r.step, Phase: op.Phase.String(), Kind: string(op.Kind), Module: op.Module,
+		Comm:  op.Kind.IsComm(),
+		Stage: r.s.Index, Micro: r.micro, Start: start, End: time.Since(r.t0)})
 	if op.Phase != program.Optimizer {
 		r.release(op)
+	}
+	if r.z != nil {
+		r.z.afterOp(r, op)
 	}
 	return loss, nil
 }
 
-func (r *rank) do(op *program.Op) (float64, error) {
+// w returns the parameter name as the kernels read it: the whole tp-local tensor. Under ZeRO-3 it
+// exists only between the gather the Program places before the op and the op's end; a parameter
+// read without its gather is a lowering error, reported as one.
+func (r *rank) w(name string) []float32 {
+	if b, ok := r.params[name]; ok {
+		return b
+	}
+	panic(lowering(fmt.Sprintf("parameter %q is read by stage %d before any all-gather over dp brought it (ZeRO-3): the Program lacks the gather", name, r.s.Index)))
+}
+
+// g returns the gradient buffer the kernels accumulate parameter name's gradient into.
+func (r *rank) g(name string) []float32 {
+	if b, ok := r.grads[name]; ok {
+		return b
+	}
+	if r.z != nil && r.z.stage == 3 {
+		return r.z.fullGrad(r, name)
+	}
+	panic(lowering(fmt.Sprintf("parameter %q has no gradient buffer on stage %d", name, r.s.Index)))
+}
+
+// lowering is a Program that exec cannot run as written (a missing gather, a value never freed):
+// raised as a panic inside the kernels' calls and turned into the rank's error by do.
+type lowering string
+
+func (r *rank) do(op *program.Op) (loss float64, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			l, ok := v.(lowering)
+			if !ok {
+				panic(v)
+			}
+			err = fmt.Errorf("exec: %s", string(l))
+		}
+	}()
 	bwd := op.Phase == program.Backward && op.Fwd >= 0
 	switch op.Kind {
 	case program.OpLinear:
@@ -210,12 +372,12 @@ func (r *rank) do(op *program.Op) (float64, error) {
 	case program.OpBias:
 		if bwd {
 			v := r.s.Value(op.In[0])
-			kernels.BiasGrad(r.grads[op.Param], r.value(op.In[0]), rows(v), last(v))
+			kernels.BiasGrad(r.g(op.Param), r.value(op.In[0]), rows(v), last(v))
 		} else {
 			v := r.s.Value(op.In[0])
 			y := r.value(op.Out[0])
 			copy(y, r.value(op.In[0]))
-			kernels.AddBias(y, r.params[op.Param], rows(v), last(v))
+			kernels.AddBias(y, r.w(op.Param), rows(v), last(v))
 		}
 	case program.OpEmbedding:
 		r.embedding(op, bwd)
@@ -244,8 +406,15 @@ func (r *rank) do(op *program.Op) (float64, error) {
 		return r.loss(op, bwd), nil
 	case program.OpLossStats:
 		r.lossStats(op)
+	case program.OpSend, program.OpRecv:
+		return 0, r.p2p(op)
 	case program.OpAllReduce, program.OpAllGather, program.OpReduceScatter, program.OpSlice:
-		if op.Phase == program.Optimizer {
+		switch {
+		case op.Dim == strategies.DimPP:
+			return 0, r.tiedAllReduce(op)
+		case op.Dim == strategies.DimDP && len(op.Params) > 0 && r.z != nil:
+			return 0, r.z.collective(r, op)
+		case op.Phase == program.Optimizer:
 			return 0, r.gradCollective(op)
 		}
 		return 0, r.redistribute(op)
@@ -257,13 +426,63 @@ func (r *rank) do(op *program.Op) (float64, error) {
 	return 0, nil
 }
 
+// p2p runs a pipeline send or receive: forward ones carry the activation to the next stage,
+// backward ones its gradient back (Peer is the other virtual stage).
+func (r *rank) p2p(op *program.Op) error {
+	k := p2pKey{dp: r.dpIdx, tp: r.tpIdx, micro: r.micro, grad: op.Phase == program.Backward}
+	if op.Kind == program.OpSend {
+		k.from, k.to = r.s.Index, op.Peer
+		buf := r.value(op.In[0])
+		if err := r.mail.send(r.c.Context(), k, buf); err != nil {
+			return err
+		}
+		r.ppSent += 4 * int64(len(buf))
+		r.ppMsgs++
+		return nil
+	}
+	k.from, k.to = op.Peer, r.s.Index
+	return r.mail.recv(r.c.Context(), k, r.value(op.Out[0]))
+}
+
+// tiedAllReduce sums the gradient of the embedding that the first and the last pipeline stage
+// both hold (a tied output head): each sends its gradient to the other and adds, first stage's
+// first, so both hold the same bits.
+func (r *rank) tiedAllReduce(op *program.Op) error {
+	if op.Kind != program.OpAllReduce {
+		return fmt.Errorf("exec: %s over pp is not executed", op.Kind)
+	}
+	for _, name := range op.Params {
+		g := r.g(name)
+		k := p2pKey{dp: r.dpIdx, tp: r.tpIdx, micro: -1, from: r.s.Index, to: op.Peer, grad: true}
+		if err := r.mail.send(r.c.Context(), k, g); err != nil {
+			return err
+		}
+		r.ppSent += 4 * int64(len(g))
+		r.ppMsgs++
+		other := r.scratch(len(g))
+		k.from, k.to = op.Peer, r.s.Index
+		if err := r.mail.recv(r.c.Context(), k, other); err != nil {
+			return err
+		}
+		first, second := g, other
+		if r.s.Index > op.Peer {
+			first, second = other, g
+		}
+		for i := range g {
+			g[i] = first[i] + second[i]
+		}
+		r.unscratch(other)
+	}
+	return nil
+}
+
 func (r *rank) linear(op *program.Op) {
 	xv, yv := r.s.Value(op.In[0]), r.s.Value(op.Out[0])
 	var b []float32
 	if op.Bias != "" {
-		b = r.params[op.Bias]
+		b = r.w(op.Bias)
 	}
-	kernels.LinearForward(r.value(op.Out[0]), r.value(op.In[0]), r.params[op.Param], b, rows(xv), last(xv), last(yv))
+	kernels.LinearForward(r.value(op.Out[0]), r.value(op.In[0]), r.w(op.Param), b, rows(xv), last(xv), last(yv))
 }
 
 func (r *rank) linearBackward(op *program.Op) {
@@ -273,9 +492,9 @@ func (r *rank) linearBackward(op *program.Op) {
 		dx = r.value(op.Out[0])
 	}
 	if op.Bias != "" {
-		db = r.grads[op.Bias]
+		db = r.g(op.Bias)
 	}
-	kernels.LinearBackward(dx, r.grads[op.Param], db, r.value(op.In[0]), r.value(op.Saved[0]), r.params[op.Param], rows(xv), last(xv), last(dyv))
+	kernels.LinearBackward(dx, r.g(op.Param), db, r.value(op.In[0]), r.value(op.Saved[0]), r.w(op.Param), rows(xv), last(xv), last(dyv))
 }
 
 func (r *rank) embedding(op *program.Op, bwd bool) {
@@ -308,9 +527,9 @@ func (r *rank) embedding(op *program.Op, bwd bool) {
 		lo = 0
 	}
 	if bwd {
-		kernels.EmbeddingRangeBackward(r.grads[op.Param], r.value(op.In[0]), ids, lo, lo+local, hidden)
+		kernels.EmbeddingRangeBackward(r.g(op.Param), r.value(op.In[0]), ids, lo, lo+local, hidden)
 	} else {
-		kernels.EmbeddingRange(r.value(op.Out[0]), ids, r.params[op.Param], lo, lo+local, hidden)
+		kernels.EmbeddingRange(r.value(op.Out[0]), ids, r.w(op.Param), lo, lo+local, hidden)
 	}
 }
 
@@ -323,9 +542,12 @@ func (r *rank) norm(op *program.Op, bwd bool) {
 	n, d := rows(xv), last(xv)
 	var b, db []float32
 	if op.Bias != "" {
-		b, db = r.params[op.Bias], r.grads[op.Bias]
+		b = r.w(op.Bias)
+		if bwd {
+			db = r.g(op.Bias)
+		}
 	}
-	w := r.params[op.Param]
+	w := r.w(op.Param)
 	if !bwd {
 		stats := r.value(op.Out[1])
 		if op.Norm == model.KindRMSNorm {
@@ -338,9 +560,9 @@ func (r *rank) norm(op *program.Op, bwd bool) {
 	stats := r.value(op.Saved[1])
 	dx := r.gradOut(op, 0, int(xv.Elems()))
 	if op.Norm == model.KindRMSNorm {
-		kernels.RMSNormBackward(dx, r.grads[op.Param], r.value(op.In[0]), r.value(xid), w, stats[:n], n, d)
+		kernels.RMSNormBackward(dx, r.g(op.Param), r.value(op.In[0]), r.value(xid), w, stats[:n], n, d)
 	} else {
-		kernels.LayerNormBackward(dx, r.grads[op.Param], db, r.value(op.In[0]), r.value(xid), w, stats[:n], stats[n:2*n], n, d)
+		kernels.LayerNormBackward(dx, r.g(op.Param), db, r.value(op.In[0]), r.value(xid), w, stats[:n], stats[n:2*n], n, d)
 	}
 	r.dropScratch(op, 0, dx)
 }
@@ -606,44 +828,59 @@ func (r *rank) gradCollective(op *program.Op) error {
 	}
 	n := 0
 	for _, name := range op.Params {
-		n += len(r.grads[name])
+		n += len(r.optGrad(name))
 	}
 	buf := r.alloc.f32(CatComm, n)
 	defer r.alloc.putF32(CatComm, buf)
 	off := 0
 	for _, name := range op.Params {
-		off += copy(buf[off:], r.grads[name])
+		off += copy(buf[off:], r.optGrad(name))
 	}
 	if err := g.AllReduce(buf); err != nil {
 		return err
 	}
 	off = 0
 	for _, name := range op.Params {
-		off += copy(r.grads[name], buf[off:])
+		off += copy(r.optGrad(name), buf[off:])
 	}
 	return nil
 }
 
 func (r *rank) optimizerStep() {
-	st := r.p.Strategy
+	if r.z != nil {
+		r.z.step(r)
+		return
+	}
 	for i := range r.s.Params {
 		name := r.s.Params[i].Name
-		if st.Optimizer == strategies.OptimizerAdam {
-			kernels.NewAdam(r.lr).Step(r.params[name], r.grads[name], r.adamM[name], r.adamV[name], r.step+1)
-		} else {
-			kernels.SGD{LR: r.lr}.Step(r.params[name], r.grads[name], nil)
-		}
+		r.update(r.params[name], r.grads[name], r.adamM[name], r.adamV[name])
 	}
 }
 
+// update applies the optimizer to parameters w from gradients g (Adam moments m and v).
+func (r *rank) update(w, g, m, v []float32) {
+	if r.p.Strategy.Optimizer == strategies.OptimizerAdam {
+		kernels.NewAdam(r.lr).Step(w, g, m, v, r.step+1)
+	} else {
+		kernels.SGD{LR: r.lr}.Step(w, g, nil)
+	}
+}
+
+// optGrad is the gradient the optimizer phase reduces for name: the whole tensor, or under
+// ZeRO-3 the rank's chunk of it.
+func (r *rank) optGrad(name string) []float32 {
+	if r.z != nil && r.z.stage == 3 {
+		return r.z.gshard[name]
+	}
+	return r.grads[name]
+}
+
 func (r *rank) result() RankResult {
-	rr := RankResult{Rank: r.c.Rank(), Coords: map[string]int{strategies.DimDP: r.dpIdx, strategies.DimTP: r.tpIdx},
+	rr := RankResult{Rank: r.c.Rank(), Coords: map[string]int{strategies.DimPP: r.ppIdx, strategies.DimDP: r.dpIdx, strategies.DimTP: r.tpIdx},
 		PeakBytes: map[string]int64{}, CommBytes: map[string]int64{}, CommByKind: map[string]int64{},
 		StepTimes: r.stepTimes, Events: r.events}
-	for _, c := range Categories {
-		rr.PeakBytes[c] = r.alloc.peak[c]
-	}
-	rr.PeakBytes["peak"] = r.alloc.peakTotal
+	rr.PeakBytes = r.alloc.peaks()
+	rr.MemoryErrors = r.memoryErrors()
 	last := r.stats[len(r.stats)-1]
 	steps := int64(len(r.stats))
 	for _, d := range strategies.DimOrder {
@@ -652,6 +889,10 @@ func (r *rank) result() RankResult {
 	for k, c := range last {
 		rr.CommBytes[k.Dim] += c.Bytes / steps
 		rr.CommByKind[string(k.Kind)+"/"+k.Dim] += c.Bytes / steps
+	}
+	if r.ppSent > 0 {
+		rr.CommBytes[strategies.DimPP] += r.ppSent / steps
+		rr.CommByKind["send/"+strategies.DimPP] += r.ppSent / steps
 	}
 	return rr
 }

@@ -521,12 +521,21 @@ func (b *builder) opParamBytes(fop Op, per int) units.Bytes {
 	return units.Bytes(n * int64(per))
 }
 
+// opParams lists the parameters op fop reads (its weight, and its bias when it has one), which
+// ZeRO-3's gathers and reduce-scatters move (opParamBytes counts the same).
+func opParams(fop Op) []string {
+	if fop.Bias != "" {
+		return []string{fop.Param, fop.Bias}
+	}
+	return []string{fop.Param}
+}
+
 // zeroGather is ZeRO-3's all-gather of a module's parameters over dp before its backward
 // (Rajbhandari et al. 2020 §5.3: parameters are gathered for forward and again for backward).
 func (b *builder) zeroGather(fop Op, emit func(Op)) {
 	g := b.st.Mesh.DP * b.st.Mesh.CP
 	n := b.opParamBytes(fop, b.p.ParamBytes)
-	emit(Op{Kind: OpAllGather, Module: fop.Module, Params: []string{fop.Param}, Dim: strategies.DimDP, Group: g,
+	emit(Op{Kind: OpAllGather, Module: fop.Module, Params: opParams(fop), Dim: strategies.DimDP, Group: g,
 		SentBytes: n * units.Bytes(g-1) / units.Bytes(g), FullBytes: n, MemBytes: n})
 }
 
@@ -534,7 +543,7 @@ func (b *builder) zeroGather(fop Op, emit func(Op)) {
 func (b *builder) zeroReduce(fop Op, emit func(Op)) {
 	g := b.st.Mesh.DP * b.st.Mesh.CP
 	n := b.opParamBytes(fop, b.p.GradBytes)
-	emit(Op{Kind: OpReduceScatter, Module: fop.Module, Params: []string{fop.Param}, Dim: strategies.DimDP, Group: g,
+	emit(Op{Kind: OpReduceScatter, Module: fop.Module, Params: opParams(fop), Dim: strategies.DimDP, Group: g,
 		SentBytes: n * units.Bytes(g-1) / units.Bytes(g), FullBytes: n, MemBytes: n})
 }
 

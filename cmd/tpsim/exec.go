@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"sort"
@@ -27,23 +30,37 @@ check it against single-device training on the same global batch. Prints the los
 each rank sent per collective and mesh dimension, memory per category, the step time (slowest
 rank, median after a warm-up step) and max_rel_diff_vs_single.
 
-Examples (the tensor-parallel tutorial's MLP):
+Examples (the tensor-parallel tutorial's MLP, then a transformer):
   tpsim exec --model seed-mlp --mesh tp=2 --plan "0=colwise,2=rowwise"
   tpsim exec --model seed-mlp --mesh tp=2 --plan "0=rowwise,1=noparallel,2=colwise"
   tpsim exec --model seed-mlp --mesh dp=2
   tpsim exec --model gpt-tiny --mesh dp=2,tp=2 --plan megatron --optimizer adam --trace trace.json
-  tpsim exec --model gpt-tiny --mesh tp=2 --attn flash
+  tpsim exec --model gpt-tiny --strategy pp=2,dp=2,zero=1,recompute=full,mbs=1 --trace trace.json
+  tpsim exec --model gpt-tiny --strategy pp=2,schedule=gpipe,mbs=2
+  tpsim exec --model gpt-tiny --strategy dp=2,tp=2,zero=3,sp=on
+
+--strategy takes the strategy string of 'tpsim predict' and 'tpsim sim' (their defaults too:
+mbs=1, optimizer=adam); --mesh is its mesh alone, with one microbatch per dp rank and SGD.
+--optimizer, --attn, --batch, --mbs and --plan, when given, override the strategy's.
 
 PLAN is a style name (colwise, rowwise, sequence, noparallel, ...), "megatron", an inline map
-("0=colwise,2=rowwise") or a JSON file of pattern -> style. exec runs single, data, tensor and
-dp x tp parallel in fp32, with eager or flash attention (flash keeps the softmax's log-sum-exp
-and recomputes the probabilities in backward); pipeline, context parallel, ZeRO and recompute are
-priced by 'tpsim predict' but not executed.
+("0=colwise,2=rowwise") or a JSON file of pattern -> style. exec runs, in fp32: single device,
+data, tensor and pipeline parallel and their dp x pp x tp hybrids; pipeline schedules gpipe,
+1f1b and interleaved (vpp); zero=0-3; recompute=none, selective or full; sp=on; eager or flash
+attention (flash keeps the softmax's log-sum-exp and recomputes the probabilities in backward).
+Context parallel (cp), precision=mixed and overlap=on are priced by 'tpsim predict' but not
+executed (every collective here blocks its rank), and are refused.
+
+It fails (exit 1) when training diverges (a non-finite loss), when the run does not match
+single-device training (max_rel_diff_vs_single above 1e-4), or when the memory the ranks held
+differs from what the Program declares. Ctrl-C prints the losses of the finished steps and
+exits 130.
 `
 
 // execOptions are the flags of tpsim exec.
 type execOptions struct {
 	Model     string
+	Strategy  string // strategies.Parse form; "" = --mesh
 	Mesh      string
 	Plan      string
 	Steps     int
@@ -55,12 +72,25 @@ type execOptions struct {
 	LR        float64
 	JSON      bool
 	Trace     string
+	// set names the flags given on the command line (nil when built in code).
+	set map[string]bool
+	// onStep, when set, is called after each finished step (tests interrupt a run with it).
+	onStep func(step int)
 }
 
 func runExec(args []string, stdout, stderr io.Writer) int {
 	o, fs, err := parseExec(args)
 	if err == nil {
 		err = o.run(stdout, stderr)
+	}
+	return finishExec(fs, err, stdout, stderr)
+}
+
+// finishExec is finish with Ctrl-C's exit status 130 and its single line.
+func finishExec(fs *pflag.FlagSet, err error, stdout, stderr io.Writer) int {
+	if errors.Is(err, errInterrupted) {
+		fmt.Fprintln(stderr, "interrupted")
+		return 130
 	}
 	return finish("exec", fs, execHelp, err, stdout, stderr)
 }
@@ -69,6 +99,7 @@ func parseExec(args []string) (*execOptions, *pflag.FlagSet, error) {
 	o := &execOptions{}
 	fs := newFlagSet("exec")
 	fs.StringVar(&o.Model, "model", "seed-mlp", "model: a preset name or a config.json (transformers without dropout)")
+	fs.StringVar(&o.Strategy, "strategy", "", `strategy as for predict and sim, e.g. "pp=2,dp=2,tp=2,zero=1,recompute=full,sp=on" (instead of --mesh)`)
 	fs.StringVar(&o.Mesh, "mesh", "tp=2", `mesh, e.g. "dp=2,tp=2"`)
 	fs.StringVar(&o.Plan, "plan", "megatron", `tensor-parallel plan: a style, "megatron", a map ("0=colwise,2=rowwise") or a JSON file`)
 	fs.IntVar(&o.Steps, "steps", 10, "optimizer steps (the first is a warm-up, left out of the step time)")
@@ -83,7 +114,13 @@ func parseExec(args []string) (*execOptions, *pflag.FlagSet, error) {
 	if err := parseFlags(fs, args, 0); err != nil {
 		return o, fs, err
 	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { o.set[f.Name] = true })
 	switch {
+	case o.Strategy != "" && o.set["mesh"]:
+		return o, fs, usagef("--strategy %q and --mesh %q both give the mesh; put the mesh in --strategy", o.Strategy, o.Mesh)
+	case math.IsNaN(o.LR) || math.IsInf(o.LR, 0):
+		return o, fs, usagef("--lr=%g; give a finite learning rate, e.g. --lr 0.01", o.LR)
 	case o.Steps <= 0:
 		return o, fs, usagef("--steps=%d; run at least one step", o.Steps)
 	case o.Batch < 0:
@@ -101,6 +138,9 @@ func (o *execOptions) config() (exec.Config, error) {
 	m, err := model.Load(o.Model)
 	if err != nil {
 		return exec.Config{}, err
+	}
+	if o.Strategy != "" {
+		return o.configStrategy(m)
 	}
 	mesh, err := strategies.ParseMesh(o.Mesh)
 	if err != nil {
@@ -142,6 +182,52 @@ func (o *execOptions) configFor(m *model.Model, mesh strategies.Mesh) (exec.Conf
 	return exec.Config{Model: m, Strategy: st, Steps: o.Steps, Seed: o.Seed, LR: o.LR}, nil
 }
 
+// configStrategy builds the configuration of --strategy: the strategy string as predict and sim
+// read it, the flags given on the command line over it, and what exec cannot run refused.
+func (o *execOptions) configStrategy(m *model.Model) (exec.Config, error) {
+	st, err := strategies.Parse(o.Strategy)
+	if err != nil {
+		return exec.Config{}, err
+	}
+	for _, part := range strings.Split(o.Strategy, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		k, v = strings.ToLower(strings.TrimSpace(k)), strings.ToLower(strings.TrimSpace(v))
+		switch {
+		case k == "precision" && v != strategies.PrecisionFP32:
+			return exec.Config{}, fmt.Errorf("--strategy: precision=%s is priced by 'tpsim predict', not executed: exec trains in fp32; use precision=fp32 or leave precision out", v)
+		case k == "overlap" && st.Overlap:
+			return exec.Config{}, fmt.Errorf("--strategy: overlap=%s is priced by 'tpsim predict', not executed: every collective in exec blocks its rank; use overlap=off or leave overlap out", v)
+		}
+	}
+	st.Precision = strategies.PrecisionFP32
+	if o.set["optimizer"] {
+		if st.Optimizer, err = parseOptimizer(o.Optimizer); err != nil {
+			return exec.Config{}, err
+		}
+	}
+	if o.set["attn"] {
+		switch a := strings.ToLower(o.Attn); a {
+		case strategies.AttentionEager, strategies.AttentionFlash, strategies.AttentionFlash1:
+			st.Attention = a
+		default:
+			return exec.Config{}, usagef("--attn=%q is not valid; use eager, flash or flash1", o.Attn)
+		}
+	}
+	if o.set["plan"] && st.Mesh.TP > 1 {
+		if st.Plan, err = strategies.ParsePlan(o.Plan); err != nil {
+			return exec.Config{}, err
+		}
+	}
+	if o.set["batch"] {
+		st.GBS = o.Batch
+	}
+	if o.set["mbs"] {
+		st.MBS = o.MBS
+	}
+	st = st.Resolve(m)
+	return exec.Config{Model: m, Strategy: st, Steps: o.Steps, Seed: o.Seed, LR: o.LR}, nil
+}
+
 func parseOptimizer(s string) (string, error) {
 	switch strings.ToLower(s) {
 	case strategies.OptimizerSGD:
@@ -172,18 +258,30 @@ type execReport struct {
 		Bubble      float64 `json:"bubble"`
 		Optimizer   float64 `json:"optimizer"`
 	} `json:"time_s"`
-	StepTimes    []float64          `json:"step_times_s"`
-	TokensPerS   float64            `json:"tokens_per_s"`
-	Loss         []float64          `json:"loss"`
-	MaxRelDiff   float64            `json:"max_rel_diff_vs_single"`
-	Ranks        []exec.RankResult  `json:"ranks"`
-	GoHeapBytes  uint64             `json:"go_heap_bytes"`
-	GoTotalAlloc uint64             `json:"go_total_alloc_bytes"`
-	Collectives  []collectiveRecord `json:"collectives"`
+	StepTimes  []float64   `json:"step_times_s"`
+	TokensPerS float64     `json:"tokens_per_s"`
+	Loss       []jsonFloat `json:"loss"`
+	MaxRelDiff jsonFloat   `json:"max_rel_diff_vs_single"`
+	// OK is false when Failures lists why the run failed (exit status 1).
+	OK       bool     `json:"ok"`
+	Failures []string `json:"failures"`
+	// BubbleFraction is the measured pipeline bubble of the median step (exec.Result).
+	BubbleFraction float64 `json:"bubble_fraction"`
+	// TrackedBytes and GoHeapLiveBytes are the allocators' bytes and the Go heap's live bytes at
+	// the end of the run (exec.Result); MemoryErrors where the ranks held other memory than the
+	// Program declares.
+	TrackedBytes     uint64             `json:"tracked_bytes"`
+	UntrackedPerStep uint64             `json:"untracked_alloc_bytes_per_step"`
+	GoHeapLiveBytes  uint64             `json:"go_heap_live_bytes"`
+	MemoryErrors     []string           `json:"memory_errors"`
+	Ranks            []exec.RankResult  `json:"ranks"`
+	GoHeapBytes      uint64             `json:"go_heap_bytes"`
+	GoTotalAlloc     uint64             `json:"go_total_alloc_bytes"`
+	Collectives      []collectiveRecord `json:"collectives"`
 	// Ops are the durations of every op of the slowest rank in the median step.
-	Ops           []opRecord `json:"ops"`
-	SingleDevice  []float64  `json:"loss_single_device"`
-	MeasuredNotes string     `json:"notes"`
+	Ops           []opRecord  `json:"ops"`
+	SingleDevice  []jsonFloat `json:"loss_single_device"`
+	MeasuredNotes string      `json:"notes"`
 }
 
 // opRecord is one executed op and how long it took.
@@ -196,6 +294,7 @@ type opRecord struct {
 
 // collectiveRecord is one collective the plan inserted, with the bytes a rank sends for it.
 type collectiveRecord struct {
+	Stage     int    `json:"stage"`
 	Phase     string `json:"phase"`
 	Kind      string `json:"kind"`
 	Dim       string `json:"dim"`
@@ -204,20 +303,39 @@ type collectiveRecord struct {
 	SentBytes int64  `json:"sent_bytes"`
 }
 
+// errInterrupted is a run stopped by Ctrl-C: exit status 130, as a shell reports SIGINT.
+var errInterrupted = errors.New("interrupted")
+
+// matchTolerance is the largest max_rel_diff_vs_single exec accepts: float32 rounding in another
+// order of summation, amplified by Adam where a gradient is zero in exact arithmetic (measured up
+// to 1.1e-4 on gpt-tiny's shape, exec.MaxRelDiff; 1e-5 and below everywhere else).
+const matchTolerance = 1e-4
+
 func (o *execOptions) run(stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return o.runCtx(ctx, stdout, stderr)
+}
+
+func (o *execOptions) runCtx(ctx context.Context, stdout, stderr io.Writer) error {
 	cfg, err := o.config()
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	cfg.OnStep = o.onStep
 	fmt.Fprintf(stderr, "tpsim exec: %s on %s, %d steps...\n", cfg.Model.Name, cfg.Strategy.Mesh, cfg.Steps)
 	res, err := exec.Run(ctx, cfg)
+	if ctx.Err() != nil {
+		return interrupted(stdout, res)
+	}
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "tpsim exec: single-device reference...\n")
 	ref, err := exec.Run(ctx, exec.Single(cfg))
+	if ctx.Err() != nil {
+		return interrupted(stdout, res)
+	}
 	if err != nil {
 		return err
 	}
@@ -228,9 +346,77 @@ func (o *execOptions) run(stdout, stderr io.Writer) error {
 		}
 	}
 	if o.JSON {
-		return writeJSON(stdout, rep)
+		err = writeJSON(stdout, rep)
+	} else {
+		err = writeExec(stdout, rep, res)
 	}
-	return writeExec(stdout, rep, res)
+	if err != nil {
+		return err
+	}
+	if len(rep.Failures) > 0 {
+		return errors.New(strings.Join(rep.Failures, "; "))
+	}
+	return nil
+}
+
+// interrupted prints the losses of the steps that finished before Ctrl-C.
+func interrupted(w io.Writer, res *exec.Result) error {
+	if res != nil && len(res.Losses) > 0 {
+		fmt.Fprintf(w, "loss (%d steps finished)", len(res.Losses))
+		for _, l := range res.Losses {
+			fmt.Fprintf(w, " %.6g", l)
+		}
+		fmt.Fprintln(w)
+	}
+	return errInterrupted
+}
+
+// failures lists what makes a run a failure: divergence, a mismatch against single-device
+// training, memory the ranks held that the Program does not declare.
+func failures(cfg exec.Config, res, ref *exec.Result, d float64) []string {
+	var out []string
+	for _, r := range []*exec.Result{res, ref} {
+		for i, l := range r.Losses {
+			if math.IsNaN(l) || math.IsInf(l, 0) {
+				lr := cfg.LR
+				if lr == 0 {
+					lr = map[string]float64{strategies.OptimizerSGD: 0.01, strategies.OptimizerAdam: 1e-3}[cfg.Strategy.Optimizer]
+				}
+				what := "the run"
+				if r == ref {
+					what = "single-device training"
+				}
+				out = append(out, fmt.Sprintf("diverged: %s's loss is %g at step %d (lr %g); lower --lr", what, l, i+1, lr))
+				break
+			}
+		}
+	}
+	if len(out) == 0 && !(d <= matchTolerance) {
+		out = append(out, fmt.Sprintf("the run does not match single-device training: max_rel_diff_vs_single %.3g > %g", d, matchTolerance))
+	}
+	for _, e := range res.MemoryErrors {
+		out = append(out, "memory: "+e)
+	}
+	return out
+}
+
+// jsonFloat encodes NaN and infinities as null (JSON has no such numbers), so that a diverged
+// run's report still encodes.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(f))
+}
+
+func jsonFloats(v []float64) []jsonFloat {
+	out := make([]jsonFloat, len(v))
+	for i, x := range v {
+		out[i] = jsonFloat(x)
+	}
+	return out
 }
 
 func report(cfg exec.Config, res, ref *exec.Result) *execReport {
@@ -238,9 +424,20 @@ func report(cfg exec.Config, res, ref *exec.Result) *execReport {
 	st := p.Strategy
 	rep := &execReport{Model: cfg.Model.Name, Strategy: st.String(), Plan: st.Plan.String(), Devices: st.Mesh.Devices(),
 		Steps: cfg.Steps, Seed: cfg.Seed, Optimizer: st.Optimizer, MemoryBytes: map[string]int64{}, CommBytes: map[string]int64{},
-		Loss: res.Losses, SingleDevice: ref.Losses, MaxRelDiff: exec.MaxRelDiff(res, ref), Ranks: res.Ranks,
-		GoHeapBytes: res.GoHeapBytes, GoTotalAlloc: res.GoTotalAllocBytes,
-		MeasuredNotes: "memory_bytes counts the tensors of the Program and kernel scratch through exec's allocator; the communicator's message copies and Go's own overhead are not in it (see go_heap_bytes)"}
+		Loss: jsonFloats(res.Losses), SingleDevice: jsonFloats(ref.Losses), Ranks: res.Ranks,
+		GoHeapBytes: res.GoHeapBytes, GoTotalAlloc: res.GoTotalAllocBytes, BubbleFraction: res.BubbleFraction,
+		TrackedBytes: res.TrackedBytes, UntrackedPerStep: res.UntrackedAllocBytesPerStep, GoHeapLiveBytes: res.GoHeapLiveBytes, MemoryErrors: res.MemoryErrors,
+		MeasuredNotes: "memory_bytes counts the slices exec's allocator hands the kernels and collectives (params, grads, optimizer state, gradient buckets and gathered parameters as comm or params, kernel scratch as workspace); a microbatch's tensor is an activation when the rank still holds it at the end of that microbatch's forward, workspace otherwise, whatever the Program declares. The communicator's and pipeline's message copies are not in it; tracked_bytes against go_heap_live_bytes shows what is not"}
+	d := exec.MaxRelDiff(res, ref)
+	rep.MaxRelDiff = jsonFloat(d)
+	rep.Failures = failures(cfg, res, ref, d)
+	rep.OK = len(rep.Failures) == 0
+	if rep.Failures == nil {
+		rep.Failures = []string{}
+	}
+	if rep.MemoryErrors == nil {
+		rep.MemoryErrors = []string{}
+	}
 	if st.Mesh.TP == 1 {
 		rep.Plan = "none"
 	}
@@ -254,7 +451,8 @@ func report(cfg exec.Config, res, ref *exec.Result) *execReport {
 	}
 	b := res.Breakdown
 	rep.Time.Step = res.StepTime.Seconds()
-	rep.Time.Compute, rep.Time.CommExposed, rep.Time.Optimizer = b.Compute.Seconds(), b.Comm.Seconds(), b.Optimizer.Seconds()
+	rep.Time.Compute, rep.Time.CommExposed, rep.Time.Optimizer = b.Compute.Seconds(), (b.Comm - b.Bubble).Seconds(), b.Optimizer.Seconds()
+	rep.Time.Bubble = b.Bubble.Seconds()
 	for _, d := range res.StepTimes {
 		rep.StepTimes = append(rep.StepTimes, d.Seconds())
 	}
@@ -264,22 +462,29 @@ func report(cfg exec.Config, res, ref *exec.Result) *execReport {
 	for _, e := range b.Ops {
 		rep.Ops = append(rep.Ops, opRecord{Phase: e.Phase, Kind: e.Kind, Module: e.Module, Seconds: (e.End - e.Start).Seconds()})
 	}
-	s := p.Stages[0]
-	for _, list := range [][]program.Op{s.Forward, s.Backward, s.Optimizer} {
-		for _, op := range list {
-			if !op.Kind.IsCollective() || op.Group <= 1 {
-				continue
+	for _, s := range p.Stages {
+		for _, list := range [][]program.Op{s.Forward, s.Backward, s.Optimizer} {
+			for _, op := range list {
+				if !(op.Kind.IsCollective() || op.Kind == program.OpSend) || op.Group <= 1 {
+					continue
+				}
+				var shape []int
+				if len(op.In) > 0 {
+					shape = s.Value(op.In[0]).Shape
+				}
+				mod := op.Module
+				switch {
+				case len(op.Params) > 0 && op.Phase == program.Optimizer:
+					mod = fmt.Sprintf("%d gradients", len(op.Params))
+					if op.Kind == program.OpAllGather {
+						mod = fmt.Sprintf("%d parameters", len(op.Params))
+					}
+				case op.Kind == program.OpSend:
+					mod = fmt.Sprintf("to stage %d", op.Peer)
+				}
+				rep.Collectives = append(rep.Collectives, collectiveRecord{Stage: s.Index, Phase: op.Phase.String(), Kind: string(op.Kind), Dim: op.Dim,
+					Module: mod, Shape: shape, SentBytes: int64(op.SentBytes)})
 			}
-			var shape []int
-			if len(op.In) > 0 {
-				shape = s.Value(op.In[0]).Shape
-			}
-			mod := op.Module
-			if len(op.Params) > 0 {
-				mod = fmt.Sprintf("%d gradients", len(op.Params))
-			}
-			rep.Collectives = append(rep.Collectives, collectiveRecord{Phase: op.Phase.String(), Kind: string(op.Kind), Dim: op.Dim,
-				Module: mod, Shape: shape, SentBytes: int64(op.SentBytes)})
 		}
 	}
 	return rep
@@ -299,16 +504,16 @@ func writeExec(w io.Writer, rep *execReport, res *exec.Result) error {
 		ew.printf(" %.6g", l)
 	}
 	verdict := "matches"
-	if rep.MaxRelDiff > 1e-4 {
+	if d := float64(rep.MaxRelDiff); !(d <= matchTolerance) {
 		verdict = "DOES NOT match"
 	}
-	ew.printf("\nmax_rel_diff_vs_single %.3g: %s single-device training (tolerance 1e-4)\n", rep.MaxRelDiff, verdict)
+	ew.printf("\nmax_rel_diff_vs_single %.3g: %s single-device training (tolerance %g)\n", float64(rep.MaxRelDiff), verdict, matchTolerance)
 
-	ew.printf("\nCollectives the plan inserted (per microbatch; optimizer ones once per step)\n")
+	ew.printf("\nCollectives and pipeline sends the Program inserted (per microbatch; optimizer ones once per step)\n")
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  phase\tkind\tdim\tmodule\tshape\tbytes sent per rank\n")
+	fmt.Fprintf(tw, "  stage\tphase\tkind\tdim\tmodule\tshape\tbytes sent per rank\n")
 	for _, c := range rep.Collectives {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%v\t%s\n", c.Phase, c.Kind, c.Dim, c.Module, c.Shape, commas(c.SentBytes))
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%v\t%s\n", c.Stage, c.Phase, c.Kind, c.Dim, c.Module, c.Shape, commas(c.SentBytes))
 	}
 	if len(rep.Collectives) == 0 {
 		fmt.Fprintf(tw, "  none\n")
@@ -334,7 +539,7 @@ func writeExec(w io.Writer, rep *execReport, res *exec.Result) error {
 	}
 	fmt.Fprintf(tw, "\ttotal\n")
 	for _, r := range rep.Ranks {
-		fmt.Fprintf(tw, "  %d\tdp=%d,tp=%d", r.Rank, r.Coords["dp"], r.Coords["tp"])
+		fmt.Fprintf(tw, "  %d\tpp=%d,dp=%d,tp=%d", r.Rank, r.Coords["pp"], r.Coords["dp"], r.Coords["tp"])
 		var total int64
 		for _, k := range sorted {
 			fmt.Fprintf(tw, "\t%s", commas(r.CommByKind[k]))
@@ -344,7 +549,7 @@ func writeExec(w io.Writer, rep *execReport, res *exec.Result) error {
 	}
 	tw.Flush()
 
-	ew.printf("\nMemory per rank (peak live bytes by category, exec's allocator)\n")
+	ew.printf("\nMemory per rank (peak live bytes by category, counted from the slices exec's allocator hands out)\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  rank")
 	cats := append(append([]string{}, exec.Categories...), "peak")
@@ -360,11 +565,21 @@ func writeExec(w io.Writer, rep *execReport, res *exec.Result) error {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	ew.printf("  Go heap after the run: %v in use, %v allocated in all\n", units.Bytes(rep.GoHeapBytes), units.Bytes(rep.GoTotalAlloc))
+	ew.printf("  at the end: the allocators hold %v, the Go heap %v live (the rest is the Program, the batch, the timeline, messages); %v allocated in all\n",
+		units.Bytes(rep.TrackedBytes), units.Bytes(rep.GoHeapLiveBytes), units.Bytes(rep.GoTotalAlloc))
+	ew.printf("  after the warm-up the Go heap allocated %v per step outside the allocators (message copies, the timeline)\n", units.Bytes(rep.UntrackedPerStep))
+	for _, e := range rep.MemoryErrors {
+		ew.printf("  MEMORY ERROR: %s\n", e)
+	}
 
 	ew.printf("\nStep time (slowest rank, median of %d steps after warm-up): %v\n", len(rep.StepTimes)-min(1, len(rep.StepTimes)-1), units.Seconds(rep.Time.Step))
-	ew.printf("  compute %v, communication %v, optimizer %v (slowest rank of the median step)\n",
-		units.Seconds(rep.Time.Compute), units.Seconds(rep.Time.CommExposed), units.Seconds(rep.Time.Optimizer))
+	ew.printf("  compute %v, communication %v, pipeline wait %v, optimizer %v (slowest rank of the median step)\n",
+		units.Seconds(rep.Time.Compute), units.Seconds(rep.Time.CommExposed), units.Seconds(rep.Time.Bubble), units.Seconds(rep.Time.Optimizer))
+	if pp := st.Mesh.PP; pp > 1 {
+		m := res.Program.Microbatches
+		ew.printf("  pipeline bubble %.1f%% of the step (each pp rank's waits in its receives, averaged; %s, %d stages, %d microbatches: (p-1)/(m+p-1) = %.1f%% without interleaving)\n",
+			100*rep.BubbleFraction, st.Schedule, pp, m, 100*float64(pp-1)/float64(m+pp-1))
+	}
 	ew.printf("  %.4g samples or tokens per second\n", rep.TokensPerS)
 	return ew.err
 }
@@ -374,14 +589,17 @@ func writeExec(w io.Writer, rep *execReport, res *exec.Result) error {
 func writeTrace(path string, res *exec.Result) error {
 	var spans []reports.Span
 	for _, r := range res.Ranks {
-		proc := fmt.Sprintf("rank %d (dp=%d,tp=%d)", r.Rank, r.Coords["dp"], r.Coords["tp"])
+		proc := fmt.Sprintf("rank %d (pp=%d,dp=%d,tp=%d)", r.Rank, r.Coords["pp"], r.Coords["dp"], r.Coords["tp"])
 		for _, e := range r.Events {
 			thread := "compute"
-			if e.Comm {
+			switch {
+			case e.Kind == string(program.OpRecv):
+				thread = "pipeline wait" // the bubble: waiting for the neighbour stage
+			case e.Comm:
 				thread = "communication"
 			}
 			spans = append(spans, reports.Span{Process: proc, Thread: thread, Name: e.Kind + " " + e.Module, Cat: e.Phase,
-				Start: e.Start.Seconds(), Dur: (e.End - e.Start).Seconds(), Args: map[string]any{"step": e.Step}})
+				Start: e.Start.Seconds(), Dur: (e.End - e.Start).Seconds(), Args: map[string]any{"step": e.Step, "stage": e.Stage, "microbatch": e.Micro}})
 		}
 	}
 	return writeTraceFile(path, spans)
