@@ -16,17 +16,22 @@
 //     step costs the level's latency, bytes move at the level's bandwidth x efficiency. A group
 //     that spans nodes but has several members inside one is hierarchical: reduce-scatter inside,
 //     all-reduce across, all-gather inside (NCCL's tree/ring hierarchy; DESIGN.md).
-//   - Pipeline: a step is (m + (p-1)/v) x (t_f + t_b) of the slowest stage (Narayanan et al. 2021
-//     §2.2, bubble (p-1)/(v m)).
+//   - Pipeline: the schedule's tasks (program.Schedule: GPipe, 1F1B, interleaved; Narayanan et
+//     al. 2021 §2.2) laid out on every pipeline rank, each waiting for its neighbour's task of
+//     the same microbatch; the step is the longest path, the simulator's timeline when nothing
+//     overlaps (for equal stages (m + (p-1)/v)(t_f + t_b), bubble (p-1)/(v m)).
 //   - Memory: parameters, gradients and optimizer state from the precision (Rajbhandari et al.
 //     2020 §3.1: 2 + 2 + 12 bytes per parameter for mixed-precision Adam) divided by the ZeRO stage;
 //     activations are the values the Program saves for backward, times the microbatches in flight
 //     (1F1B: p - r on pipeline rank r; GPipe: all m; interleaving multiplies by 1 + (p-1)/(p v),
 //     Korthikanti et al. 2022 §4.2.3).
 //
-// Two ways to price a strategy, equal by test: Predict prices a Program op by op; Estimate (and an
-// Estimator, for search loops: its Totals allocates nothing) prices the default Megatron plan of a
-// transformer or an MLP in closed form per layer type, one layer once for all the identical
-// layers, in microseconds where building the Program takes milliseconds. For other plans and
-// models it returns an error that says to use Predict.
+// Three ways to price a strategy, equal by test, all composing per-stage Pieces with one
+// function (compose: the pipeline timeline, the overlap rules, memory per rank): Predict prices
+// a Program op by op; Derived (Estimate) is the closed form derived from the Program, lowering
+// the model shortened to one and two layers per stage kind and extrapolating in the layers
+// (uneven stages, any plan, memoized per lowering, so a search lowers once per distinct per-layer
+// configuration); Estimator is a hand-written closed form of the same Programs for the default
+// Megatron plan of a transformer or an MLP, fifty times faster than Derived in a search, kept
+// equal to Derived on whole search spaces by test (search's TestFastPathEqualsDerivedOnWholeSpaces).
 package costmodel
