@@ -1,13 +1,16 @@
-// Package search finds the strategy to use: it prices every candidate of a strategies.Space with
-// the closed-form cost model (costmodel.Estimator.Totals), drops those that do not fit in device
-// memory, ranks the rest by an objective, keeps the Pareto front of step time against peak
-// memory, re-ranks the best few with the discrete-event simulator, and explains the choice.
+// Package search finds the strategy to use (Plan): it prices every candidate of a
+// strategies.Space with the closed-form cost model (costmodel.Estimator.Quick, the fast path kept
+// equal to costmodel.Derived by test; a pipeline's step first as a lower bound of its timeline),
+// drops those that do not fit in device memory, ranks the rest by an objective (RankExact, which
+// makes every candidate it names exact), keeps the Pareto front of step time against peak memory,
+// re-ranks the closed form's best Request.SimTop with the discrete-event simulator, and explains
+// the choice.
 //
-// It is pure and deterministic, like costmodel and sim: no goroutines, no clock, no randomness.
-// A caller that wants several cores (cmd/tpsim plan) splits the candidates into contiguous index
-// ranges, calls EvaluateRange on each from its own goroutine into its own part of one slice, and
-// then calls Rank on the whole slice; every result depends only on the candidates' order, so it
-// is the same, byte for byte, however the work was split.
+// It is deterministic, like costmodel and sim: no clock, no randomness. Plan splits the
+// candidates into contiguous index ranges priced by EvaluateRange, each from its own goroutine
+// into its own part of one slice, and simulates its best candidates on one goroutine each;
+// every result depends only on the candidates' order, so it is the same, byte for byte, however
+// the work was split.
 //
 // Objectives (ties are broken by step time, then by the candidate's place in the enumeration,
 // which puts simpler strategies first):
