@@ -68,6 +68,7 @@ type node struct {
 	stage   int
 	micro   int
 	async   bool // on the comm stream, off the main sequence
+	rs      bool // on the reduce-scatter stream (ZeRO-3 gradients)
 	cost    units.Seconds
 	compute bool // compute op (shares cores)
 	// task: the node stands for a whole forward or backward task (op is its last op), of
@@ -127,7 +128,7 @@ func Simulate(p *program.Program, c Coster, opt Options) (*Result, error) {
 		b.rank(r, tasks)
 	}
 	b.link()
-	s := &engine{nodes: b.nodes, main: b.main, comm: b.comm, opt: opt, replicas: st.Mesh.Devices() / pp}
+	s := &engine{nodes: b.nodes, main: b.main, comm: b.comm, rs: b.rs, opt: opt, replicas: st.Mesh.Devices() / pp}
 	s.run()
 	return s.result(p, opt), nil
 }
@@ -144,6 +145,7 @@ type builder struct {
 	nodes []*node
 	main  [][]int // per rank, main-sequence node ids in order
 	comm  [][]int // per rank, comm-stream node ids in issue order
+	rs    [][]int // per rank, ZeRO-3 gradient reduce-scatters in issue order (their own stream)
 	sends map[p2pKey]int
 	recvs map[p2pKey]int
 	tasks map[taskKey]taskCostT
@@ -173,7 +175,7 @@ func (b *builder) rank(r int, tasks []program.Task) {
 	}
 	p, st := b.p, b.p.Strategy
 	pp := st.Mesh.PP
-	var main, comm, gathers, buckets []int
+	var main, comm, rs, gathers, buckets []int
 	prev := -1 // last main-sequence node
 	dep := func(n *node, d int) {
 		if d >= 0 {
@@ -231,10 +233,13 @@ func (b *builder) rank(r int, tasks []program.Task) {
 			id := b.add(n)
 			if async && op.Kind == program.OpReduceScatter {
 				// ZeRO-3 gradient reduction: it starts once the backward op before it has produced
-				// the module's gradients and runs beside the next ones; the update waits for it.
-				n.async = true
+				// the module's gradients and runs beside the next ones, on a stream of its own so
+				// that the next module's gather is not queued behind it (PyTorch FSDP's
+				// post-backward stream beside its unshard stream, backward_prefetch=BACKWARD_PRE);
+				// the update waits for it.
+				n.async, n.rs = true, true
 				dep(n, prev)
-				comm = append(comm, id)
+				rs = append(rs, id)
 				buckets = append(buckets, id)
 				continue
 			}
@@ -311,6 +316,7 @@ func (b *builder) rank(r int, tasks []program.Task) {
 	}
 	b.main = append(b.main, main)
 	b.comm = append(b.comm, comm)
+	b.rs = append(b.rs, rs)
 }
 
 type taskKey struct {
@@ -368,6 +374,7 @@ type engine struct {
 	nodes    []*node
 	main     [][]int
 	comm     [][]int
+	rs       [][]int
 	opt      Options
 	replicas int
 
@@ -377,17 +384,17 @@ type engine struct {
 	count  int
 
 	// per rank stream cursors and busy flags
-	mainNext, commNext []int
-	commBusy           []bool
-	mainBusy           []bool
+	mainNext, commNext, rsNext []int
+	commBusy, rsBusy           []bool
+	mainBusy                   []bool
 
 	active []int // compute nodes running (processor sharing)
 }
 
 func (e *engine) run() {
 	nr := len(e.main)
-	e.mainNext, e.commNext = make([]int, nr), make([]int, nr)
-	e.commBusy, e.mainBusy = make([]bool, nr), make([]bool, nr)
+	e.mainNext, e.commNext, e.rsNext = make([]int, nr), make([]int, nr), make([]int, nr)
+	e.commBusy, e.mainBusy, e.rsBusy = make([]bool, nr), make([]bool, nr), make([]bool, nr)
 	for i, n := range e.nodes {
 		n.pending = len(n.deps)
 		for _, d := range n.deps {
@@ -415,9 +422,12 @@ func (e *engine) run() {
 		if n.compute && e.opt.Cores > 0 {
 			e.removeActive(ev.n)
 		}
-		if n.async {
+		switch {
+		case n.rs:
+			e.rsBusy[n.rank] = false
+		case n.async:
 			e.commBusy[n.rank] = false
-		} else {
+		default:
 			e.mainBusy[n.rank] = false
 		}
 		for _, w := range n.waiters {
@@ -450,6 +460,14 @@ func (e *engine) tryStart(r int) {
 		if e.nodes[id].pending == 0 {
 			e.commNext[r]++
 			e.commBusy[r] = true
+			e.start(id)
+		}
+	}
+	if !e.rsBusy[r] && e.rsNext[r] < len(e.rs[r]) {
+		id := e.rs[r][e.rsNext[r]]
+		if e.nodes[id].pending == 0 {
+			e.rsNext[r]++
+			e.rsBusy[r] = true
 			e.start(id)
 		}
 	}
