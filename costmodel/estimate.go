@@ -30,10 +30,13 @@ type Totals struct {
 	TokensPerS                              float64
 }
 
-// Estimator prices strategies for one model on one hardware in closed form, one formula per layer
-// type, without building the Program: a transformer's layers are identical, so one layer is priced
-// once and multiplied. It returns what Predict(program.Lower(m, st), hw) returns (tests keep
-// every total equal, for every strategy family), for transformers built by model.Transformer.Build
+// Estimator is the search's fast path: it prices strategies for one model on one hardware in
+// closed form, one formula per layer type, without building the Program: a transformer's layers
+// are identical, so one layer is priced once and multiplied, for the c and c-1 layers of
+// (uneven) stages, and the stages compose with Predict's compose. It returns what
+// Derived and Predict(program.Lower(m, st), hw) return (search's
+// TestFastPathEqualsDerivedOnWholeSpaces keeps every total equal on whole search spaces, for
+// every strategy family; it is fifty times faster than Derived there), for transformers built by model.Transformer.Build
 // and MLPs built by model.MLP under the default Megatron plan (st.Plan nil or "megatron"). It reads
 // m.Transformer, the configuration the transformer's tree was built from. An Estimator is
 // read-only once made; Totals and Estimate may run concurrently.
@@ -96,8 +99,8 @@ func (e *Estimator) Estimate(st strategies.Strategy) (*Result, error) {
 	return r, nil
 }
 
-// Totals is Estimate without the Result's strings and maps, for search loops; it allocates
-// nothing.
+// Totals is Estimate without the Result's strings and maps, for search loops (its buffers are
+// reused across calls).
 func (e *Estimator) Totals(st strategies.Strategy) (Totals, error) {
 	var t Totals
 	_, _, err := e.totals(st, &t, composeOpts{})

@@ -134,8 +134,8 @@ func levels(hw *hardware.Hardware, ms strategies.Mesh) [nDims]int {
 	return out
 }
 
-// EvaluateRange prices candidates lo..hi-1 of the space into out[0..hi-lo-1]. It allocates
-// nothing.
+// EvaluateRange prices candidates lo..hi-1 of the space into out[0..hi-lo-1]. A pipeline's step
+// is a lower bound of its timeline (Eval.Bound; Refine and RankExact make it exact).
 //
 // A candidate that does not fit in memory keeps only its memory: Priced, not Feasible, Peak
 // (step time and bytes stay zero). Overlap changes time, never memory (costmodel prices the same
