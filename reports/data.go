@@ -50,9 +50,10 @@ func (r Row) Label() string {
 // MemoryCategories are the keys of Sample.Memory that the memory figure stacks, bottom to top.
 var MemoryCategories = []string{"params", "grads", "optimizer", "activations", "workspace", "comm"}
 
-// MeshDims are the mesh dimensions in the order the communication figure draws them; other keys
+// MeshDims are the mesh dimensions in the order the communication figure draws them, strategies.DimOrder's
+// (reports imports no model package, so it spells the order once more); other keys
 // of Sample.CommBytes follow in lexical order.
-var MeshDims = []string{"dp", "tp", "pp", "cp"}
+var MeshDims = []string{"pp", "dp", "cp", "tp"}
 
 // Candidate is one strategy of a search, for the Pareto figure.
 type Candidate struct {

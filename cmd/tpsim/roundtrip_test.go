@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
+	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
 )
@@ -80,4 +82,11 @@ func compact(t *testing.T, raw json.RawMessage) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// Mesh dimensions have one order: the reports' figures follow strategies.DimOrder.
+func TestMeshDimsOneOrder(t *testing.T) {
+	if !reflect.DeepEqual(reports.MeshDims, strategies.DimOrder) {
+		t.Errorf("reports.MeshDims %v, strategies.DimOrder %v", reports.MeshDims, strategies.DimOrder)
+	}
 }
