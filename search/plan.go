@@ -133,13 +133,7 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 				e.Step, e.TokensPerS, e.MFU = s, e.TokensPerS*k, e.MFU*k
 			}
 		}
-		res.Front = ParetoFront(evals)
-		res.Fastest = -1
-		for i := range evals {
-			if e := &evals[i]; e.Priced && e.Feasible && (res.Fastest < 0 || e.Step < evals[res.Fastest].Step) {
-				res.Fastest = i
-			}
-		}
+		res.Front, res.Fastest = ParetoFront(evals), fastest(evals)
 		source = fmt.Sprintf("simulator for the closed form's best %d, closed form for the rest", nsim)
 		if err := refineNamed(ev, evals, res, order); err != nil {
 			return nil, err
@@ -222,8 +216,19 @@ func refineNamed(ev *Evaluator, evals []Eval, res *Result, order []int) error {
 			return nil
 		}
 		ev.Refine(evals, need)
-		res.Front = ParetoFront(evals)
+		res.Front, res.Fastest = ParetoFront(evals), fastest(evals)
 	}
+}
+
+// fastest is the feasible candidate with the least step (ties: the first), -1 if none.
+func fastest(evals []Eval) int {
+	f := -1
+	for i := range evals {
+		if e := &evals[i]; e.Priced && e.Feasible && (f < 0 || e.Step < evals[f].Step) {
+			f = i
+		}
+	}
+	return f
 }
 
 // Workers is the number of goroutines for n candidates.
