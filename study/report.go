@@ -103,7 +103,7 @@ func NewReport(st *Study, records []Record, version, dir string) (*Report, error
 			default:
 				row.Status = StatusOK
 				row.Best = &r.Plan.Top[0]
-				ws, err := strategies.Parse(row.Best.Strategy)
+				ws, err := ParseWinner(row.Best.Strategy)
 				if err != nil {
 					return nil, fmt.Errorf("study: the plan's winner %q: %w", row.Best.Strategy, err)
 				}
@@ -127,6 +127,19 @@ func NewReport(st *Study, records []Record, version, dir string) (*Report, error
 		rep.Rows[i].SmallestFit = fit[[2]int{rep.Rows[i].Cell.Model, rep.Rows[i].Cell.Variant}]
 	}
 	return rep, nil
+}
+
+// ParseWinner reads a winner's strategy as the cost model printed it. A model without a
+// sequence (an MLP) prints seq=0, which is Parse's default but which Parse refuses written out;
+// that key is dropped first.
+func ParseWinner(s string) (strategies.Strategy, error) {
+	var keep []string
+	for _, kv := range strings.Split(s, ",") {
+		if kv != "seq=0" {
+			keep = append(keep, kv)
+		}
+	}
+	return strategies.Parse(strings.Join(keep, ","))
 }
 
 func firstLine(s string) string {
