@@ -129,17 +129,29 @@ func NewReport(st *Study, records []Record, version, dir string) (*Report, error
 	return rep, nil
 }
 
-// ParseWinner reads a winner's strategy as the cost model printed it. A model without a
-// sequence (an MLP) prints seq=0, which is Parse's default but which Parse refuses written out;
-// that key is dropped first.
-func ParseWinner(s string) (strategies.Strategy, error) {
+// StrategyArg is a winner's strategy as `tpsim predict --strategy` takes it: as the cost model
+// printed it, less seq=0, which a model without a sequence (an MLP) prints and which is Parse's
+// default but which Parse refuses written out.
+func StrategyArg(s string) string {
 	var keep []string
 	for _, kv := range strings.Split(s, ",") {
 		if kv != "seq=0" {
 			keep = append(keep, kv)
 		}
 	}
-	return strategies.Parse(strings.Join(keep, ","))
+	return strings.Join(keep, ",")
+}
+
+// ParseWinner reads a winner's strategy as the cost model printed it.
+func ParseWinner(s string) (strategies.Strategy, error) { return strategies.Parse(StrategyArg(s)) }
+
+// PredictArgs is the `tpsim predict` command line that prices the row's winner alone; nil
+// unless the row has one.
+func (r Row) PredictArgs() []string {
+	if r.Best == nil {
+		return nil
+	}
+	return []string{"predict", "--model", r.PlanArgs[2], "--hardware", r.PlanArgs[4], "--strategy", StrategyArg(r.Best.Strategy)}
 }
 
 func firstLine(s string) string {
@@ -160,7 +172,7 @@ func Num(v float64) string {
 var CSVHeader = []string{"model", "params", "hardware", "base_hardware", "what_if", "gpus", "nodes", "objective", "status", "reason",
 	"strategy", "label", "pp", "dp", "cp", "tp", "step_s", "sim_step_s", "measured_step_s", "tokens_per_s", "mfu", "peak_bytes", "capacity_bytes",
 	"compute_s", "comm_exposed_s", "bubble_s", "optimizer_s", "global_batch", "seq", "tokens", "time_to_train_s", "gpu_hours", "price_per_gpu_hour", "cost",
-	"smallest_fitting_gpus", "searched", "feasible", "plan_command"}
+	"smallest_fitting_gpus", "searched", "feasible", "plan_command", "predict_command"}
 
 // CSVRows are the rows of cells.csv.
 func (rep *Report) CSVRows() [][]string {
@@ -214,7 +226,11 @@ func (rep *Report) CSVRows() [][]string {
 		if r.PlanArgs != nil {
 			cmd = "tpsim " + ShellJoin(r.PlanArgs)
 		}
-		row = append(row, fit, searched, feasible, cmd)
+		pcmd := ""
+		if a := r.PredictArgs(); a != nil {
+			pcmd = "tpsim " + ShellJoin(a)
+		}
+		row = append(row, fit, searched, feasible, cmd, pcmd)
 		out = append(out, row)
 	}
 	return out

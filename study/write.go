@@ -397,7 +397,11 @@ func (rep *Report) Markdown() ([]byte, error) {
 				b.WriteString("\n")
 			}
 			if o.PlanArgs != nil {
-				fmt.Fprintf(&b, "```\ntpsim %s\n```\n\n", ShellJoin(o.PlanArgs))
+				fmt.Fprintf(&b, "```\ntpsim %s\n", ShellJoin(o.PlanArgs))
+				if a := o.PredictArgs(); a != nil {
+					fmt.Fprintf(&b, "tpsim %s\n", ShellJoin(a))
+				}
+				b.WriteString("```\n\n")
 			}
 		}
 	}
@@ -618,6 +622,9 @@ func (rep *Report) HTML(figs []Figure) ([]byte, error) {
 			}
 			if o.PlanArgs != nil {
 				ho.Cmd = "tpsim " + ShellJoin(o.PlanArgs)
+				if a := o.PredictArgs(); a != nil {
+					ho.Cmd += "\ntpsim " + ShellJoin(a)
+				}
 			}
 			d.Objectives = append(d.Objectives, ho)
 		}
