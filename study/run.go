@@ -293,7 +293,7 @@ func runPending(ctx context.Context, st *Study, jobs []Job, pending []int, path 
 		return fmt.Errorf("study: %w", err)
 	}
 	if done < total {
-		return fmt.Errorf("%w: %d of %d jobs done and kept in %s; run the same command again to finish", ErrInterrupted, done, total, path)
+		return fmt.Errorf("%w: %d of %d plans done and kept in %s; run the same command again to finish", ErrInterrupted, done, total, path)
 	}
 	return nil
 }

@@ -114,7 +114,7 @@ const (
 // step time after warm-up over a few runs. exec trains data and tensor parallel in fp32; other
 // winners are not measured and the error says why.
 func studyMeasure(ctx context.Context, m *model.Model, _ *hardware.Hardware, strategy, plan string) (float64, error) {
-	st, err := strategies.Parse(strategy)
+	st, err := study.ParseWinner(strategy)
 	if err != nil {
 		return 0, err
 	}
