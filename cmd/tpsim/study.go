@@ -151,13 +151,23 @@ func (o *studyOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		return err
 	}
 	version := study.BuildVersion()
+	// The bar counts the plans this run makes, so that its rate and ETA are this run's; the
+	// plans resumed from cells.jsonl are reported once, before it.
 	var bar *progressbar.ProgressBar
+	resumed := -1
 	progress := func(done, total int) {
 		if o.Quiet {
 			return
 		}
-		if bar == nil {
-			bar = progressbar.NewOptions(total,
+		if resumed < 0 {
+			resumed = done
+			if done > 0 {
+				fmt.Fprintf(stderr, "tpsim study: %d of %d plans resumed from %s; %d to run\n", done, total, study.CellsFile, total-done)
+			}
+			if done == total {
+				return
+			}
+			bar = progressbar.NewOptions(total-done,
 				progressbar.OptionSetWriter(stderr),
 				progressbar.OptionSetDescription("tpsim study: plans"),
 				progressbar.OptionShowCount(),
@@ -167,8 +177,9 @@ func (o *studyOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 				progressbar.OptionThrottle(250*time.Millisecond),
 				progressbar.OptionSetWidth(30),
 				progressbar.OptionOnCompletion(func() { fmt.Fprintln(stderr) }))
+			return
 		}
-		_ = bar.Set(done)
+		_ = bar.Set(done - resumed)
 	}
 	start := time.Now()
 	recs, err := study.Run(ctx, st, o.Out, study.Options{Version: version, Workers: o.Workers, Progress: progress, Log: stderr,
