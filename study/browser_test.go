@@ -67,16 +67,44 @@ const pageJS = `(() => {
 // non-zero size, the tables must have a row per cell, nothing may load from elsewhere and the
 // console must stay free of errors. It saves a screenshot (to $TPSIM_SCREENSHOT_DIR, else the
 // test's temporary directory).
+//
+// By default it checks the report of testdata/small.yaml, made here. To check the report of
+// another study, as the acceptance of the shipped llama3 study asks, give the study file and the
+// directory its report is in:
+//
+//	TPSIM_STUDY=examples/studies/llama3.yaml TPSIM_STUDY_OUT=llama3-study go test -run Browser ./study
+//
+// (relative paths are from the repository root).
 func TestStudyHTMLInBrowser(t *testing.T) {
 	bin := chromium()
 	if bin == "" {
 		t.Skip("Chromium not found (/usr/bin/chromium): apt-get install -y chromium to run the browser test (.ci/run does)")
 	}
-	st := loadSmall(t)
-	dir := t.TempDir()
-	runStudy(t, st, dir, 0)
+	var st *Study
+	var dir string
+	if file := os.Getenv("TPSIM_STUDY"); file != "" {
+		var err error
+		fromRoot := func(p string) string {
+			if filepath.IsAbs(p) {
+				return p
+			}
+			return filepath.Join("..", p)
+		}
+		if st, err = Load(fromRoot(file), nil); err != nil {
+			t.Fatal(err)
+		}
+		dir = fromRoot(os.Getenv("TPSIM_STUDY_OUT"))
+		t.Logf("checking the report of %s in %s", file, dir)
+	} else {
+		st = loadSmall(t)
+		dir = t.TempDir()
+		runStudy(t, st, dir, 0)
+	}
 	page, err := filepath.Abs(filepath.Join(dir, HTMLFile))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(page); err != nil {
 		t.Fatal(err)
 	}
 

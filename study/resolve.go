@@ -121,10 +121,12 @@ func Resolve(f *File, path string, load HardwareLoader) (*Study, error) {
 	}
 	hwNames := map[string]int{}
 	var bases []Variant
+	hwFailed := false
 	for i, e := range f.Hardware {
 		h, err := load(at(e.Spec))
 		if err != nil {
 			fail(e.Pos, index("hardware", i), "%v", err)
+			hwFailed = true
 			continue
 		}
 		if j, dup := hwNames[h.Name]; dup {
@@ -136,7 +138,8 @@ func Resolve(f *File, path string, load HardwareLoader) (*Study, error) {
 	}
 	for i, w := range f.WhatIfs {
 		for j, name := range w.Hardware {
-			if _, ok := hwNames[name]; !ok && len(probs) == 0 {
+			// A hardware that failed to load has no name to check against.
+			if _, ok := hwNames[name]; !ok && !hwFailed {
 				known := make([]string, 0, len(bases))
 				for _, b := range bases {
 					known = append(known, b.Name)
