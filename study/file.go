@@ -231,10 +231,14 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// closest returns the valid key within edit distance 2 of s, if there is one.
+// closest returns the valid name within edit distance 2 of s, else the one that s begins
+// (price for price_per_gpu_hour), if there is one.
 func closest(s string, valid []string) string {
 	best, bd := "", 3
 	for _, v := range valid {
+		if len(s) >= 3 && strings.HasPrefix(v, strings.ToLower(s)) && bd > 2 {
+			best = v
+		}
 		if d := editDistance(strings.ToLower(s), v); d < bd {
 			best, bd = v, d
 		}

@@ -97,6 +97,8 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key", minimal + "tokns: 3\n", []string{"s.yaml:5:1: tokns: unknown key \"tokns\"", "did you mean \"tokens\"", "valid keys: name, description, models"}},
 		{"unknown nested key", "models: [{model: gpt-tiny, gbs: 3}]\nhardware: [a100-80g]\ngpus: [1]\ntokens: 1\n",
 			[]string{"s.yaml:1:28: models[0].gbs: unknown key \"gbs\"; valid keys: model, global_batch, seq"}},
+		{"prefix of a key", "models: [gpt-tiny]\nhardware: [{hardware: a100-80g, price: 2}]\ngpus: [1]\ntokens: 1\n",
+			[]string{"s.yaml:2:33: hardware[0].price: unknown key \"price\" (did you mean \"price_per_gpu_hour\"?)"}},
 		{"wrong type", strings.Replace(minimal, "gpus: [1, 2]", "gpus: [1, two]", 1), []string{"s.yaml:3:11: gpus[1]: must be an integer (a number of GPUs), not the string \"two\""}},
 		{"wrong type tokens", strings.Replace(minimal, "tokens: 1e9", "tokens: [1]", 1), []string{"s.yaml:4:9: tokens: must be a number", "not a list"}},
 		{"unknown model", strings.Replace(minimal, "gpt-tiny", "llama3-7b", 1), []string{"s.yaml:1:10: models[0]: unknown model \"llama3-7b\"", "did you mean \"llama2-7b\"", "valid names: " + presets}},
