@@ -34,13 +34,16 @@ type Figure struct {
 // Write writes study.html, study.md, cells.csv and, for hardware that no preset name loads, the
 // hardware JSON the plan command lines refer to (hardware/NAME.json), each atomically.
 func Write(dir string, rep *Report) error {
-	if err := os.MkdirAll(filepath.Join(dir, "hardware"), 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("study: %w", err)
 	}
 	for i := range rep.Study.Variants {
 		v := &rep.Study.Variants[i]
 		if v.Preset {
 			continue
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "hardware"), 0o755); err != nil {
+			return fmt.Errorf("study: %w", err)
 		}
 		b, err := json.MarshalIndent(v.HW, "", "  ")
 		if err != nil {
@@ -517,7 +520,7 @@ var page = template.Must(template.New("study").Parse(`<!DOCTYPE html>
 <style>
 body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 1.5em auto; max-width: 1200px; padding: 0 1em; color: #222; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; vertical-align: top; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
 th { background: #f0f0f0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.bad td { color: #888; }
