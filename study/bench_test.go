@@ -47,11 +47,11 @@ func BenchmarkLlama3Study(b *testing.B) {
 		b.Fatal(err)
 	}
 	run := func(b *testing.B, dir string) {
-		recs, err := Run(context.Background(), st, dir, Options{Version: "bench"})
+		res, err := Run(context.Background(), st, dir, Options{Version: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}
-		rep, err := NewReport(st, recs, "bench", dir)
+		rep, err := NewReport(st, res, "bench", dir)
 		if err != nil {
 			b.Fatal(err)
 		}

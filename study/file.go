@@ -55,6 +55,10 @@ type File struct {
 	Currency string
 	// Measure asks for measured step times beside the predicted ones on the host hardware.
 	Measure bool
+	// FitSearch asks for the smallest GPU count that fits of each model on each hardware,
+	// searched below the smallest swept count that fits (every count below one node, then whole
+	// nodes); without it the report gives the smallest swept count.
+	FitSearch bool
 
 	pos map[string]Pos // where each top-level key was written
 }
@@ -97,7 +101,7 @@ type WhatIf struct {
 
 // Keys of each mapping, in the order the documentation lists them.
 var (
-	fileKeys     = []string{"name", "description", "models", "hardware", "gpus", "global_batch", "seq", "tokens", "objectives", "fix", "what_if", "top", "sim", "currency", "measure"}
+	fileKeys     = []string{"name", "description", "models", "hardware", "gpus", "global_batch", "seq", "tokens", "objectives", "fix", "what_if", "top", "sim", "currency", "measure", "fit_search"}
 	modelKeys    = []string{"model", "global_batch", "seq"}
 	hardwareKeys = []string{"hardware", "price_per_gpu_hour", "max_nodes", "max_gpus"}
 	whatIfKeys   = []string{"name", "hardware", "nvlink_domain", "inter_node_gbps", "hbm_gb"}
@@ -479,14 +483,22 @@ func (p *parser) file(root *yaml.Node) *File {
 	if n := vals["currency"]; n != nil {
 		f.Currency, _ = p.str(n, "currency", "a currency code such as USD")
 	}
-	if n := vals["measure"]; n != nil {
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
-			p.errorf(n, "measure", "must be true or false, not %s", kindName(n))
-		} else {
-			f.Measure = n.Value == "true" || n.Value == "True" || n.Value == "TRUE"
-		}
-	}
+	f.Measure = p.boolean(vals["measure"], "measure")
+	f.FitSearch = p.boolean(vals["fit_search"], "fit_search")
 	return f
+}
+
+// boolean reads true or false; a missing key is false.
+func (p *parser) boolean(n *yaml.Node, path string) bool {
+	if n == nil {
+		return false
+	}
+	var v bool
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&v) != nil {
+		p.errorf(n, path, "must be true or false, not %s", kindName(n))
+		return false
+	}
+	return v
 }
 
 func (p *parser) model(n *yaml.Node, path string) (ModelEntry, bool) {

@@ -38,9 +38,13 @@ type Row struct {
 	GPUHours    float64
 	Cost        float64
 	HasCost     bool
-	// SmallestFit is the smallest swept GPU count at which some strategy of this model fits on
-	// this hardware variant (0: none of them).
+	// SmallestFit is the smallest GPU count at which some strategy of this model fits on this
+	// hardware variant (0: none of the swept counts): the smallest swept count, or with
+	// fit_search the smallest found below it. FitHow says which, FitArgs is the plan command
+	// line of the count found by the search (nil for a swept count).
 	SmallestFit int
+	FitHow      string
+	FitArgs     []string
 	// PlanArgs is the `tpsim plan` command line that reproduces the row.
 	PlanArgs []string
 }
@@ -63,7 +67,8 @@ func HardwareArg(dir string, v *Variant) string {
 
 // NewReport joins the records (in the order of st.Jobs) with the study. dir is the output
 // directory as the user wrote it (for the command lines).
-func NewReport(st *Study, records []Record, version, dir string) (*Report, error) {
+func NewReport(st *Study, res *Results, version, dir string) (*Report, error) {
+	records := res.Records
 	jobs := st.Jobs(version)
 	if len(jobs) != len(records) {
 		return nil, fmt.Errorf("study: %d records for %d jobs", len(records), len(jobs))
@@ -123,8 +128,38 @@ func NewReport(st *Study, records []Record, version, dir string) (*Report, error
 			rep.Rows = append(rep.Rows, row)
 		}
 	}
+	type fitFound struct {
+		how  string
+		g    int
+		args []string
+	}
+	found := map[[2]int]fitFound{}
+	for _, f := range res.Fits {
+		k := [2]int{f.Model, f.Variant}
+		if f.Swept != fit[k] {
+			return nil, fmt.Errorf("study: fit search of %s on %s starts from %d GPUs; the smallest swept count that fits is %d",
+				st.Models[f.Model].Name, st.Variants[f.Variant].Name, f.Swept, fit[k])
+		}
+		n := len(f.Probes)
+		s := fitFound{g: f.Smallest, how: fmt.Sprintf("searched: %d counts tried between %d and %d", n, f.Lo, f.Swept)}
+		if n == 0 {
+			s.how = fmt.Sprintf("searched: no count between %d and %d to try", f.Lo, f.Swept)
+		}
+		if f.Smallest < f.Swept {
+			v := &st.Variants[f.Variant]
+			s.args = st.PlanArgs(st.probe(f.Model, f.Variant, f.Smallest, version), HardwareArg(dir, v))
+		} else if n > 0 {
+			s.how += ", none fits"
+		}
+		found[k] = s
+	}
 	for i := range rep.Rows {
-		rep.Rows[i].SmallestFit = fit[[2]int{rep.Rows[i].Cell.Model, rep.Rows[i].Cell.Variant}]
+		r := &rep.Rows[i]
+		k := [2]int{r.Cell.Model, r.Cell.Variant}
+		r.SmallestFit, r.FitHow = fit[k], "swept"
+		if s, ok := found[k]; ok {
+			r.SmallestFit, r.FitHow, r.FitArgs = s.g, s.how, s.args
+		}
 	}
 	return rep, nil
 }
@@ -172,7 +207,7 @@ func Num(v float64) string {
 var CSVHeader = []string{"model", "params", "hardware", "base_hardware", "what_if", "gpus", "nodes", "objective", "status", "reason",
 	"strategy", "label", "pp", "dp", "cp", "tp", "step_s", "sim_step_s", "measured_step_s", "tokens_per_s", "mfu", "peak_bytes", "capacity_bytes",
 	"compute_s", "comm_exposed_s", "bubble_s", "optimizer_s", "global_batch", "seq", "tokens", "time_to_train_s", "gpu_hours", "price_per_gpu_hour", "cost",
-	"smallest_fitting_gpus", "searched", "feasible", "plan_command", "predict_command"}
+	"smallest_fitting_gpus", "smallest_fit_how", "smallest_fit_command", "searched", "feasible", "plan_command", "predict_command"}
 
 // CSVRows are the rows of cells.csv.
 func (rep *Report) CSVRows() [][]string {
@@ -230,7 +265,15 @@ func (rep *Report) CSVRows() [][]string {
 		if a := r.PredictArgs(); a != nil {
 			pcmd = "tpsim " + ShellJoin(a)
 		}
-		row = append(row, fit, searched, feasible, cmd, pcmd)
+		fcmd := ""
+		if r.FitArgs != nil {
+			fcmd = "tpsim " + ShellJoin(r.FitArgs)
+		}
+		how := r.FitHow
+		if r.SmallestFit == 0 && how == "swept" {
+			how = "swept, none fits"
+		}
+		row = append(row, fit, how, fcmd, searched, feasible, cmd, pcmd)
 		out = append(out, row)
 	}
 	return out

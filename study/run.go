@@ -26,11 +26,20 @@ import (
 // CellsFile is the name of the resumable record of finished jobs in the output directory.
 const CellsFile = "cells.jsonl"
 
-// Job is one cell planned for one objective: one search.Plan call.
+// Job is one search.Plan call: a cell planned for one objective, or a probe of the search for
+// the smallest GPU count that fits (fit_search).
 type Job struct {
-	Cell      int // index into Study.Cells
-	Objective string
-	Key       string
+	Cell int // index into Study.Cells; -1 for a probe
+	// What the plan is asked.
+	Model, Variant int // indices into Study.Models and Study.Variants
+	GPUs           int
+	GlobalBatch    int // 0: the model's
+	Seq            int // 0: the model's
+	Objective      string
+	Top            int
+	Sim            string
+	Probe          bool
+	Key            string
 }
 
 // Record is one finished job, one line of cells.jsonl.
@@ -41,6 +50,8 @@ type Record struct {
 	Hardware  string `json:"hardware"`
 	GPUs      int    `json:"gpus"`
 	Objective string `json:"objective"`
+	// Probe marks a plan of the search for the smallest GPU count that fits.
+	Probe bool `json:"probe,omitempty"`
 	// Error is why the planner refused the question (a batch that no layout can split, attn=flash
 	// on hardware without its efficiency); empty when it answered.
 	Error string `json:"error,omitempty"`
@@ -87,21 +98,40 @@ func (st *Study) Jobs(version string) []Job {
 			continue
 		}
 		for _, o := range st.File.Objectives {
-			jobs = append(jobs, Job{Cell: ci, Objective: o, Key: st.key(c, o, version)})
+			j := Job{Cell: ci, Model: c.Model, Variant: c.Variant, GPUs: c.GPUs, GlobalBatch: c.GlobalBatch, Seq: c.Seq,
+				Objective: o, Top: st.File.Top, Sim: st.File.Sim}
+			j.Key = st.key(j, version)
+			jobs = append(jobs, j)
 		}
 	}
 	return jobs
 }
 
+// probe is the job that asks whether g GPUs fit: the cheapest plan (top 1, simulator off); any
+// objective finds the same feasible set.
+func (st *Study) probe(model, variant, g int, version string) Job {
+	m := st.Models[model]
+	gbs, seq := st.File.GlobalBatch, st.File.Seq
+	if m.Entry.GlobalBatch > 0 {
+		gbs = m.Entry.GlobalBatch
+	}
+	if m.Entry.Seq > 0 {
+		seq = m.Entry.Seq
+	}
+	j := Job{Cell: -1, Model: model, Variant: variant, GPUs: g, GlobalBatch: gbs, Seq: seq, Objective: search.Time, Top: 1, Sim: search.SimOff, Probe: true}
+	j.Key = st.key(j, version)
+	return j
+}
+
 // key hashes everything a job's plan depends on (see the package documentation).
-func (st *Study) key(c Cell, objective, version string) string {
-	m, v := st.Models[c.Model], st.Variants[c.Variant]
+func (st *Study) key(j Job, version string) string {
+	m, v := st.Models[j.Model], st.Variants[j.Variant]
 	f := st.File
-	measure := f.Measure && v.Base == Host
+	measure := f.Measure && v.Base == Host && !j.Probe
 	s := strings.Join([]string{"tpsim-study-job/1", version, "model=" + m.hash, "hardware=" + v.hash,
-		"gpus=" + strconv.Itoa(c.GPUs), "gbs=" + strconv.Itoa(c.GlobalBatch), "seq=" + strconv.Itoa(c.Seq),
-		"fix=" + f.Fix, "objective=" + objective, "top=" + strconv.Itoa(f.Top), "sim=" + f.Sim,
-		"measure=" + strconv.FormatBool(measure)}, "\n")
+		"gpus=" + strconv.Itoa(j.GPUs), "gbs=" + strconv.Itoa(j.GlobalBatch), "seq=" + strconv.Itoa(j.Seq),
+		"fix=" + f.Fix, "objective=" + j.Objective, "top=" + strconv.Itoa(j.Top), "sim=" + j.Sim,
+		"measure=" + strconv.FormatBool(measure), "probe=" + strconv.FormatBool(j.Probe)}, "\n")
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:16])
 }
@@ -109,27 +139,25 @@ func (st *Study) key(c Cell, objective, version string) string {
 // Request is the planner's question for a job: the same one `tpsim plan` asks for the flags of
 // PlanArgs.
 func (st *Study) Request(j Job) (search.Request, error) {
-	c := st.Cells[j.Cell]
 	fix, err := strategies.ParseFix(st.File.Fix)
 	if err != nil {
 		return search.Request{}, err
 	}
-	return search.Request{GPUs: c.GPUs, GlobalBatch: c.GlobalBatch, Seq: c.Seq, Objective: j.Objective,
-		Top: st.File.Top, Fix: fix, Sim: st.File.Sim, Workers: 1}, nil
+	return search.Request{GPUs: j.GPUs, GlobalBatch: j.GlobalBatch, Seq: j.Seq, Objective: j.Objective,
+		Top: j.Top, Fix: fix, Sim: j.Sim, Workers: 1}, nil
 }
 
 // PlanArgs is the `tpsim plan` command line that asks the job's question; hwArg is what
 // --hardware takes for the job's hardware.
 func (st *Study) PlanArgs(j Job, hwArg string) []string {
-	c := st.Cells[j.Cell]
-	args := []string{"plan", "--model", st.Models[c.Model].Arg, "--hardware", hwArg, "--gpus", strconv.Itoa(c.GPUs)}
-	if c.GlobalBatch > 0 {
-		args = append(args, "--global-batch", strconv.Itoa(c.GlobalBatch))
+	args := []string{"plan", "--model", st.Models[j.Model].Arg, "--hardware", hwArg, "--gpus", strconv.Itoa(j.GPUs)}
+	if j.GlobalBatch > 0 {
+		args = append(args, "--global-batch", strconv.Itoa(j.GlobalBatch))
 	}
-	if c.Seq > 0 {
-		args = append(args, "--seq", strconv.Itoa(c.Seq))
+	if j.Seq > 0 {
+		args = append(args, "--seq", strconv.Itoa(j.Seq))
 	}
-	args = append(args, "--objective", j.Objective, "--top", strconv.Itoa(st.File.Top), "--sim", st.File.Sim)
+	args = append(args, "--objective", j.Objective, "--top", strconv.Itoa(j.Top), "--sim", j.Sim)
 	if st.File.Fix != "" {
 		args = append(args, "--fix", st.File.Fix)
 	}
@@ -142,22 +170,20 @@ func (st *Study) PlanJob(j Job) (*search.Planned, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := st.Cells[j.Cell]
-	return search.Plan(st.Models[c.Model].M, st.Variants[c.Variant].HW, req)
+	return search.Plan(st.Models[j.Model].M, st.Variants[j.Variant].HW, req)
 }
 
 // run computes a job's record.
 func (st *Study) run(ctx context.Context, j Job, o Options) Record {
-	c := st.Cells[j.Cell]
-	m, v := st.Models[c.Model], st.Variants[c.Variant]
-	r := Record{Key: j.Key, Version: o.Version, Model: m.Name, Hardware: v.Name, GPUs: c.GPUs, Objective: j.Objective}
+	m, v := st.Models[j.Model], st.Variants[j.Variant]
+	r := Record{Key: j.Key, Version: o.Version, Model: m.Name, Hardware: v.Name, GPUs: j.GPUs, Objective: j.Objective, Probe: j.Probe}
 	pr, err := st.PlanJob(j)
 	if err != nil {
 		r.Error = err.Error()
 		return r
 	}
 	r.Plan = pr.Out
-	if st.File.Measure && v.Base == Host && len(pr.Out.Top) > 0 {
+	if st.File.Measure && v.Base == Host && !j.Probe && len(pr.Out.Top) > 0 {
 		switch {
 		case o.Measure == nil:
 			r.MeasureNote = "not measured: no measurer"
@@ -173,10 +199,145 @@ func (st *Study) run(ctx context.Context, j Job, o Options) Record {
 	return r
 }
 
+// Results are a finished study: a record per job of Jobs, in its order, and, with fit_search,
+// the search for the smallest GPU count that fits of each model on each hardware variant.
+type Results struct {
+	Records []Record
+	Fits    []Fit
+}
+
+// Fit is the search for the smallest GPU count at which a model fits on a hardware variant,
+// between the largest swept count that does not fit (Lo, 0 when none) and the smallest that does
+// (Swept): every count below one node and every whole number of nodes, ascending, up to the first
+// that fits.
+type Fit struct {
+	Model, Variant int
+	Swept, Lo      int
+	Probes         []Record // the counts tried, ascending; the last fits unless none does
+	Smallest       int      // the first probe that fits, else Swept
+}
+
+// feasible reports whether a record's plan found a strategy that fits.
+func feasible(r Record) bool { return r.Error == "" && r.Plan != nil && r.Plan.Feasible > 0 }
+
+// maxProbes bounds one fit search.
+const maxProbes = 64
+
+// fitCounts lists the counts a fit search tries between lo and hi (both excluded).
+func fitCounts(lo, hi, node int) []int {
+	var out []int
+	for g := lo + 1; g < hi && len(out) < maxProbes; g++ {
+		if node > 0 && g > node && g%node != 0 {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// fits lists the fit searches of a study whose jobs are done: one per model and variant where
+// some swept count fits.
+func (st *Study) fits(jobs []Job, records []Record) []Fit {
+	type pair struct{ m, v int }
+	swept := map[pair]int{}
+	for i, j := range jobs {
+		if feasible(records[i]) {
+			p := pair{j.Model, j.Variant}
+			if g, ok := swept[p]; !ok || j.GPUs < g {
+				swept[p] = j.GPUs
+			}
+		}
+	}
+	var out []Fit
+	for mi := range st.Models {
+		for vi := range st.Variants {
+			hi, ok := swept[pair{mi, vi}]
+			if !ok {
+				continue
+			}
+			lo := 0
+			for _, j := range jobs {
+				if j.Model == mi && j.Variant == vi && j.GPUs < hi {
+					lo = max(lo, j.GPUs)
+				}
+			}
+			out = append(out, Fit{Model: mi, Variant: vi, Swept: hi, Lo: lo, Smallest: hi})
+		}
+	}
+	return out
+}
+
+// sink appends finished records to cells.jsonl, one whole line per write, and counts them.
+type sink struct {
+	mu          sync.Mutex
+	f           *os.File
+	path        string
+	err         error
+	done, total int
+	progress    func(done, total int)
+}
+
+func (s *sink) add(r Record, count bool) {
+	line, err := json.Marshal(r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		// One write of a whole line: a crash leaves at most a torn last line, which the next
+		// run cuts off.
+		_, err = s.f.Write(append(line, '\n'))
+	}
+	if err != nil && s.err == nil {
+		s.err = fmt.Errorf("study: writing %s: %w", s.path, err)
+	}
+	if count {
+		s.done++
+		if s.progress != nil {
+			s.progress(s.done, s.total)
+		}
+	}
+}
+
+// tick counts one finished unit of work that wrote no record of its own.
+func (s *sink) tick() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done++
+	if s.progress != nil {
+		s.progress(s.done, s.total)
+	}
+}
+
+// parallel calls do(i) for i in order on up to workers goroutines, until ctx ends; it returns
+// when every call it started has returned.
+func parallel(ctx context.Context, n, workers int, do func(i int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				do(i)
+			}
+		}()
+	}
+dispatch:
+	for i := 0; i < n; i++ {
+		select {
+		case <-ctx.Done():
+			break dispatch
+		case next <- i:
+		}
+	}
+	close(next)
+	wg.Wait()
+}
+
 // Run plans every job of st that dir/cells.jsonl does not already hold, appending each finished
-// job to it, and returns the records of all jobs in the study's order. When ctx ends first it
-// waits for the jobs in flight, keeps them, and returns an error wrapping ErrInterrupted.
-func Run(ctx context.Context, st *Study, dir string, o Options) ([]Record, error) {
+// job to it, then (fit_search) the searches for the smallest GPU count that fits, and returns the
+// results in the study's order. When ctx ends first it waits for the jobs in flight, keeps them,
+// and returns an error wrapping ErrInterrupted.
+func Run(ctx context.Context, st *Study, dir string, o Options) (*Results, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("study: cannot create the output directory: %v; pass --out a writable path", err)
 	}
@@ -187,27 +348,87 @@ func Run(ctx context.Context, st *Study, dir string, o Options) ([]Record, error
 		return nil, err
 	}
 	records := make([]Record, len(jobs))
-	have := make([]bool, len(jobs))
 	var pending []int
 	for i, j := range jobs {
 		if r, ok := cache[j.Key]; ok {
-			records[i], have[i] = r, true
+			records[i] = r
 		} else {
 			pending = append(pending, i)
 		}
 	}
-	done, total := len(jobs)-len(pending), len(jobs)
-	if o.Progress != nil {
-		o.Progress(done, total)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("study: %w", err)
 	}
-	if len(pending) > 0 {
-		if err := runPending(ctx, st, jobs, pending, path, o, records, have, done, total); err != nil {
-			return nil, err
+	defer f.Close()
+	out := &sink{f: f, path: path, done: len(jobs) - len(pending), total: len(jobs), progress: o.Progress}
+	if o.Progress != nil {
+		o.Progress(out.done, out.total)
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if st.File.Measure {
+		workers = 1 // measured step times must not share the cores with planning
+	}
+	parallel(ctx, len(pending), workers, func(k int) {
+		i := pending[k]
+		records[i] = st.run(ctx, jobs[i], o)
+		out.add(records[i], true)
+	})
+	if out.err != nil {
+		return nil, out.err
+	}
+	if out.done < out.total {
+		return nil, interrupted(out, path)
+	}
+	res := &Results{Records: records}
+	if st.File.FitSearch {
+		res.Fits = st.fits(jobs, records)
+		// A search is one unit of progress: its probes stop at the first count that fits.
+		out.mu.Lock()
+		out.total += len(res.Fits)
+		out.mu.Unlock()
+		finished := make([]bool, len(res.Fits))
+		parallel(ctx, len(res.Fits), workers, func(i int) {
+			fit := &res.Fits[i]
+			node := st.Variants[fit.Variant].NodeSize
+			for _, g := range fitCounts(fit.Lo, fit.Swept, node) {
+				if ctx.Err() != nil {
+					return
+				}
+				j := st.probe(fit.Model, fit.Variant, g, o.Version)
+				r, ok := cache[j.Key]
+				if !ok {
+					r = st.run(ctx, j, o)
+					out.add(r, false)
+				}
+				fit.Probes = append(fit.Probes, r)
+				if feasible(r) {
+					fit.Smallest = g
+					break
+				}
+			}
+			finished[i] = true
+			out.tick()
+		})
+		for _, ok := range finished {
+			if !ok {
+				return nil, interrupted(out, path)
+			}
 		}
+	}
+	if err := f.Sync(); err != nil {
+		return nil, fmt.Errorf("study: %w", err)
 	}
 	// Every job is done: rewrite cells.jsonl in the study's order, with this study's jobs only.
 	var buf bytes.Buffer
-	for _, r := range records {
+	all := append([]Record{}, records...)
+	for _, fit := range res.Fits {
+		all = append(all, fit.Probes...)
+	}
+	for _, r := range all {
 		line, err := json.Marshal(r)
 		if err != nil {
 			return nil, fmt.Errorf("study: %w", err)
@@ -218,84 +439,31 @@ func Run(ctx context.Context, st *Study, dir string, o Options) ([]Record, error
 	if err := WriteFileAtomic(path, buf.Bytes()); err != nil {
 		return nil, err
 	}
-	// Render from the records as read back, so a resumed run and a fresh one are the same bytes.
-	out := make([]Record, len(records))
-	for i, r := range records {
-		b, _ := json.Marshal(r)
-		if err := json.Unmarshal(b, &out[i]); err != nil {
-			return nil, fmt.Errorf("study: %w", err)
+	// Report from the records as read back, so a resumed run and a fresh one are the same bytes.
+	roundTrip := func(rs []Record) error {
+		for i := range rs {
+			b, _ := json.Marshal(rs[i])
+			var r Record
+			if err := json.Unmarshal(b, &r); err != nil {
+				return fmt.Errorf("study: %w", err)
+			}
+			rs[i] = r
+		}
+		return nil
+	}
+	if err := roundTrip(res.Records); err != nil {
+		return nil, err
+	}
+	for i := range res.Fits {
+		if err := roundTrip(res.Fits[i].Probes); err != nil {
+			return nil, err
 		}
 	}
-	return out, nil
+	return res, nil
 }
 
-func runPending(ctx context.Context, st *Study, jobs []Job, pending []int, path string, o Options, records []Record, have []bool, done, total int) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("study: %w", err)
-	}
-	defer f.Close()
-	workers := o.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	if st.File.Measure {
-		workers = 1 // measured step times must not share the cores with planning
-	}
-	next := make(chan int)
-	type result struct {
-		i int
-		r Record
-	}
-	results := make(chan result)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				results <- result{i, st.run(ctx, jobs[i], o)}
-			}
-		}()
-	}
-	go func() {
-		defer close(next)
-		for _, i := range pending {
-			select {
-			case <-ctx.Done():
-				return
-			case next <- i:
-			}
-		}
-	}()
-	go func() { wg.Wait(); close(results) }()
-	var werr error
-	for res := range results {
-		line, err := json.Marshal(res.r)
-		if err == nil {
-			// One write of a whole line: a crash leaves at most a torn last line, which the
-			// next run cuts off.
-			_, err = f.Write(append(line, '\n'))
-		}
-		if err != nil && werr == nil {
-			werr = fmt.Errorf("study: writing %s: %w", path, err)
-		}
-		records[res.i], have[res.i] = res.r, true
-		done++
-		if o.Progress != nil {
-			o.Progress(done, total)
-		}
-	}
-	if werr != nil {
-		return werr
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("study: %w", err)
-	}
-	if done < total {
-		return fmt.Errorf("%w: %d of %d plans done and kept in %s; run the same command again to finish", ErrInterrupted, done, total, path)
-	}
-	return nil
+func interrupted(s *sink, path string) error {
+	return fmt.Errorf("%w: %d of %d plans done and kept in %s; run the same command again to finish", ErrInterrupted, s.done, s.total, path)
 }
 
 // readCells reads the records of cells.jsonl by key (a later line wins). A torn last line (no

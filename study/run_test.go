@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func loadSmall(t testing.TB) *Study {
 func runStudy(t testing.TB, st *Study, dir string, workers int) (resumed, total int) {
 	t.Helper()
 	first := true
-	recs, err := Run(context.Background(), st, dir, Options{Version: testVersion, Workers: workers, Progress: func(done, n int) {
+	res, err := Run(context.Background(), st, dir, Options{Version: testVersion, Workers: workers, Progress: func(done, n int) {
 		if first {
 			resumed, total, first = done, n, false
 		}
@@ -38,7 +39,7 @@ func runStudy(t testing.TB, st *Study, dir string, workers int) (resumed, total 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := NewReport(st, recs, testVersion, dir)
+	rep, err := NewReport(st, res, testVersion, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,14 +146,14 @@ func TestRunIgnoresTornLastLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	recs, err := Run(context.Background(), st, dir, Options{Version: testVersion, Log: &log})
+	res, err := Run(context.Background(), st, dir, Options{Version: testVersion, Log: &log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(log.String(), "torn last line") {
 		t.Errorf("no warning about the torn line: %q", log.String())
 	}
-	rep, err := NewReport(st, recs, testVersion, dir)
+	rep, err := NewReport(st, res, testVersion, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,5 +259,72 @@ func TestOverLimitSaysWhy(t *testing.T) {
 	csv := string(readOutputs(t, dir)[CSVFile])
 	if !strings.Contains(csv, "gpt-tiny,134912,a100-80g,a100-80g,,16,2,time,over limit,16 GPUs need 2 nodes of 8; a100-80g has 1 (max_nodes)") {
 		t.Errorf("cells.csv lacks the over-limit row:\n%s", csv)
+	}
+}
+
+// fit_search finds the smallest GPU count that fits below the smallest swept one: the count it
+// reports fits and the one below it does not, both asked of the planner again; a rerun resumes
+// the probes too.
+func TestFitSearch(t *testing.T) {
+	src := `models: [llama2-7b]
+hardware: [a100-80g]
+gpus: [8]
+tokens: 2e12
+top: 1
+sim: off
+fit_search: true
+`
+	f, err := Parse([]byte(src), "fit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Resolve(f, "fit.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	resumed, total := runStudy(t, st, dir, 0)
+	if resumed != 0 || total != 1 {
+		t.Fatalf("%d of %d resumed", resumed, total)
+	}
+	res, err := Run(context.Background(), st, dir, Options{Version: testVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Fits) != 1 {
+		t.Fatalf("%d fit searches, want 1", len(res.Fits))
+	}
+	fit := res.Fits[0]
+	// Llama 2 7B's weights, gradients and Adam state are 16 bytes x 6.7e9 = 108 GB: more than one
+	// 80 GB A100, so at least 2 GPUs (ZeRO-3 shards them) and at most the 8 swept.
+	if fit.Swept != 8 || fit.Lo != 0 || fit.Smallest < 2 || fit.Smallest >= 8 {
+		t.Fatalf("fit %+v", fit)
+	}
+	if n := len(fit.Probes); n != fit.Smallest || fit.Probes[n-1].GPUs != fit.Smallest {
+		t.Errorf("%d probes up to %d GPUs; want every count from 1 to the first that fits", n, fit.Probes[n-1].GPUs)
+	}
+	for _, g := range []int{fit.Smallest - 1, fit.Smallest} {
+		pr, err := st.PlanJob(st.probe(0, 0, g, testVersion))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fits := pr.Out.Feasible > 0; fits != (g == fit.Smallest) {
+			t.Errorf("%d GPUs: the planner finds %d feasible strategies", g, pr.Out.Feasible)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, CellsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(data, []byte("\n")); n != 1+len(fit.Probes) {
+		t.Errorf("cells.jsonl has %d lines for 1 job and %d probes", n, len(fit.Probes))
+	}
+	rep, err := NewReport(st, res, testVersion, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Rows[0]
+	if r.SmallestFit != fit.Smallest || r.FitArgs == nil || !strings.Contains(ShellJoin(r.FitArgs), "--gpus "+strconv.Itoa(fit.Smallest)) {
+		t.Errorf("row: smallest fit %d (%s), command %v", r.SmallestFit, r.FitHow, r.FitArgs)
 	}
 }

@@ -504,11 +504,7 @@ func (rep *Report) detailText(r Row) string {
 	if r.HasCost {
 		s += ", cost " + rep.money(r)
 	}
-	fit := "none of the swept counts"
-	if r.SmallestFit > 0 {
-		fit = strconv.Itoa(r.SmallestFit) + " GPUs"
-	}
-	return s + "; smallest swept count that fits: " + fit + "."
+	return s + "; " + fitText(r) + "."
 }
 
 var page = template.Must(template.New("study").Parse(`<!DOCTYPE html>
@@ -647,6 +643,21 @@ func (rep *Report) HTML(figs []Figure) ([]byte, error) {
 		return nil, fmt.Errorf("study: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// fitText says what the smallest GPU count that fits is and how it was found.
+func fitText(r Row) string {
+	if r.FitHow == "swept" {
+		if r.SmallestFit == 0 {
+			return "no swept GPU count fits"
+		}
+		return "smallest swept GPU count that fits: " + strconv.Itoa(r.SmallestFit)
+	}
+	s := "smallest GPU count that fits: " + strconv.Itoa(r.SmallestFit) + " (" + r.FitHow
+	if r.FitArgs != nil {
+		s += "; `tpsim " + ShellJoin(r.FitArgs) + "`"
+	}
+	return s + ")"
 }
 
 // short cuts a reason to its first sentence (the cell's details have all of it).

@@ -152,37 +152,49 @@ func (o *studyOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	version := study.BuildVersion()
 	// The bar counts the plans this run makes, so that its rate and ETA are this run's; the
-	// plans resumed from cells.jsonl are reported once, before it.
+	// plans resumed from cells.jsonl are reported once, before it. The searches for the smallest
+	// GPU count that fits (fit_search) add to the total when the cells are done.
 	var bar *progressbar.ProgressBar
-	resumed := -1
+	base, max := -1, 0
+	newBar := func(n int) *progressbar.ProgressBar {
+		return progressbar.NewOptions(n,
+			progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("tpsim study: plans"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("plans"),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(250*time.Millisecond),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(stderr) }))
+	}
 	progress := func(done, total int) {
 		if o.Quiet {
 			return
 		}
-		if resumed < 0 {
-			resumed = done
+		if base < 0 {
+			base, max = done, total
 			if done > 0 {
 				fmt.Fprintf(stderr, "tpsim study: %d of %d plans resumed from %s; %d to run\n", done, total, study.CellsFile, total-done)
 			}
+		}
+		if total != max {
+			max = total
+			if bar != nil {
+				bar.ChangeMax(total - base)
+			}
+		}
+		if bar == nil {
 			if done == total {
 				return
 			}
-			bar = progressbar.NewOptions(total-done,
-				progressbar.OptionSetWriter(stderr),
-				progressbar.OptionSetDescription("tpsim study: plans"),
-				progressbar.OptionShowCount(),
-				progressbar.OptionShowIts(),
-				progressbar.OptionSetItsString("plans"),
-				progressbar.OptionSetPredictTime(true),
-				progressbar.OptionThrottle(250*time.Millisecond),
-				progressbar.OptionSetWidth(30),
-				progressbar.OptionOnCompletion(func() { fmt.Fprintln(stderr) }))
-			return
+			base = done
+			bar = newBar(total - base)
 		}
-		_ = bar.Set(done - resumed)
+		_ = bar.Set(done - base)
 	}
 	start := time.Now()
-	recs, err := study.Run(ctx, st, o.Out, study.Options{Version: version, Workers: o.Workers, Progress: progress, Log: stderr,
+	res, err := study.Run(ctx, st, o.Out, study.Options{Version: version, Workers: o.Workers, Progress: progress, Log: stderr,
 		Measure: func(ctx context.Context, m *model.Model, hw *hardware.Hardware, strategy, plan string) (float64, error) {
 			return studyMeasure(ctx, m, hw, strategy, plan)
 		}})
@@ -195,7 +207,7 @@ func (o *studyOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		}
 		return err
 	}
-	rep, err := study.NewReport(st, recs, version, o.Out)
+	rep, err := study.NewReport(st, res, version, o.Out)
 	if err != nil {
 		return err
 	}
