@@ -9,7 +9,8 @@
 //     `tpsim plan` command line gives (Cell.PlanArgs prints it); the report only adds arithmetic on
 //     those numbers (time to train = token budget / tokens per second, GPU-hours = GPUs x hours,
 //     cost = GPU-hours x the given price).
-//   - A job (one cell and one objective) is keyed by a SHA-256 of everything its plan depends on:
+//   - A job (one cell and one objective, or one probe of the search for the smallest GPU count
+//     that fits) is keyed by a SHA-256 of everything its plan depends on:
 //     the model and hardware as JSON (what-ifs applied), the GPU count, global batch, sequence,
 //     fixed options, objective, top, sim mode and the tpsim build. Prices, token budgets and node
 //     limits are not part of the key: changing them re-prices nothing.

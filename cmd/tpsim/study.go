@@ -49,6 +49,8 @@ Study file keys (examples/studies has worked examples):
   top, sim            plan's --top (default 3) and --sim (auto, on, off; default auto)
   currency            the price's currency, e.g. USD
   measure             true: measure each winner on this machine (host hardware only)
+  fit_search          true: search the smallest GPU count that fits below the smallest swept
+                      one (every count below a node, then whole nodes)
 
 Examples:
   tpsim study examples/studies/llama3.yaml --out llama3-study
