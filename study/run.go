@@ -297,16 +297,6 @@ func (s *sink) add(r Record, count bool) {
 	}
 }
 
-// tick counts one finished unit of work that wrote no record of its own.
-func (s *sink) tick() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.done++
-	if s.progress != nil {
-		s.progress(s.done, s.total)
-	}
-}
-
 // parallel calls do(i) for i in order on up to workers goroutines, until ctx ends; it returns
 // when every call it started has returned.
 func parallel(ctx context.Context, n, workers int, do func(i int)) {
@@ -385,11 +375,9 @@ func Run(ctx context.Context, st *Study, dir string, o Options) (*Results, error
 	}
 	res := &Results{Records: records}
 	if st.File.FitSearch {
+		// The searches are not in the progress: their probes are small plans (a fraction of a
+		// second for the shipped studies), and how many there are is known only as they go.
 		res.Fits = st.fits(jobs, records)
-		// A search is one unit of progress: its probes stop at the first count that fits.
-		out.mu.Lock()
-		out.total += len(res.Fits)
-		out.mu.Unlock()
 		finished := make([]bool, len(res.Fits))
 		parallel(ctx, len(res.Fits), workers, func(i int) {
 			fit := &res.Fits[i]
@@ -411,11 +399,10 @@ func Run(ctx context.Context, st *Study, dir string, o Options) (*Results, error
 				}
 			}
 			finished[i] = true
-			out.tick()
 		})
 		for _, ok := range finished {
 			if !ok {
-				return nil, interrupted(out, path)
+				return nil, fmt.Errorf("%w during the search for the smallest GPU count that fits; the plans done are kept in %s; run the same command again to finish", ErrInterrupted, path)
 			}
 		}
 	}

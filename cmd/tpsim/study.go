@@ -154,10 +154,9 @@ func (o *studyOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	version := study.BuildVersion()
 	// The bar counts the plans this run makes, so that its rate and ETA are this run's; the
-	// plans resumed from cells.jsonl are reported once, before it. The searches for the smallest
-	// GPU count that fits (fit_search) add to the total when the cells are done.
+	// plans resumed from cells.jsonl are reported once, before it.
 	var bar *progressbar.ProgressBar
-	base, max := -1, 0
+	base := -1
 	newBar := func(n int) *progressbar.ProgressBar {
 		return progressbar.NewOptions(n,
 			progressbar.OptionSetWriter(stderr),
@@ -175,15 +174,9 @@ func (o *studyOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 			return
 		}
 		if base < 0 {
-			base, max = done, total
+			base = done
 			if done > 0 {
 				fmt.Fprintf(stderr, "tpsim study: %d of %d plans resumed from %s; %d to run\n", done, total, study.CellsFile, total-done)
-			}
-		}
-		if total != max {
-			max = total
-			if bar != nil {
-				bar.ChangeMax(total - base)
 			}
 		}
 		if bar == nil {
