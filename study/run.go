@@ -400,6 +400,9 @@ func Run(ctx context.Context, st *Study, dir string, o Options) (*Results, error
 			}
 			finished[i] = true
 		})
+		if out.err != nil {
+			return nil, out.err
+		}
 		for _, ok := range finished {
 			if !ok {
 				return nil, fmt.Errorf("%w during the search for the smallest GPU count that fits; the plans done are kept in %s; run the same command again to finish", ErrInterrupted, path)
