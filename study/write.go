@@ -516,9 +516,12 @@ var page = template.Must(template.New("study").Parse(`<!DOCTYPE html>
 <style>
 body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 1.5em auto; max-width: 1200px; padding: 0 1em; color: #222; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; vertical-align: top; }
+td.text { overflow-wrap: break-word; min-width: 8em; }
+td.num, td.name { white-space: nowrap; }
 th { background: #f0f0f0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.bad td.text { max-width: 24em; }
 tr.bad td { color: #888; }
 figure { margin: 1em 0 2em; }
 figure svg { display: block; max-width: 100%; height: auto; border: 1px solid #eee; }
@@ -537,7 +540,7 @@ ul.why { font-size: 0.9em; }
 <table id="summary-table">
 <thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>
-{{range .Summary}}<tr class="{{.Class}}">{{range .Cells}}<td{{if .Num}} class="num"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{range .Summary}}<tr class="{{.Class}}">{{range .Cells}}<td class="{{.Class}}">{{.Text}}</td>{{end}}</tr>
 {{end}}</tbody>
 </table>
 <h2 id="frontier">Frontier per model</h2>
@@ -562,9 +565,17 @@ ul.why { font-size: 0.9em; }
 </html>
 `))
 
+// htmlCell is a cell of the summary table; Class is num (numbers, right-aligned, never broken),
+// name (model and hardware names, never broken) or text (broken anywhere, at need).
 type htmlCell struct {
-	Text string
-	Num  bool
+	Text  template.HTML
+	Class string
+}
+
+// breakable escapes s for HTML and lets the browser break it after each comma (strategies are
+// long lists of key=value without spaces); <wbr> adds nothing to copied text.
+func breakable(s string) template.HTML {
+	return template.HTML(strings.ReplaceAll(template.HTMLEscapeString(s), ",", ",<wbr>"))
 }
 
 type htmlRow struct {
@@ -602,6 +613,15 @@ func (rep *Report) HTML(figs []Figure) ([]byte, error) {
 		Cells                     []htmlDetail
 	}{Title: rep.title(), Description: st.File.Description, Intro: rep.intro(), Header: rep.summaryHeader()}
 	numeric := map[int]bool{2: true, 5: true, 6: true, 7: true, 8: true, 9: true, 10: true, 11: true, 12: true}
+	class := func(i int) string {
+		switch {
+		case numeric[i]:
+			return "num"
+		case i < 2:
+			return "name"
+		}
+		return "text"
+	}
 	for ci, cr := range rep.CellRows() {
 		cls := "ok"
 		if cr[0].Status != StatusOK {
@@ -609,7 +629,7 @@ func (rep *Report) HTML(figs []Figure) ([]byte, error) {
 		}
 		var cells []htmlCell
 		for i, s := range rep.summaryRow(cr) {
-			cells = append(cells, htmlCell{Text: s, Num: numeric[i]})
+			cells = append(cells, htmlCell{Text: breakable(s), Class: class(i)})
 		}
 		data.Summary = append(data.Summary, htmlRow{Class: cls, Cells: cells})
 		r := cr[0]
