@@ -25,7 +25,7 @@ func benchPlan(b *testing.B, sim string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := search.Request{GPUs: 16384, GlobalBatch: 2048, Seq: 8192, Objective: search.Time, Top: 3, Fix: fix, Sim: sim, Workers: 1}
+	req := search.Request{GPUs: 16384, GlobalBatch: 2048, Seq: 8192, Objective: search.Time, Top: 2, Fix: fix, Sim: sim, Workers: 1}
 	for b.Loop() {
 		if _, err := search.Plan(m, hw, req); err != nil {
 			b.Fatal(err)
