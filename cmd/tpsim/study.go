@@ -167,6 +167,7 @@ func (o *studyOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(250*time.Millisecond),
 			progressbar.OptionSetWidth(30),
+			progressbar.OptionSetRenderBlankState(true), // starts the clock of the rate now, not at the first plan
 			progressbar.OptionOnCompletion(func() { fmt.Fprintln(stderr) }))
 	}
 	progress := func(done, total int) {
