@@ -2,6 +2,7 @@ package study
 
 import (
 	"bytes"
+	"html/template"
 	"context"
 	"errors"
 	"os"
@@ -327,4 +328,54 @@ fit_search: true
 	if r.SmallestFit != fit.Smallest || r.FitArgs == nil || !strings.Contains(ShellJoin(r.FitArgs), "--gpus "+strconv.Itoa(fit.Smallest)) {
 		t.Errorf("row: smallest fit %d (%s), command %v", r.SmallestFit, r.FitHow, r.FitArgs)
 	}
+}
+
+// Every planned row's command lines are in both reports, beside the explanation of its plan.
+func TestReportsCarryCommandsAndExplanations(t *testing.T) {
+	st := loadSmall(t)
+	dir := t.TempDir()
+	runStudy(t, st, dir, 0)
+	res, err := Run(context.Background(), st, dir, Options{Version: testVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := NewReport(st, res, testVersion, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := readOutputs(t, dir)
+	md := string(files[MDFile])
+	page := string(files[HTMLFile])
+	n := 0
+	for _, r := range rep.Rows {
+		if r.Status != StatusOK {
+			continue
+		}
+		n++
+		plan := strings.ReplaceAll("tpsim "+ShellJoin(r.PlanArgs), dir, "OUT")
+		pred := strings.ReplaceAll("tpsim "+ShellJoin(r.PredictArgs()), dir, "OUT")
+		why := firstLine(r.Record.Plan.Explanation)
+		for name, text := range map[string]string{"study.md": md, "study.html": page} {
+			for _, want := range []string{plan, pred, why} {
+				if name == "study.html" {
+					want = htmlText(t, want)
+				}
+				if !strings.Contains(text, want) {
+					t.Fatalf("%s lacks %q", name, want)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no planned rows")
+	}
+}
+
+// htmlText is s as study.html's template writes text (html/template also escapes + and ').
+func htmlText(t *testing.T, s string) string {
+	var b bytes.Buffer
+	if err := template.Must(template.New("").Parse("{{.}}")).Execute(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
