@@ -2,9 +2,9 @@ package study
 
 import (
 	"bytes"
-	"html/template"
 	"context"
 	"errors"
+	"html/template"
 	"os"
 	"path/filepath"
 	"strconv"
