@@ -379,3 +379,42 @@ func htmlText(t *testing.T, s string) string {
 	}
 	return b.String()
 }
+
+// Models and hardware given as files are read relative to the study file, and the command lines
+// name them so that they load from where the user runs tpsim.
+func TestFilesRelativeToStudy(t *testing.T) {
+	src := `models: [files/tiny-gpt.json]
+hardware: [{hardware: files/my-a100.json, price_per_gpu_hour: 1}]
+gpus: [1, 2]
+tokens: 1e9
+`
+	f, err := Parse([]byte(src), "testdata/files.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Resolve(f, "testdata/files.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Models[0].Arg != filepath.Join("testdata", "files", "tiny-gpt.json") || st.Variants[0].Name != "my-a100" || st.Variants[0].Preset {
+		t.Fatalf("model %q from %q, hardware %q (preset %v)", st.Models[0].Name, st.Models[0].Arg, st.Variants[0].Name, st.Variants[0].Preset)
+	}
+	dir := t.TempDir()
+	runStudy(t, st, dir, 0)
+	if _, err := os.Stat(filepath.Join(dir, "hardware", "my-a100.json")); err != nil {
+		t.Errorf("the hardware of the plan command lines was not written: %v", err)
+	}
+	csv := string(readOutputs(t, dir)[CSVFile])
+	if !strings.Contains(csv, "tpsim plan --model testdata/files/tiny-gpt.json --hardware OUT/hardware/my-a100.json --gpus 1") {
+		t.Errorf("cells.csv lacks the plan command of the files:\n%s", csv)
+	}
+
+	bad := strings.Replace(src, "files/tiny-gpt.json", "files/none.json", 1)
+	f, err = Parse([]byte(bad), "testdata/files.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resolve(f, "testdata/files.yaml", nil); err == nil || !strings.Contains(err.Error(), "testdata/files.yaml:1:10: models[0]: model: testdata/files/none.json does not exist") {
+		t.Errorf("error %v", err)
+	}
+}
