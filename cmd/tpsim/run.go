@@ -35,6 +35,7 @@ var commands = []command{
 	{"compare", "predict and measure strategies side by side on this machine; figures, report, recommendation", runCompare},
 	{"calibrate", "measure this machine's kernels and collectives and fit the host hardware profile", runCalibrate},
 	{"plan", "search every strategy for a model on N devices, rank them and explain the winner", runPlan},
+	{"study", "run a planning study: plan over models, hardware, what-ifs and GPU counts; HTML/Markdown/CSV report", runStudy},
 	{"validate", "check the cost model against published training runs (predicted vs published, APE per row)", runValidate},
 }
 

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/pflag"
+
+	"github.com/tpsim/tpsim/exec"
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/study"
+)
+
+const studyHelp = `Usage: tpsim study FILE [flags]
+
+Run a planning study: tpsim plan for every model x hardware (and what-if) x GPU count x objective
+of a study file (YAML or JSON), and write a report a team can decide from: for every cell the best
+strategy per objective, step time, tokens/s, MFU, memory per device, time to train the token
+budget, GPU-hours, cost, the smallest GPU count that fits, and the planner's explanation; cells
+that cannot run say why.
+
+Outputs in --out: study.html (one self-contained page with the figures), study.md, cells.csv,
+cells.jsonl (one finished plan per line). The study resumes: a plan already in cells.jsonl with
+the same inputs and tpsim build is not run again, so a rerun, or a run after Ctrl-C, only prices
+what is missing or changed. The outputs depend only on the study and the build: the same bytes
+however the run was split.
+
+Study file keys (examples/studies has worked examples):
+  name, description   what the study is
+  models              presets or config.json paths; or {model, global_batch, seq}
+  hardware            presets, host, or hardware JSON paths; or
+                      {hardware, price_per_gpu_hour, max_nodes, max_gpus}
+  gpus                a list, or a range {from, to, times} / {from, to, step}
+  global_batch, seq   sequences per step and tokens per sequence (0: the model's)
+  tokens              the token budget, e.g. 15e12
+  objectives          time, memory, comm, balanced (default: time)
+  fix                 strategy options not searched, e.g. {attn: flash, precision: mixed}
+  what_if             [{name, hardware, nvlink_domain, inter_node_gbps, hbm_gb}]
+  top, sim            plan's --top (default 3) and --sim (auto, on, off; default auto)
+  currency            the price's currency, e.g. USD
+  measure             true: measure each winner on this machine (host hardware only)
+  fit_search          true: search the smallest GPU count that fits below the smallest swept
+                      one (every count below a node, then whole nodes)
+
+Examples:
+  tpsim study examples/studies/llama3.yaml --out llama3-study
+  tpsim study examples/studies/gpt3-175b.yaml --out gpt3 --workers 1
+`
+
+// studyOptions are the flags of tpsim study.
+type studyOptions struct {
+	File    string
+	Out     string
+	Workers int
+	Quiet   bool
+}
+
+func runStudy(args []string, stdout, stderr io.Writer) int {
+	o, fs, err := parseStudy(args)
+	if err == nil {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err = o.run(ctx, stdout, stderr)
+		stop()
+	}
+	return finish("study", fs, studyHelp, err, stdout, stderr)
+}
+
+func parseStudy(args []string) (*studyOptions, *pflag.FlagSet, error) {
+	o := &studyOptions{}
+	fs := newFlagSet("study")
+	fs.StringVar(&o.Out, "out", "study-out", "directory for study.html, study.md, cells.csv and cells.jsonl")
+	fs.IntVar(&o.Workers, "workers", 0, "plans run at once (0 = one per CPU); the outputs do not depend on it")
+	fs.BoolVar(&o.Quiet, "quiet", false, "no progress bar")
+	if err := parseFlags(fs, args, 1); err != nil {
+		return o, fs, err
+	}
+	if fs.NArg() != 1 {
+		return o, fs, usagef("give one study file, e.g. tpsim study examples/studies/llama3.yaml")
+	}
+	o.File = fs.Arg(0)
+	if o.Workers < 0 {
+		return o, fs, usagef("--workers=%d must be 0 (one per CPU) or more", o.Workers)
+	}
+	return o, fs, nil
+}
+
+// studyHardware loads a study's hardware: "host" is this machine's calibrated profile (cached,
+// or calibrated now, as compare does), everything else hardware.Load.
+func studyHardware(ctx context.Context, stderr io.Writer) study.HardwareLoader {
+	return func(spec string) (*hardware.Hardware, error) {
+		if spec == study.Host {
+			return (&compareOptions{Hardware: "host"}).hostProfile(ctx, stderr)
+		}
+		return hardware.Load(spec)
+	}
+}
+
+// studyMeasureSteps and studyMeasureRounds are how a winner is measured: compare's defaults
+// (10 steps, the first a warm-up; the median over 3 runs).
+const (
+	studyMeasureSteps  = 10
+	studyMeasureRounds = 3
+)
+
+// studyMeasure measures a plan's winner on this machine with exec, as compare does: the median
+// step time after warm-up over a few runs. exec trains data and tensor parallel in fp32; other
+// winners are not measured and the error says why.
+func studyMeasure(ctx context.Context, m *model.Model, _ *hardware.Hardware, strategy, plan string) (float64, error) {
+	st, err := study.ParseWinner(strategy)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case st.Mesh.PP > 1 || st.Mesh.CP > 1:
+		return 0, fmt.Errorf("exec runs data and tensor parallel only (the winner has pp=%d, cp=%d)", st.Mesh.PP, st.Mesh.CP)
+	case st.ZeRO > 0 || st.Recompute != strategies.RecomputeNone:
+		return 0, fmt.Errorf("exec runs neither ZeRO nor recompute (the winner has zero=%d, recompute=%s); fix zero: 0, recompute: none", st.ZeRO, st.Recompute)
+	case st.Precision != strategies.PrecisionFP32:
+		return 0, fmt.Errorf("exec trains in fp32; fix precision: fp32")
+	}
+	if plan == "" {
+		plan = "megatron"
+	}
+	eo := &execOptions{Plan: plan, Steps: studyMeasureSteps, Batch: st.GBS, MBS: st.MBS, Seed: 1, Optimizer: st.Optimizer, Attn: st.Attention}
+	cfg, err := eo.configFor(m, st.Mesh)
+	if err != nil {
+		return 0, err
+	}
+	var steps []time.Duration
+	for range studyMeasureRounds {
+		res, err := exec.Run(ctx, cfg)
+		if err != nil {
+			return 0, err
+		}
+		steps = append(steps, res.StepTimes[1:]...)
+	}
+	return exec.Median(steps).Seconds(), nil
+}
+
+func (o *studyOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	st, err := study.Load(o.File, studyHardware(ctx, stderr))
+	if err != nil {
+		return err
+	}
+	version := study.BuildVersion()
+	// The bar counts the plans this run makes, so that its rate and ETA are this run's; the
+	// plans resumed from cells.jsonl are reported once, before it.
+	var bar *progressbar.ProgressBar
+	base := -1
+	newBar := func(n int) *progressbar.ProgressBar {
+		return progressbar.NewOptions(n,
+			progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("tpsim study: plans"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("plans"),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(250*time.Millisecond),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionSetRenderBlankState(true), // starts the clock of the rate now, not at the first plan
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(stderr) }))
+	}
+	progress := func(done, total int) {
+		if o.Quiet {
+			return
+		}
+		if base < 0 {
+			base = done
+			if done > 0 {
+				fmt.Fprintf(stderr, "tpsim study: %d of %d plans resumed from %s; %d to run\n", done, total, study.CellsFile, total-done)
+			}
+		}
+		if bar == nil {
+			if done == total {
+				return
+			}
+			base = done
+			bar = newBar(total - base)
+		}
+		_ = bar.Set(done - base)
+	}
+	start := time.Now()
+	res, err := study.Run(ctx, st, o.Out, study.Options{Version: version, Workers: o.Workers, Progress: progress, Log: stderr,
+		Measure: func(ctx context.Context, m *model.Model, hw *hardware.Hardware, strategy, plan string) (float64, error) {
+			return studyMeasure(ctx, m, hw, strategy, plan)
+		}})
+	if bar != nil {
+		_ = bar.Exit()
+	}
+	if err != nil {
+		if errors.Is(err, study.ErrInterrupted) {
+			fmt.Fprintln(stderr)
+		}
+		return err
+	}
+	rep, err := study.NewReport(st, res, version, o.Out)
+	if err != nil {
+		return err
+	}
+	if err := study.Write(o.Out, rep); err != nil {
+		return err
+	}
+	ok, bad := 0, 0
+	for _, r := range rep.Rows {
+		if r.Status == study.StatusOK {
+			ok++
+		} else {
+			bad++
+		}
+	}
+	fmt.Fprintf(stdout, "%d cells x %d objectives: %d with a strategy that fits, %d without (the report says why); %.1f s\n",
+		len(st.Cells), len(st.File.Objectives), ok, bad, time.Since(start).Seconds())
+	fmt.Fprintf(stdout, "wrote %s\n", strings.Join([]string{o.Out + "/" + study.HTMLFile, o.Out + "/" + study.MDFile, o.Out + "/" + study.CSVFile, o.Out + "/" + study.CellsFile}, ", "))
+	return nil
+}
