@@ -257,14 +257,16 @@ func (o *compareOptions) hostProfile(ctx context.Context, stderr io.Writer) (*ha
 			fmt.Fprintf(stderr, "tpsim compare: the cached host profile cannot be used (%v); calibrating again\n", err)
 		}
 	}
-	h, _, err := calibrate.Run(ctx, calibrate.Options{Progress: stderr})
+	h, rep, err := calibrate.Run(ctx, calibrate.Options{Progress: stderr})
 	if err != nil {
 		return nil, err
 	}
-	if path, err := calibrate.SaveCache(h); err != nil {
+	if saved, err := calibrate.SaveCache(h, rep); err != nil {
 		fmt.Fprintf(stderr, "tpsim compare: could not cache the profile: %v\n", err)
+	} else if saved.Written {
+		fmt.Fprintf(stderr, "tpsim compare: host profile cached in %s\n", saved.Path)
 	} else {
-		fmt.Fprintf(stderr, "tpsim compare: host profile cached in %s\n", path)
+		fmt.Fprintf(stderr, "tpsim compare: %s\n", saved.Reason)
 	}
 	return h, nil
 }
