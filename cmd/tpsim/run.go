@@ -15,7 +15,13 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	// exitInterrupted is the shell's status for a command ended by SIGINT (128 + 2).
+	exitInterrupted = 130
 )
+
+// errInterrupted is a command's error after Ctrl-C, once it has kept what finished: finish prints
+// the one line "tpsim CMD: interrupted" and exits with exitInterrupted.
+var errInterrupted = errors.New("interrupted")
 
 // command is one subcommand: it parses args itself and returns an exit status.
 type command struct {
@@ -124,6 +130,10 @@ func finish(name string, fs *pflag.FlagSet, help string, err error, stdout, stde
 	if errors.Is(err, pflag.ErrHelp) {
 		printHelp(stdout, fs, help)
 		return exitOK
+	}
+	if errors.Is(err, errInterrupted) {
+		fmt.Fprintf(stderr, "tpsim %s: interrupted\n", name)
+		return exitInterrupted
 	}
 	fmt.Fprintf(stderr, "tpsim %s: %v\n", name, err)
 	var ue *usageError
