@@ -273,4 +273,3 @@ func Summarize(rows []Row) Summary {
 	}
 	return s
 }
-
