@@ -134,3 +134,31 @@ func TestCompareErrors(t *testing.T) {
 		}
 	}
 }
+
+// compare's own parsers (--meshes, --strategies and the numbers) never panic, and what they
+// accept is in range.
+func FuzzParseCompare(f *testing.F) {
+	f.Add("1,2,4", "single,dp,tp,hybrid", "10", "3")
+	f.Add("0", "zero", "1", "0")
+	f.Add(" 2 , 65", "DP, Tp", "-3", "x")
+	f.Add(",,", "", "2", "1")
+	f.Fuzz(func(t *testing.T, meshes, strats, steps, rounds string) {
+		o, _, err := parseCompare([]string{"--meshes", meshes, "--strategies", strats, "--steps", steps, "--rounds", rounds})
+		if err != nil {
+			return
+		}
+		for _, n := range o.Meshes {
+			if n < 1 || n > 64 {
+				t.Fatalf("accepted %d ranks", n)
+			}
+		}
+		for _, s := range o.Strategies {
+			if !contains(strategyNames, s) {
+				t.Fatalf("accepted strategy %q", s)
+			}
+		}
+		if o.Steps < 2 || o.Rounds < 1 {
+			t.Fatalf("accepted steps %d rounds %d", o.Steps, o.Rounds)
+		}
+	})
+}

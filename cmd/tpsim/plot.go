@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -40,12 +39,9 @@ func (o *plotOptions) run(w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("cannot read the results: %v; run 'tpsim compare' first or pass --in its results.json", err)
 	}
-	var res compare.Results
-	if err := json.Unmarshal(data, &res); err != nil {
-		return fmt.Errorf("%s is not a results.json of tpsim compare: %v", o.In, err)
-	}
-	if len(res.Rows) == 0 {
-		return fmt.Errorf("%s has no rows to plot", o.In)
+	res, err := compare.ParseResults(data)
+	if err != nil {
+		return fmt.Errorf("%s: %v", o.In, err)
 	}
 	dir := o.Out
 	if dir == "" {
