@@ -17,6 +17,8 @@ type Load struct {
 	// Calibration is the share during the profile's calibration (-1 unknown: a profile from a
 	// file, or a cache older than the field).
 	Calibration float64 `json:"calibration_other_cpu_share"`
+	// CalibrationQuick: the profile is a quick (coarse) calibration.
+	CalibrationQuick bool `json:"calibration_quick,omitempty"`
 	// Rounds is the share during each measurement round; Max the largest.
 	Rounds []float64 `json:"rounds_other_cpu_share"`
 	Max    float64   `json:"max_other_cpu_share"`
@@ -37,12 +39,15 @@ func (l *Load) AddRound(share float64) {
 
 // Finish writes the warnings: one for a loaded calibration, one for loaded rounds, each saying
 // what the load does to the figures.
-func (l *Load) Finish(cores int) {
+func (l *Load) Finish() {
 	l.Warnings = nil
+	if l.CalibrationQuick {
+		l.Warnings = append(l.Warnings, "the host profile is a quick calibration (fewer points, shorter timings): its rates are coarse; run `tpsim calibrate` for the full profile")
+	}
 	if l.Calibration > l.Threshold {
 		l.Warnings = append(l.Warnings, fmt.Sprintf(
 			"the host profile was calibrated while other processes used %.0f%% of the CPU (more than %.0f%%): its kernel and collective rates are slower than this machine alone, so the predictions are too slow by up to %.2gx; run `tpsim calibrate` (or compare --recalibrate) when the machine is quiet",
-			100*l.Calibration, 100*l.Threshold, slowerBy(l.Calibration, cores)))
+			100*l.Calibration, 100*l.Threshold, slowerBy(l.Calibration)))
 	}
 	if l.Max > l.Threshold {
 		var per []string
@@ -51,13 +56,13 @@ func (l *Load) Finish(cores int) {
 		}
 		l.Warnings = append(l.Warnings, fmt.Sprintf(
 			"the machine is loaded: other processes used %s of the CPU during the measurement rounds (more than %.0f%%). The measured step times include the time they took from the ranks: up to %.2gx slower where the ranks use every core, more for rows with more ranks than cores, and noisier (see each row's spread); the prediction does not see that load, so it reads as too fast, and differences within the spread are ties. Compare on a quiet machine for figures to rely on",
-			strings.Join(per, ", "), 100*l.Threshold, slowerBy(l.Max, cores)))
+			strings.Join(per, ", "), 100*l.Threshold, slowerBy(l.Max)))
 	}
 }
 
 // slowerBy is how much slower work that wants every core runs when other processes take share of
 // them: 1 / (1 - share), with share the fraction of all cores' time.
-func slowerBy(share float64, cores int) float64 {
+func slowerBy(share float64) float64 {
 	if share >= 0.95 {
 		share = 0.95
 	}

@@ -182,27 +182,29 @@ func (o *compareOptions) grid() (pts []gridPoint, skipped []compare.Skipped) {
 	return pts, skipped
 }
 
-// hostProfile returns the hardware to predict with and the share of the CPU other processes used
-// while it was calibrated (-1 unknown), calibrating when the host profile is missing or stale. A
+// hostProfile returns the hardware to predict with and how it was calibrated (the share of the CPU
+// other processes used meanwhile, -1 unknown, and whether it was quick), calibrating when the host profile is missing or stale. A
 // profile of other hardware (a GPU preset) is refused unless --foreign-hardware says that is
 // intended: compare measures this machine.
-func (o *compareOptions) hostProfile(ctx context.Context, stderr io.Writer) (*hardware.Hardware, float64, error) {
+func (o *compareOptions) hostProfile(ctx context.Context, stderr io.Writer) (*hardware.Hardware, compare.Load, error) {
+	load := compare.NewLoad(-1)
 	if o.Hardware != hardware.HostName {
 		h, err := hardware.Load(o.Hardware)
 		if err != nil {
-			return nil, -1, err
+			return nil, load, err
 		}
 		if h.Cores == 0 && !o.ForeignHardware {
-			return nil, -1, fmt.Errorf("--hardware %s is a profile of %s, not of this machine: compare measures strategies here, so its errors would compare two machines (the issue's -95%%); use --hardware host (calibrated here), a file written by `tpsim calibrate --out`, or pass --foreign-hardware if that is what you mean",
+			return nil, load, fmt.Errorf("--hardware %s is a profile of %s, not of this machine: compare measures strategies here, so its errors would compare two machines (the issue's -95%%); use --hardware host (calibrated here), a file written by `tpsim calibrate --out`, or pass --foreign-hardware if that is what you mean",
 				o.Hardware, h.Device.Name)
 		}
-		return h, -1, nil
+		return h, load, nil
 	}
 	if !o.Recalibrate {
 		h, info, err := calibrate.CachedInfo()
 		if err == nil {
 			fmt.Fprintf(stderr, "tpsim compare: using the cached host profile (%s; %s)\n", info.Path, info.Describe())
-			return h, info.OtherCPU, nil
+			load.Calibration, load.CalibrationQuick = info.OtherCPU, info.Quick
+			return h, load, nil
 		}
 		var stale *calibrate.StaleError
 		switch {
@@ -216,7 +218,7 @@ func (o *compareOptions) hostProfile(ctx context.Context, stderr io.Writer) (*ha
 	}
 	h, rep, err := calibrate.Run(ctx, calibrate.Options{Progress: stderr})
 	if err != nil {
-		return nil, -1, err
+		return nil, load, err
 	}
 	if saved, err := calibrate.SaveCache(h, rep); err != nil {
 		fmt.Fprintf(stderr, "tpsim compare: could not cache the profile: %v\n", err)
@@ -225,7 +227,8 @@ func (o *compareOptions) hostProfile(ctx context.Context, stderr io.Writer) (*ha
 	} else {
 		fmt.Fprintf(stderr, "tpsim compare: %s\n", saved.Reason)
 	}
-	return h, rep.OtherCPU, nil
+	load.Calibration = rep.OtherCPU
+	return h, load, nil
 }
 
 func (o *compareOptions) run(stdout, stderr io.Writer) error {
@@ -269,7 +272,7 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 	if err := atomicfile.CheckDir(o.Out); err != nil {
 		return fmt.Errorf("%v; pass --out a writable directory", err)
 	}
-	hw, calShare, err := o.hostProfile(ctx, stderr)
+	hw, load, err := o.hostProfile(ctx, stderr)
 	if err != nil {
 		if ctx.Err() != nil {
 			return errInterrupted
@@ -278,7 +281,7 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 	}
 	res.Profile = hw
 	res.Skipped = skipped
-	res.Load = compare.NewLoad(calShare)
+	res.Load = load
 	tl, err := compare.Run(ctx, res, pts, compare.Options{Rounds: o.Rounds, Progress: stderr})
 	if errors.Is(err, compare.ErrInterrupted) && len(res.Rows) == 0 {
 		return errInterrupted
