@@ -80,6 +80,9 @@ func (o *calibrateOptions) run(stdout, stderr io.Writer) error {
 	defer stop()
 	hw, rep, err := calibrate.Run(ctx, calibrate.Options{Quick: o.Quick, Progress: stderr})
 	if err != nil {
+		if ctx.Err() != nil {
+			return errInterrupted // nothing measured is kept: a partial profile is not one
+		}
 		return err
 	}
 	if o.JSON {
