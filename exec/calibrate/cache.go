@@ -44,7 +44,7 @@ type cacheEntry struct {
 	// the CPU other processes used meanwhile (-1 unknown). Absent in caches written before they
 	// existed, which were full profiles.
 	Quick    bool            `json:"quick,omitempty"`
-	OtherCPU float64         `json:"other_cpu_share,omitempty"`
+	OtherCPU *float64        `json:"other_cpu_share,omitempty"`
 	Hardware json.RawMessage `json:"hardware"`
 }
 
@@ -53,7 +53,7 @@ type CacheInfo struct {
 	Path  string
 	Saved string // RFC 3339, UTC
 	// Quick: measured with --quick; OtherCPU: the share of the CPU other processes used while it
-	// was measured (-1 unknown, 0 also for caches older than this field).
+	// was measured (-1 unknown, as for caches older than this field).
 	Quick    bool
 	OtherCPU float64
 }
@@ -156,7 +156,7 @@ func writeCache(path string, h *hardware.Hardware, fp Machine, quick bool, other
 	if err := h.Save(&hw); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(cacheEntry{Fingerprint: fp, Saved: time.Now().UTC().Format(time.RFC3339), Quick: quick, OtherCPU: otherCPU,
+	data, err := json.MarshalIndent(cacheEntry{Fingerprint: fp, Saved: time.Now().UTC().Format(time.RFC3339), Quick: quick, OtherCPU: &otherCPU,
 		Hardware: hw.Bytes()}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("calibrate: %v", err)
@@ -176,7 +176,7 @@ func writeCache(path string, h *hardware.Hardware, fp Machine, quick bool, other
 }
 
 func readCache(path string, now Machine) (*hardware.Hardware, CacheInfo, error) {
-	info := CacheInfo{Path: path}
+	info := CacheInfo{Path: path, OtherCPU: -1}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, info, fmt.Errorf("%w at %s; run `tpsim calibrate` to measure this machine (about 15 s): %w", ErrNoCache, path, fs.ErrNotExist)
@@ -193,7 +193,10 @@ func readCache(path string, now Machine) (*hardware.Hardware, CacheInfo, error) 
 	if err := dec.Decode(&e); err != nil {
 		return nil, info, bad(err.Error())
 	}
-	info.Saved, info.Quick, info.OtherCPU = e.Saved, e.Quick, e.OtherCPU
+	info.Saved, info.Quick, info.OtherCPU = e.Saved, e.Quick, -1
+	if e.OtherCPU != nil {
+		info.OtherCPU = *e.OtherCPU
+	}
 	if ch := e.Fingerprint.changes(now); len(ch) > 0 {
 		return nil, info, &StaleError{Path: path, Changes: ch}
 	}
