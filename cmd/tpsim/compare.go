@@ -34,6 +34,17 @@ With no flags it compares single, data, tensor and hybrid parallel for gpt-tiny 
 ranks, calibrating this machine first if no profile is cached (about 15 s), and writes
 results.json, results.csv, report.md and figures (PNG and SVG) to tpsim-out/.
 
+On a shared machine: every round measures every strategy in turn, and the share of the CPU that
+other processes use is read (from /proc) around every run; above 10% compare warns and says what
+that does to the figures. Each row reports its spread over rounds, and strategies whose ranges
+overlap are a tie in the recommendation rather than one "faster" than the other. The predicted
+split of the step counts the time ranks beyond the cores wait, descheduled, at collectives as
+exposed communication (as exec measures it), and its error is reported beside the total's.
+
+Ctrl-C writes the rounds that finished (marked partial) and exits with status 130. --hardware must
+be a profile of this machine (host, or a file from 'tpsim calibrate --out'); a GPU preset needs
+--foreign-hardware, since its predictions would be compared with this CPU's measurements.
+
 Examples:
   tpsim compare
   tpsim compare --model seed-mlp --meshes 1,2,4 --plan "0=colwise,2=rowwise"
