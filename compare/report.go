@@ -122,14 +122,8 @@ var CSVHeader = []string{"strategy", "mesh", "ranks", "rounds",
 	"pred_activations_b", "meas_activations_b", "pred_workspace_b", "meas_workspace_b", "pred_peak_b", "meas_peak_b",
 	"pred_dp_bytes", "meas_dp_bytes", "pred_tp_bytes", "meas_tp_bytes", "max_other_cpu_share", "max_rel_diff_vs_single"}
 
-// num formats a float at full precision (the shortest text that reads back to the same
-// float64), and a whole number as an integer: 1717248, not 1.71725e+06.
-func num(v float64) string {
-	if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
-		return strconv.FormatInt(int64(v), 10)
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
-}
+// num is reports.Number: integers as integers, other numbers at full precision.
+func num(v float64) string { return reports.Number(v) }
 
 // WriteCSV writes results.csv of rows.
 func WriteCSV(w io.Writer, rows []Row) error {

@@ -4,6 +4,8 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -80,6 +82,16 @@ func numeric(s string) bool {
 		s = s[1:]
 	}
 	return s != "" && s[0] >= '0' && s[0] <= '9'
+}
+
+// Number formats v for a CSV cell: a whole number as an integer (1717248, not 1.71725e+06) and
+// anything else at full precision, the shortest text that reads back to the same float64
+// (seconds keep every digit). Every CSV tpsim writes formats its numbers with it.
+func Number(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // CSV writes the header and rows as CSV (RFC 4180, through encoding/csv). It returns an error when

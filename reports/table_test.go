@@ -69,3 +69,13 @@ func TestTableErrors(t *testing.T) {
 		}
 	}
 }
+
+// The issue: CSV lost digits (1.71725e+06 where JSON had 1717248).
+func TestNumber(t *testing.T) {
+	for v, want := range map[float64]string{1717248: "1717248", 0: "0", -3: "-3", 0.0123456789012345: "0.0123456789012345",
+		539648.5: "539648.5", 1e300: "1e+300", 1.5e-9: "1.5e-09"} {
+		if got := Number(v); got != want {
+			t.Errorf("Number(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
