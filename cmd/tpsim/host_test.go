@@ -45,6 +45,10 @@ func TestHardwareHostEverywhere(t *testing.T) {
 				t.Errorf("%v: exit %d: %s", args, code, errs)
 			}
 		}
+		// The preset list names host and says what is cached.
+		if out, _, code := runArgs(t, "hardware"); code != exitOK || !strings.Contains(out, "host  ") || !strings.Contains(out, "full; how loaded") {
+			t.Errorf("tpsim hardware does not list the cached host profile:\n%s", out)
+		}
 		// plan reads the profile too; its search prices with costmodel.Estimate, which refuses
 		// a calibrated profile's per-kernel rates (a limit of the planner, said in its error).
 		_, errs, _ := runArgs(t, "plan", "--model", "seed-mlp", "--gpus", "2", "--hardware", "host")

@@ -72,7 +72,10 @@ func (c CacheInfo) Describe() string {
 		parts = append(parts, fmt.Sprintf("measured while other processes used %.0f%% of the CPU", 100*c.OtherCPU))
 	}
 	if len(parts) == 0 {
-		return "full, measured on a quiet machine"
+		if c.OtherCPU < 0 {
+			return "full; how loaded the machine was while it was measured is unknown"
+		}
+		return fmt.Sprintf("full, measured on a quiet machine (other processes used %.0f%% of the CPU)", 100*c.OtherCPU)
 	}
 	return strings.Join(parts, ", ")
 }
