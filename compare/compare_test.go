@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/exec"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/reports"
+	"github.com/tpsim/tpsim/sim"
 	"github.com/tpsim/tpsim/strategies"
 )
 
@@ -191,18 +193,27 @@ func TestSpreadOf(t *testing.T) {
 
 // Four ranks on two cores: the model's compute at the slowdown of 4 is split into what a rank
 // computes at the slowdown of the 2 that run at once and what it waits, descheduled, at
-// collectives. Hand calculation with slowdown 1, 1.5, 2.25, 3: own = 1.5/3 = half.
+// collectives. Hand calculation with slowdown 1, 1.5, 2.25, 3: a rank runs own = 1.5/3 = half of
+// the priced time and is descheduled the other half. A 12 ms segment runs 6 ms, within one 10 ms
+// time slice, so its 6 ms descheduled are all at the collective; a 36 ms segment runs 18 ms, two
+// slices, so half of its 18 ms descheduled is at the collective and half inside its ops. Of 48 ms
+// of compute, 6 + 9 = 15 ms move: 15/48 of t.Compute.
 func TestSplitSharing(t *testing.T) {
 	hw := &hardware.Hardware{Cores: 2, Slowdown: []float64{1, 1.5, 2.25, 3}}
 	in := reports.StepTime{Step: 0.030, Compute: 0.024, CommExposed: 0.004, Optimizer: 0.002}
-	got, sh := SplitSharing(in, 4, hw)
+	got, sh := SplitSharing(in, 4, hw, nil)
 	if sh == nil || sh.Running != 2 || got.Compute != 0.012 || got.CommExposed != 0.016 || got.Step != in.Step || got.Optimizer != in.Optimizer {
-		t.Errorf("4 ranks on 2 cores: %+v, %+v; want compute 12 ms, exposed comm 16 ms", got, sh)
+		t.Errorf("4 ranks on 2 cores, short segments: %+v, %+v; want compute 12 ms, exposed comm 16 ms", got, sh)
 	}
-	if got, sh := SplitSharing(in, 2, hw); sh != nil || got != in {
+	got, sh = SplitSharing(in, 4, hw, []float64{0.012, 0.036})
+	moved := 0.024 * 15.0 / 48
+	if sh == nil || sh.Segments != 2 || math.Abs(got.Compute-(0.024-moved)) > 1e-15 || math.Abs(got.CommExposed-(0.004+moved)) > 1e-15 {
+		t.Errorf("segments 12 and 36 ms: %+v, %+v; want %g s moved", got, sh, moved)
+	}
+	if got, sh := SplitSharing(in, 2, hw, nil); sh != nil || got != in {
 		t.Errorf("2 ranks on 2 cores changed: %+v", got)
 	}
-	if got, sh := SplitSharing(in, 8, &hardware.Hardware{}); sh != nil || got != in {
+	if got, sh := SplitSharing(in, 8, &hardware.Hardware{}, nil); sh != nil || got != in {
 		t.Errorf("devices of their own changed: %+v", got)
 	}
 }
@@ -282,5 +293,40 @@ func TestCSVPrecision(t *testing.T) {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)
 		}
+	}
+}
+
+// Data parallel meets at a collective once per step (its gradients), tensor parallel around every
+// split layer: the simulated step has one compute segment for dp and more for tp, and together
+// they hold all of the step's non-optimizer compute.
+func TestSegments(t *testing.T) {
+	hw := hostFixture(t)
+	n := map[string]int{}
+	for _, pt := range points(t)[1:] {
+		coster, err := costmodel.NewCoster(pt.Program, hw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := sim.Simulate(pt.Program, coster, sim.Options{Spans: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		segs := Segments(r)
+		var sum, want float64
+		for _, s := range segs {
+			sum += s
+		}
+		for _, sp := range r.Spans {
+			if sp.Rank == 0 && sp.Stream != "comm" && sp.Phase != program.Optimizer {
+				want += float64(sp.End - sp.Start)
+			}
+		}
+		if math.Abs(sum-want) > 1e-12 {
+			t.Errorf("%s: segments sum to %g, compute spans to %g", pt.Mesh, sum, want)
+		}
+		n[pt.Strategy] = len(segs)
+	}
+	if n["dp"] != 1 || n["tp"] < 2 {
+		t.Errorf("segments: dp %d, tp %d; want 1 and at least 2", n["dp"], n["tp"])
 	}
 }

@@ -94,34 +94,93 @@ func MeasuredSample(runs []*exec.Result, step time.Duration, warmup int) reports
 //
 // The cost model prices k ranks on c < k cores as every op slowed by the measured slowdown at k
 // (processor sharing). That is right for the step but not for where it goes: only c ranks run at
-// once, each at the speed of c running together, and a rank that is not running is not in the
-// middle of an op, it is waiting at the next collective for the ranks that are (ranks block at
-// every collective, which is where the Go scheduler switches them). So the step's compute is what
-// a rank computes at the slowdown of c, and the rest of the priced compute, the time it spends
-// descheduled, is waiting at collectives: exposed communication as exec measures it.
+// once, each at the speed of c running together, and a rank that is not running waits. Where it
+// waits depends on how long it computes between collectives (a segment) against the Go
+// scheduler's time slice (GoTimeSlice): a segment shorter than a slice runs to its collective in
+// one go and the rank then waits there, descheduled, for the others (exposed communication, as
+// exec measures it); a segment of n slices is preempted n-1 times in the middle (time exec counts
+// in the op it interrupts) and waits once, at its end. So of each segment's descheduled time D a
+// share 1/n is moved to exposed communication, the rest stays compute. Tensor parallel meets at a
+// collective every layer (short segments: nearly all the waiting is at collectives); data
+// parallel once per step (one long segment: most of it is inside compute).
 type Sharing struct {
 	Ranks int `json:"ranks"`
 	Cores int `json:"cores"`
 	// Running is how many ranks compute at once: min(Ranks, Cores).
 	Running int `json:"running"`
-	// Descheduled is the predicted compute time that is waiting while other ranks run, moved to
-	// exposed communication; Step is unchanged.
+	// Segments is the number of compute segments between collectives in the simulated step.
+	Segments int `json:"segments"`
+	// Descheduled is the predicted compute time that is waiting at collectives while other ranks
+	// run, moved to exposed communication; Step is unchanged.
 	Descheduled float64 `json:"descheduled_s"`
 }
 
-// SplitSharing returns t with the descheduled part of its compute moved to exposed communication
-// (see Sharing), for ranks ranks on hw; t unchanged and nil when the ranks do not outnumber the
-// cores (or hw has devices of their own: Cores 0).
-func SplitSharing(t reports.StepTime, ranks int, hw *hardware.Hardware) (reports.StepTime, *Sharing) {
+// GoTimeSlice is how long the Go scheduler lets a goroutine run while others wait for its
+// processor before preempting it: runtime/proc.go, forcePreemptNS = 10ms ("the time slice given
+// to a G before it is preempted").
+const GoTimeSlice = 10e-3
+
+// Segments returns the compute time of each stretch of the simulated step between two
+// collectives (exec's ranks block in every collective), in seconds, from the spans of pipeline
+// rank 0; optimizer ops are left out.
+func Segments(r *sim.Result) []float64 {
+	spans := slices.Clone(r.Spans)
+	slices.SortStableFunc(spans, func(a, b sim.Span) int {
+		switch {
+		case a.Start < b.Start:
+			return -1
+		case a.Start > b.Start:
+			return 1
+		}
+		return 0
+	})
+	var out []float64
+	cur := 0.0
+	for _, sp := range spans {
+		if sp.Rank != 0 {
+			continue
+		}
+		switch {
+		case sp.Stream == "comm":
+			if cur > 0 {
+				out = append(out, cur)
+			}
+			cur = 0
+		case sp.Phase != program.Optimizer:
+			cur += float64(sp.End - sp.Start)
+		}
+	}
+	if cur > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// SplitSharing returns t with the part of its compute that ranks wait at collectives while
+// descheduled moved to exposed communication (see Sharing), for ranks ranks on hw and the
+// simulated step's segments (nil: every segment within one time slice); t unchanged and nil when
+// the ranks do not outnumber the cores (or hw has devices of their own: Cores 0).
+func SplitSharing(t reports.StepTime, ranks int, hw *hardware.Hardware, segments []float64) (reports.StepTime, *Sharing) {
 	if hw.Cores <= 0 || ranks <= hw.Cores {
 		return t, nil
 	}
 	run := min(ranks, hw.Cores)
 	own := hw.ComputeSlowdown(run) / hw.ComputeSlowdown(ranks)
-	d := t.Compute * (1 - own)
+	frac := 1 - own // of the priced compute, the share a rank is descheduled
+	if len(segments) > 0 {
+		var total, atColl float64
+		for _, w := range segments {
+			r := w * own // the segment's own running time
+			n := math.Max(1, math.Ceil(r/GoTimeSlice))
+			total += w
+			atColl += w * (1 - own) / n
+		}
+		frac = atColl / total
+	}
+	d := t.Compute * frac
 	t.Compute -= d
 	t.CommExposed += d
-	return t, &Sharing{Ranks: ranks, Cores: hw.Cores, Running: run, Descheduled: d}
+	return t, &Sharing{Ranks: ranks, Cores: hw.Cores, Running: run, Segments: len(segments), Descheduled: d}
 }
 
 // commShare is exposed communication over the step (0 when there is no step).
@@ -196,10 +255,11 @@ type RowInput struct {
 func MakeRow(in RowInput, ref *exec.Result, hw *hardware.Hardware) Row {
 	row := Row{Row: reports.Row{Strategy: in.Strategy, Mesh: in.Mesh.String(), Ranks: in.Mesh.Devices()}}
 	row.Predicted = PredictedSample(in.Pred)
-	row.Predicted.Time, row.Sharing = SplitSharing(row.Predicted.Time, row.Ranks, hw)
+	segs := Segments(in.Sim)
+	row.Predicted.Time, row.Sharing = SplitSharing(row.Predicted.Time, row.Ranks, hw, segs)
 	row.Measured = MeasuredSample(in.Runs, exec.Median(in.Steps), in.Warmup)
 	row.Simulated = SimulatedSample(in.Sim, row.Predicted)
-	row.Simulated.Time, _ = SplitSharing(row.Simulated.Time, row.Ranks, hw)
+	row.Simulated.Time, _ = SplitSharing(row.Simulated.Time, row.Ranks, hw, segs)
 	row.Plan = in.Pred.Plan
 	row.Rounds = len(in.Runs)
 	row.OtherCPU = in.OtherCPU
