@@ -247,22 +247,22 @@ func TestLoadWarnings(t *testing.T) {
 	l := NewLoad(0.02)
 	l.AddRound(0.01)
 	l.AddRound(0.03)
-	l.Finish()
+	l.Finish(2)
 	if len(l.Warnings) != 0 || l.Max != 0.03 {
 		t.Errorf("quiet machine: %v, max %g", l.Warnings, l.Max)
 	}
 	l = NewLoad(0.3)
 	l.AddRound(0.05)
 	l.AddRound(0.5)
-	l.Finish()
+	l.Finish(2)
 	if len(l.Warnings) != 2 || !strings.Contains(l.Warnings[0], "calibrated while other processes used 30%") ||
 		!strings.Contains(l.Warnings[1], "5%, 50% of the CPU") || !strings.Contains(l.Warnings[1], "up to 2x slower") ||
-		!strings.Contains(l.Warnings[1], "ties") {
+		!strings.Contains(l.Warnings[1], "ties") || !strings.Contains(l.Warnings[1], "Only about 1.0 of the 2 cores were free") {
 		t.Errorf("loaded: %q", l.Warnings)
 	}
 	l = NewLoad(0)
 	l.CalibrationQuick = true
-	l.Finish()
+	l.Finish(2)
 	if len(l.Warnings) != 1 || !strings.Contains(l.Warnings[0], "quick calibration") {
 		t.Errorf("quick profile: %q", l.Warnings)
 	}

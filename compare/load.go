@@ -39,7 +39,7 @@ func (l *Load) AddRound(share float64) {
 
 // Finish writes the warnings: one for a loaded calibration, one for loaded rounds, each saying
 // what the load does to the figures.
-func (l *Load) Finish() {
+func (l *Load) Finish(cores int) {
 	l.Warnings = nil
 	if l.CalibrationQuick {
 		l.Warnings = append(l.Warnings, "the host profile is a quick calibration (fewer points, shorter timings): its rates are coarse; run `tpsim calibrate` for the full profile")
@@ -54,9 +54,14 @@ func (l *Load) Finish() {
 		for _, s := range l.Rounds {
 			per = append(per, shareText(s))
 		}
+		free := ""
+		if cores > 0 {
+			free = fmt.Sprintf(" Only about %.1f of the %d cores were free for the ranks, so rows of more ranks than that also wait at collectives for descheduled ranks, which the predicted split (made for a quiet machine) counts as compute.",
+				float64(cores)*(1-l.Max), cores)
+		}
 		l.Warnings = append(l.Warnings, fmt.Sprintf(
-			"the machine is loaded: other processes used %s of the CPU during the measurement rounds (more than %.0f%%). The measured step times include the time they took from the ranks: up to %.2gx slower where the ranks use every core, more for rows with more ranks than cores, and noisier (see each row's spread); the prediction does not see that load, so it reads as too fast, and differences within the spread are ties. Compare on a quiet machine for figures to rely on",
-			strings.Join(per, ", "), 100*l.Threshold, slowerBy(l.Max)))
+			"the machine is loaded: other processes used %s of the CPU during the measurement rounds (more than %.0f%%). The measured step times include the time they took from the ranks: up to %.2gx slower where the ranks use every core, more for rows with more ranks than cores, and noisier (see each row's spread); the prediction does not see that load, so it reads as too fast, and differences within the spread are ties.%s Compare on a quiet machine for figures to rely on",
+			strings.Join(per, ", "), 100*l.Threshold, slowerBy(l.Max), free))
 	}
 }
 

@@ -161,7 +161,7 @@ rounds:
 		}
 	}
 	res.Summary = Summarize(res.Rows)
-	res.Load.Finish()
+	res.Load.Finish(hw.Cores)
 	res.Recommendation = Recommend(res, hw)
 	if stopped {
 		return tl, ErrInterrupted
