@@ -330,3 +330,24 @@ func TestSegments(t *testing.T) {
 		t.Errorf("segments: dp %d, tp %d; want 1 and at least 2", n["dp"], n["tp"])
 	}
 }
+
+// Ctrl-C in the first round keeps the strategies that round finished, one run each.
+func TestRunInterruptedInFirstRound(t *testing.T) {
+	hw := hostFixture(t)
+	pts := points(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	// The progress line of the second point's run comes after it finished: cancel there.
+	pw := &cancelOn{trigger: "  dp dp=2:", cancel: cancel}
+	res := &Results{Profile: hw, Load: NewLoad(-1)}
+	_, err := Run(ctx, res, pts, Options{Rounds: 2, Progress: pw})
+	if !errors.Is(err, ErrInterrupted) || !res.Partial {
+		t.Fatalf("err %v, partial %v", err, res.Partial)
+	}
+	if len(res.Rows) != 2 || res.Rows[0].Strategy != "single" || res.Rows[1].Strategy != "dp" || res.Rows[1].Rounds != 1 {
+		t.Fatalf("rows %+v; want single and dp, one run each", res.Rows)
+	}
+	if len(res.Skipped) != 1 || res.Skipped[0].Strategy != "tp" || !strings.Contains(res.Interrupted, "one run each") {
+		t.Errorf("skipped %+v, %q", res.Skipped, res.Interrupted)
+	}
+}

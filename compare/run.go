@@ -98,6 +98,9 @@ func Run(ctx context.Context, res *Results, pts []Point, o Options) (*Timeline, 
 		}
 		res.Partial = true
 		res.Interrupted = fmt.Sprintf("interrupted %s; the rows hold the %d of %d rounds that finished", where, res.RoundsDone, o.Rounds)
+		if res.RoundsDone == 0 {
+			res.Interrupted = fmt.Sprintf("interrupted %s; the rows hold the strategies measured before it, one run each", where)
+		}
 		return true
 	}
 	say("measuring single-device training for the reference losses")
@@ -138,15 +141,12 @@ rounds:
 			res.Skipped = append(res.Skipped, Skipped{s.Strategy, s.Mesh.String(), "interrupted before it was measured"})
 			continue
 		}
-		if stopped && len(s.runs) > res.RoundsDone {
+		if stopped && res.RoundsDone > 0 && len(s.runs) > res.RoundsDone {
 			// The interrupted round measured this row but not all others: keep every row to the
-			// same rounds, so that load in that round does not fall on some rows only.
+			// rounds that finished, so that load in that round does not fall on some rows only.
+			// (Interrupted in the first round, the rows it finished are all there is: kept.)
 			s.runs, s.other = s.runs[:res.RoundsDone], s.other[:res.RoundsDone]
 			s.steps = s.steps[:res.RoundsDone*(s.Config.Steps-warmup)]
-			if len(s.runs) == 0 {
-				res.Skipped = append(res.Skipped, Skipped{s.Strategy, s.Mesh.String(), "measured only in the interrupted round"})
-				continue
-			}
 		}
 		row := MakeRow(RowInput{Strategy: s.Strategy, Mesh: s.Mesh, Pred: s.pred, Sim: s.sim, Runs: s.runs, Steps: s.steps, OtherCPU: s.other, Warmup: warmup}, ref, hw)
 		say("%s %s predicted %s, measured %s (%+.0f%%, spread ±%.0f%%)", s.Strategy, s.Mesh,
