@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tpsim/tpsim/exec/calibrate"
 )
@@ -24,6 +25,14 @@ type Load struct {
 	Max    float64   `json:"max_other_cpu_share"`
 	// Warnings say what the load does to the figures; empty on a quiet machine.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// SampleLoad returns the share of the CPU other processes use over d (-1 when unknown), for a
+// check before measuring.
+func SampleLoad(d time.Duration) float64 {
+	a := calibrate.SampleCPU()
+	time.Sleep(d)
+	return calibrate.OtherCPUShare(a, calibrate.SampleCPU())
 }
 
 // NewLoad returns a Load with the calibration's share and no rounds yet.

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -36,7 +37,7 @@ results.json, results.csv, report.md and figures (PNG and SVG) to tpsim-out/.
 
 On a shared machine: every round measures every strategy in turn, and the share of the CPU that
 other processes use is read (from /proc) around every run; above 10% compare warns and says what
-that does to the figures. Each row reports its spread over rounds, and strategies whose ranges
+that does to the figures (--max-load refuses to start on a machine busier than a given share). Each row reports its spread over rounds, and strategies whose ranges
 overlap are a tie in the recommendation rather than one "faster" than the other. The predicted
 split of the step counts the time ranks beyond the cores wait, descheduled, at collectives as
 exposed communication (as exec measures it), and its error is reported beside the total's.
@@ -66,6 +67,8 @@ type compareOptions struct {
 	JSON        bool
 	Recalibrate bool
 	Rounds      int
+	// MaxLoad refuses to measure when other processes use more of the CPU (0: never refuse).
+	MaxLoad float64
 	// ForeignHardware allows --hardware to name a profile of other hardware (a GPU preset).
 	ForeignHardware bool
 }
@@ -98,6 +101,7 @@ func parseCompare(args []string) (*compareOptions, *pflag.FlagSet, error) {
 	fs.StringVar(&o.Out, "out", "tpsim-out", "directory for results.json, results.csv, report.md and the figures")
 	fs.BoolVar(&o.JSON, "json", false, "print results.json to stdout as well")
 	fs.BoolVar(&o.Recalibrate, "recalibrate", false, "calibrate this machine again even if a profile is cached")
+	fs.Float64Var(&o.MaxLoad, "max-load", 0, "refuse to measure when other processes use more than this share of the CPU (0.3 = 30%), sampled for a second first; 0: only warn")
 	fs.BoolVar(&o.ForeignHardware, "foreign-hardware", false, "allow --hardware to be a profile of other hardware (a GPU preset): its predictions are compared with measurements of this machine")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return o, fs, err
@@ -124,6 +128,9 @@ func parseCompare(args []string) (*compareOptions, *pflag.FlagSet, error) {
 	}
 	if o.Rounds < 1 {
 		return o, fs, usagef("--rounds=%d; measure at least one round", o.Rounds)
+	}
+	if o.MaxLoad < 0 || o.MaxLoad >= 1 || o.MaxLoad != o.MaxLoad {
+		return o, fs, usagef("--max-load=%v; give a share of the CPU between 0 and 1, e.g. 0.3 (or 0 to only warn)", o.MaxLoad)
 	}
 	if o.Batch < 0 {
 		return o, fs, usagef("--batch=%d; it must be positive (or 0 for the model's batch)", o.Batch)
@@ -282,6 +289,11 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 	// Refuse an output directory that cannot be written before calibrating and measuring.
 	if err := atomicfile.CheckDir(o.Out); err != nil {
 		return fmt.Errorf("%v; pass --out a writable directory", err)
+	}
+	if o.MaxLoad > 0 {
+		if share := compare.SampleLoad(time.Second); share > o.MaxLoad {
+			return fmt.Errorf("other processes use %.0f%% of the CPU, more than --max-load %.0f%%: measurements now would be slower and noisier than this machine alone; wait for a quieter moment, or raise --max-load", 100*share, 100*o.MaxLoad)
+		}
 	}
 	hw, load, err := o.hostProfile(ctx, stderr)
 	if err != nil {

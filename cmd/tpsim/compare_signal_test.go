@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -72,5 +73,23 @@ func TestCompareCtrlCKeepsFinishedRows(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("%s not written: %v", f, err)
 		}
+	}
+}
+
+// With a CPU hog running (the issue's `yes > /dev/null`), --max-load refuses to measure and says
+// why; without the flag compare only warns (TestCompareWritesEverything).
+func TestCompareMaxLoadRefusesUnderAHog(t *testing.T) {
+	yes, err := osexec.LookPath("yes")
+	if err != nil {
+		t.Skip("no yes(1) to load the machine with")
+	}
+	hog := osexec.Command(yes)
+	if err := hog.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { hog.Process.Kill(); hog.Wait() }()
+	_, errs, code := runArgs(t, "compare", "--max-load", "0.05", "--model", "seed-mlp", "--meshes", "1", "--hardware", "testdata/host.json", "--out", t.TempDir())
+	if code != exitFailure || !strings.Contains(errs, "more than --max-load 5%") {
+		t.Errorf("exit %d, stderr %q; want a refusal naming --max-load", code, errs)
 	}
 }

@@ -106,6 +106,7 @@ func TestCompareErrors(t *testing.T) {
 		{[]string{"--strategies", "zero"}, 2, `unknown strategy "zero"; valid: single, dp, tp, hybrid`},
 		{[]string{"--meshes", "0"}, 2, "not a positive number of ranks"},
 		{[]string{"--steps", "1"}, 2, "at least 2 steps"},
+		{[]string{"--max-load", "1.5"}, 2, "between 0 and 1"},
 		{[]string{"--strategies", "hybrid", "--meshes", "2"}, 2, "give nothing to run"},
 		{[]string{"--hardware", "testdata/missing.json", "--model", "seed-mlp", "--meshes", "1", "--out", "OUT"}, 1, "missing.json"},
 		{[]string{"--model", "gpt-tiny", "--strategies", "tp", "--meshes", "3", "--hardware", "testdata/host.json", "--out", "OUT", "--steps", "2"}, 1, "tp=3 does not divide"},
