@@ -148,23 +148,8 @@ func WriteCSV(w io.Writer, rows []Row) error {
 
 func msText(s float64) string { return fmt.Sprintf("%.3g ms", s*1e3) }
 
-// commas is 1,234,567.
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+// commas is reports.Commas: 1,234,567.
+func commas(n int64) string { return reports.Commas(n) }
 
 // TableRows are the rows of the terminal and Markdown tables.
 func TableRows(rows []Row) ([]string, [][]string) {

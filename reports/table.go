@@ -94,6 +94,24 @@ func Number(v float64) string {
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
+// Commas writes n with thousands separators: 1,234,567.
+func Commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
 // CSV writes the header and rows as CSV (RFC 4180, through encoding/csv). It returns an error when
 // a row has a different number of cells than the header.
 func CSV(w io.Writer, header []string, rows [][]string) error {

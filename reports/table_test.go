@@ -79,3 +79,11 @@ func TestNumber(t *testing.T) {
 		}
 	}
 }
+
+func TestCommas(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -1234567: "-1,234,567", 6738415616: "6,738,415,616"} {
+		if got := Commas(n); got != want {
+			t.Errorf("Commas(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
