@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -214,6 +215,10 @@ func (o *compareOptions) hostProfile(ctx context.Context, stderr io.Writer) (*ha
 		if h.Cores == 0 && !o.ForeignHardware {
 			return nil, load, fmt.Errorf("--hardware %s is a profile of %s, not of this machine: compare measures strategies here, so its errors would compare two machines (the issue's -95%%); use --hardware host (calibrated here), a file written by `tpsim calibrate --out`, or pass --foreign-hardware if that is what you mean",
 				o.Hardware, h.Device.Name)
+		}
+		if h.Cores > 0 && h.Cores != runtime.NumCPU() {
+			fmt.Fprintf(stderr, "tpsim compare: warning: %s was measured on a machine with %d cores and this one has %d: its slowdowns and rates describe that machine, not this one; use --hardware host to calibrate here\n",
+				o.Hardware, h.Cores, runtime.NumCPU())
 		}
 		return h, load, nil
 	}
