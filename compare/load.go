@@ -55,7 +55,7 @@ func (l *Load) Finish(cores int) {
 	}
 	if l.Calibration > l.Threshold {
 		l.Warnings = append(l.Warnings, fmt.Sprintf(
-			"the host profile was calibrated while other processes used %.0f%% of the CPU (more than %.0f%%): its kernel and collective rates are slower than this machine alone, so the predictions are too slow by up to %.2gx; run `tpsim calibrate` (or compare --recalibrate) when the machine is quiet",
+			"the host profile was calibrated while other processes used %.0f%% of the CPU (more than %.0f%%): its kernel and collective rates are slower than this machine alone, so the predicted step times come out too long, by up to %.2gx; run `tpsim calibrate` (or compare --recalibrate) when the machine is quiet",
 			100*l.Calibration, 100*l.Threshold, slowerBy(l.Calibration)))
 	}
 	if l.Max > l.Threshold {
