@@ -44,9 +44,20 @@ func Preset(name string) (*Hardware, error) {
 	return parse(data, "preset "+name)
 }
 
-// Load returns the preset called nameOrPath, or else the hardware described by the JSON file at
-// that path.
+// HostName is the name of the profile of this machine, measured by `tpsim calibrate`.
+const HostName = "host"
+
+// HostLoader returns the host profile, for Load("host"). This package does not know where a
+// calibrated profile is kept (exec/calibrate caches it, and imports this package), so the program
+// sets it: tpsim's main sets the calibration cache's reader. nil: "host" is not a known name.
+var HostLoader func() (*Hardware, error)
+
+// Load returns the preset called nameOrPath, the host profile for "host" (HostLoader), or else the
+// hardware described by the JSON file at that path.
 func Load(nameOrPath string) (*Hardware, error) {
+	if nameOrPath == HostName && HostLoader != nil {
+		return HostLoader()
+	}
 	if slices.Contains(Names(), nameOrPath) {
 		return Preset(nameOrPath)
 	}
@@ -65,8 +76,12 @@ func looksLikePath(s string) bool {
 }
 
 func unknownError(name string) error {
+	names := Names()
+	if HostLoader != nil {
+		names = append(names, HostName)
+	}
 	return fmt.Errorf("hardware: unknown hardware %q; valid names: %s (or a path to a hardware JSON file)",
-		name, strings.Join(Names(), ", "))
+		name, strings.Join(names, ", "))
 }
 
 // Parse decodes a hardware description from JSON and validates it. Unknown fields, trailing data

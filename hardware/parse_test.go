@@ -136,3 +136,25 @@ func TestLoad(t *testing.T) {
 		t.Errorf("Preset with a path = %v, want unknown hardware", err)
 	}
 }
+
+// "host" is whatever HostLoader returns (the program sets it to the calibration cache); without
+// one it is an unknown name.
+func TestLoadHost(t *testing.T) {
+	old := HostLoader
+	t.Cleanup(func() { HostLoader = old })
+	HostLoader = nil
+	if _, err := Load("host"); err == nil || !strings.Contains(err.Error(), `unknown hardware "host"`) {
+		t.Errorf("Load(host) with no loader: %v", err)
+	}
+	want, err := Preset("h100-sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	HostLoader = func() (*Hardware, error) { return want, nil }
+	if got, err := Load("host"); err != nil || got != want {
+		t.Errorf("Load(host) = %v, %v; want the loader's profile", got, err)
+	}
+	if _, err := Load("hots"); err == nil || !strings.Contains(err.Error(), "host") {
+		t.Errorf("unknown name with a loader set: %v; want host among the valid names", err)
+	}
+}

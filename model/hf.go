@@ -17,6 +17,14 @@ import (
 // positions (gpt2) keep Seq = n_positions, the rows of their position table.
 const HFSeqCap = 8192
 
+// HFBatchTokens is the global batch, in tokens, that a model imported from a Hugging Face config
+// trains with by default: Batch = HFBatchTokens / Seq sequences (at least 1). A config.json carries
+// no batch, and a batch of 1 makes every dp > 1 fail on divisibility and plans at a batch no
+// pretraining run uses. 4M tokens (2^22) is Llama 2's global batch (Touvron et al. 2023, "Llama 2",
+// section 2.2: "a global batch-size of 4M tokens"), between GPT-3's 0.5M-3.2M tokens (Brown et al.
+// 2020, Table 2.1). Give gbs= in the strategy to plan at another batch.
+const HFBatchTokens = 1 << 22
+
 // hfTypes lists the supported Hugging Face model_type values, sorted.
 var hfTypes = []string{"gpt2", "gpt_neox", "llama", "mistral", "qwen2"}
 
@@ -57,7 +65,7 @@ type hfConfig struct {
 // num_attention_heads, head_dim = hidden_size / num_attention_heads, n_inner = 4 n_embd;
 // tie_word_embeddings is true for gpt2 and false otherwise; max_position_embeddings is 2048 for
 // llama and gpt_neox, 32768 for qwen2 and 131072 for mistral. Seq is set as HFSeqCap says; Batch is
-// 1, as configs do not carry one. Architectures: llama and mistral are RMSNorm, SwiGLU, rotary, no
+// HFBatchTokens / Seq, as configs do not carry one (the model's Source says so). Architectures: llama and mistral are RMSNorm, SwiGLU, rotary, no
 // biases (llama's attention_bias and mlp_bias may both be true); qwen2 adds a bias on q, k and v;
 // gpt2 is LayerNorm, GELU, biases, learned positions; gpt_neox is gpt2 with rotary positions and
 // an untied head (use_parallel_residual changes no shape and is ignored).
@@ -216,11 +224,13 @@ func decodeConfig(data []byte, name, fallback, origin string) (*Model, error) {
 	if name == "" {
 		name = fallback
 	}
+	t.Batch = max(1, HFBatchTokens/t.Seq)
 	m, err := t.Build(name, family)
 	if err != nil {
 		return nil, fail("%s", strings.TrimPrefix(err.Error(), "model: "))
 	}
-	m.Source = fmt.Sprintf("Hugging Face config.json (model_type %q) from %s", mt, origin)
+	m.Source = fmt.Sprintf("Hugging Face config.json (model_type %q) from %s; the config has no batch, so the global batch is %d sequences of %d tokens, 4M tokens as Llama 2 trained (set gbs= to change it)",
+		mt, origin, t.Batch, t.Seq)
 	return m, nil
 }
 

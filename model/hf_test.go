@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -49,10 +50,11 @@ func TestFromHFConfigPublished(t *testing.T) {
 		if got := m.Params(); got != tt.params {
 			t.Errorf("%s: Params() = %d; want %d", tt.file, got, tt.params)
 		}
+		tt.t.Batch = HFBatchTokens / tt.t.Seq // the default batch: 4M tokens
 		if *m.Transformer != tt.t {
 			t.Errorf("%s: Transformer %+v;\nwant %+v", tt.file, *m.Transformer, tt.t)
 		}
-		if m.Family != tt.family || m.Name != tt.file || m.Batch != 1 || m.Validate() != nil {
+		if m.Family != tt.family || m.Name != tt.file || m.Batch != tt.t.Batch || m.Validate() != nil {
 			t.Errorf("%s: family %q name %q batch %d validate %v", tt.file, m.Family, m.Name, m.Batch, m.Validate())
 		}
 		if !strings.Contains(m.Source, tt.file) {
@@ -73,7 +75,7 @@ func TestFromHFConfigPublished(t *testing.T) {
 	p, _ := Preset("llama2-7b")
 	hf, _ := Load("testdata/llama-2-7b.json")
 	pt, ht := *p.Transformer, *hf.Transformer
-	pt.Batch = 0
+	pt.Batch, ht.Batch = 0, 0 // the preset's batch is the paper's, the config's the default
 	if pt != ht {
 		t.Errorf("llama2-7b preset %+v; the Hugging Face config gives %+v", pt, ht)
 	}
@@ -115,6 +117,7 @@ func TestFromHFConfigDefaults(t *testing.T) {
 			t.Errorf("%d: %v", i, err)
 			continue
 		}
+		tt.want.Batch = HFBatchTokens / tt.want.Seq // the default batch: 4M tokens
 		if *m.Transformer != tt.want {
 			t.Errorf("%d: %+v;\nwant %+v", i, *m.Transformer, tt.want)
 		}
@@ -290,4 +293,28 @@ func FuzzFromHFConfig(f *testing.F) {
 			t.Errorf("model %q with %d params", m.Name, m.Params())
 		}
 	})
+}
+
+// The issue: a config.json got global batch 1, so `predict --strategy dp=2,tp=4` failed on
+// divisibility and plan planned at batch 1. The default is 4M tokens (Llama 2's global batch):
+// 512 sequences at Llama 3's 8192, 4096 at GPT-2's 1024; the Source says where it came from.
+func TestFromHFConfigDefaultBatch(t *testing.T) {
+	for _, tt := range []struct {
+		json      string
+		seq, want int
+	}{
+		{`{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 131072}`, 8192, 512},
+		{`{"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 1024, "vocab_size": 100}`, 1024, 4096},
+	} {
+		m, err := FromHFConfig([]byte(tt.json), "config.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Seq != tt.seq || m.Batch != tt.want || m.Batch*m.Seq != HFBatchTokens {
+			t.Errorf("seq %d batch %d, want seq %d batch %d (4M tokens)", m.Seq, m.Batch, tt.seq, tt.want)
+		}
+		if !strings.Contains(m.Source, fmt.Sprintf("global batch is %d sequences", tt.want)) || !strings.Contains(m.Source, "gbs=") {
+			t.Errorf("Source %q does not say where the batch came from", m.Source)
+		}
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -130,7 +131,9 @@ func WritePNG(w io.Writer, d Drawer, width, height vg.Length) error {
 }
 
 // Save writes d to dir/base.png and dir/base.svg at the given size (DefaultWidth and
-// DefaultHeight suit most figures). It creates dir if needed.
+// DefaultHeight suit most figures). It creates dir if needed. Each file is drawn in memory and
+// written atomically (internal/atomicfile), so a failed write leaves the previous figure or none,
+// never a truncated one.
 func Save(d Drawer, dir, base string, width, height vg.Length) error {
 	if base == "" {
 		return fmt.Errorf("reports: empty file name for a figure")
@@ -138,15 +141,16 @@ func Save(d Drawer, dir, base string, width, height vg.Length) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
-	for _, f := range []struct {
-		ext   string
-		write func(io.Writer, Drawer, vg.Length, vg.Length) error
-	}{{".png", WritePNG}, {".svg", WriteSVG}} {
-		var b bytes.Buffer
-		if err := f.write(&b, d, width, height); err != nil {
-			return fmt.Errorf("reports: drawing %s%s: %w", base, f.ext, err)
+	// Draw both first, so that a figure that cannot be drawn writes neither file.
+	var out [2]bytes.Buffer
+	exts := [2]string{".png", ".svg"}
+	for i, write := range [2]func(io.Writer, Drawer, vg.Length, vg.Length) error{WritePNG, WriteSVG} {
+		if err := write(&out[i], d, width, height); err != nil {
+			return fmt.Errorf("reports: drawing %s%s: %w", base, exts[i], err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, base+f.ext), b.Bytes(), 0o644); err != nil {
+	}
+	for i, ext := range exts {
+		if err := atomicfile.WriteFile(filepath.Join(dir, base+ext), out[i].Bytes(), 0o644); err != nil {
 			return fmt.Errorf("reports: %w", err)
 		}
 	}

@@ -414,3 +414,27 @@ func TestParetoThinning(t *testing.T) {
 		t.Errorf("SVG of a thinned search is %d bytes", b.Len())
 	}
 }
+
+// A figure that cannot be written fails with the file's name and leaves no temporary file
+// beside it (internal/atomicfile): the truncated 24,576-byte pareto.svg cannot happen.
+func TestSaveFailureLeavesNoPartialFile(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Scaling("", fixtureRows())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// scaling.png is a non-empty directory: the rename over it fails.
+	if err := os.MkdirAll(filepath.Join(dir, "scaling.png", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = Save(f, dir, "scaling", 4*vg.Inch, 3*vg.Inch)
+	if err == nil || !strings.Contains(err.Error(), "scaling.png") {
+		t.Fatalf("Save over a directory: %v, want an error naming scaling.png", err)
+	}
+	es, _ := os.ReadDir(dir)
+	for _, e := range es {
+		if e.Name() != "scaling.png" {
+			t.Errorf("Save left %s behind", e.Name())
+		}
+	}
+}

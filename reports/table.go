@@ -4,6 +4,8 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -80,6 +82,34 @@ func numeric(s string) bool {
 		s = s[1:]
 	}
 	return s != "" && s[0] >= '0' && s[0] <= '9'
+}
+
+// Number formats v for a CSV cell: a whole number as an integer (1717248, not 1.71725e+06) and
+// anything else at full precision, the shortest text that reads back to the same float64
+// (seconds keep every digit). Every CSV tpsim writes formats its numbers with it.
+func Number(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// Commas writes n with thousands separators: 1,234,567.
+func Commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }
 
 // CSV writes the header and rows as CSV (RFC 4180, through encoding/csv). It returns an error when

@@ -69,3 +69,21 @@ func TestTableErrors(t *testing.T) {
 		}
 	}
 }
+
+// The issue: CSV lost digits (1.71725e+06 where JSON had 1717248).
+func TestNumber(t *testing.T) {
+	for v, want := range map[float64]string{1717248: "1717248", 0: "0", -3: "-3", 0.0123456789012345: "0.0123456789012345",
+		539648.5: "539648.5", 1e300: "1e+300", 1.5e-9: "1.5e-09"} {
+		if got := Number(v); got != want {
+			t.Errorf("Number(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestCommas(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -1234567: "-1,234,567", 6738415616: "6,738,415,616"} {
+		if got := Commas(n); got != want {
+			t.Errorf("Commas(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -119,9 +119,23 @@ func ParsePlan(s string) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.Rules = append(p.Rules, Rule{k, st})
+		if err := p.add(Rule{k, st}); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
+}
+
+// add appends r, refusing a pattern the plan already has: with two styles for one module the
+// last one would silently win.
+func (p *Plan) add(r Rule) error {
+	for _, o := range p.Rules {
+		if o.Pattern == r.Pattern {
+			return fmt.Errorf("strategies: plan key %q appears twice (%s and %s); give each module one style", r.Pattern, o.Style, r.Style)
+		}
+	}
+	p.Rules = append(p.Rules, r)
+	return nil
 }
 
 // ParsePlanJSON reads a JSON object of module pattern -> style. Rules keep the file's order.
@@ -163,7 +177,9 @@ func ParsePlanJSON(data []byte) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.Rules = append(p.Rules, Rule{kt.(string), st})
+		if err := p.add(Rule{kt.(string), st}); err != nil {
+			return nil, err
+		}
 	}
 	if len(p.Rules) == 0 {
 		return nil, fmt.Errorf("strategies: the plan file has no entries")

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -72,15 +72,17 @@ func parseCalibrate(args []string) (*calibrateOptions, *pflag.FlagSet, error) {
 func (o *calibrateOptions) run(stdout, stderr io.Writer) error {
 	if o.Out != "" {
 		// Refuse a path that cannot be written before spending the calibration's seconds.
-		dir := filepath.Dir(o.Out)
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return fmt.Errorf("--out %s: directory %s does not exist; create it or choose another path", o.Out, dir)
+		if err := atomicfile.CheckFile(o.Out); err != nil {
+			return fmt.Errorf("--out %s: %v", o.Out, err)
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	hw, rep, err := calibrate.Run(ctx, calibrate.Options{Quick: o.Quick, Progress: stderr})
 	if err != nil {
+		if ctx.Err() != nil {
+			return errInterrupted // nothing measured is kept: a partial profile is not one
+		}
 		return err
 	}
 	if o.JSON {
@@ -97,16 +99,24 @@ func (o *calibrateOptions) run(stdout, stderr io.Writer) error {
 		if err := hw.Save(&buf); err != nil {
 			return err
 		}
-		if err := os.WriteFile(o.Out, buf.Bytes(), 0o644); err != nil {
-			errs = append(errs, fmt.Errorf("cannot write the profile: %v; choose a writable --out path", err))
+		if err := atomicfile.WriteFile(o.Out, buf.Bytes(), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("%v; choose a writable --out path", err))
 		} else {
 			fmt.Fprintf(stderr, "tpsim calibrate: wrote %s\n", o.Out)
 		}
 	}
-	if path, err := calibrate.SaveCache(hw); err != nil {
+	if rep.Loaded() {
+		fmt.Fprintf(stderr, "tpsim calibrate: warning: other processes used %.0f%% of the CPU while this machine was measured (more than %.0f%%): the figures are slower and noisier than this machine alone, and the profile is marked as measured under load\n",
+			100*rep.OtherCPU, 100*calibrate.BusyShare)
+	}
+	saved, err := calibrate.SaveCache(hw, rep)
+	switch {
+	case err != nil:
 		errs = append(errs, err)
-	} else {
-		fmt.Fprintf(stderr, "tpsim calibrate: cached %s\n", path)
+	case saved.Written:
+		fmt.Fprintf(stderr, "tpsim calibrate: cached %s\n", saved.Path)
+	default:
+		fmt.Fprintf(stderr, "tpsim calibrate: %s\n", saved.Reason)
 	}
 	return errors.Join(errs...)
 }

@@ -97,3 +97,22 @@ func TestWriteCalibration(t *testing.T) {
 		}
 	}
 }
+
+// The issue: `calibrate --quick` replaced the cached full profile with a coarse one. It leaves a
+// full profile in place and says so.
+func TestCalibrateQuickKeepsFullCache(t *testing.T) {
+	cacheHostProfile(t) // a full profile of this machine, as `tpsim calibrate` leaves
+	before, err := calibrate.Cached()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runArgs(t, "calibrate", "--quick", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	wantAll(t, "stderr", stderr, []string{"kept the full profile cached in", "quick calibration"})
+	after, info, err := calibrate.CachedInfo()
+	if err != nil || !reflect.DeepEqual(after, before) || !info.Full() {
+		t.Errorf("the cache changed after calibrate --quick (%v, %+v)", err, info)
+	}
+}

@@ -7,20 +7,20 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/compare"
 	"github.com/tpsim/tpsim/exec"
 	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/program"
-	"github.com/tpsim/tpsim/reports"
-	"github.com/tpsim/tpsim/sim"
 	"github.com/tpsim/tpsim/strategies"
 )
 
@@ -35,6 +35,17 @@ speed, for memory and for communication, with the reasons in numbers.
 With no flags it compares single, data, tensor and hybrid parallel for gpt-tiny on 1, 2 and 4
 ranks, calibrating this machine first if no profile is cached (about 15 s), and writes
 results.json, results.csv, report.md and figures (PNG and SVG) to tpsim-out/.
+
+On a shared machine: every round measures every strategy in turn, and the share of the CPU that
+other processes use is read (from /proc) around every run; above 10% compare warns and says what
+that does to the figures (--max-load refuses to start on a machine busier than a given share). Each row reports its spread over rounds, and strategies whose ranges
+overlap are a tie in the recommendation rather than one "faster" than the other. The predicted
+split of the step counts the time ranks beyond the cores wait, descheduled, at collectives as
+exposed communication (as exec measures it), and its error is reported beside the total's.
+
+Ctrl-C writes the rounds that finished (marked partial) and exits with status 130. --hardware must
+be a profile of this machine (host, or a file from 'tpsim calibrate --out'); a GPU preset needs
+--foreign-hardware, since its predictions would be compared with this CPU's measurements.
 
 Examples:
   tpsim compare
@@ -57,6 +68,10 @@ type compareOptions struct {
 	JSON        bool
 	Recalibrate bool
 	Rounds      int
+	// MaxLoad refuses to measure when other processes use more of the CPU (0: never refuse).
+	MaxLoad float64
+	// ForeignHardware allows --hardware to name a profile of other hardware (a GPU preset).
+	ForeignHardware bool
 }
 
 // strategyNames are the strategy families compare runs.
@@ -87,6 +102,8 @@ func parseCompare(args []string) (*compareOptions, *pflag.FlagSet, error) {
 	fs.StringVar(&o.Out, "out", "tpsim-out", "directory for results.json, results.csv, report.md and the figures")
 	fs.BoolVar(&o.JSON, "json", false, "print results.json to stdout as well")
 	fs.BoolVar(&o.Recalibrate, "recalibrate", false, "calibrate this machine again even if a profile is cached")
+	fs.Float64Var(&o.MaxLoad, "max-load", 0, "refuse to measure when other processes use more than this share of the CPU (0.3 = 30%), sampled for a second first; 0: only warn")
+	fs.BoolVar(&o.ForeignHardware, "foreign-hardware", false, "allow --hardware to be a profile of other hardware (a GPU preset): its predictions are compared with measurements of this machine")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return o, fs, err
 	}
@@ -112,6 +129,9 @@ func parseCompare(args []string) (*compareOptions, *pflag.FlagSet, error) {
 	}
 	if o.Rounds < 1 {
 		return o, fs, usagef("--rounds=%d; measure at least one round", o.Rounds)
+	}
+	if o.MaxLoad < 0 || o.MaxLoad >= 1 || o.MaxLoad != o.MaxLoad {
+		return o, fs, usagef("--max-load=%v; give a share of the CPU between 0 and 1, e.g. 0.3 (or 0 to only warn)", o.MaxLoad)
 	}
 	if o.Batch < 0 {
 		return o, fs, usagef("--batch=%d; it must be positive (or 0 for the model's batch)", o.Batch)
@@ -140,7 +160,7 @@ type gridPoint struct {
 // grid lists the (strategy, mesh) pairs of the options: single where --meshes has 1, dp and tp
 // where it has 2 or more, hybrid where it has an even number from 4; a hybrid that cannot be is
 // returned with the reason.
-func (o *compareOptions) grid() (pts []gridPoint, skipped []skippedRow) {
+func (o *compareOptions) grid() (pts []gridPoint, skipped []compare.Skipped) {
 	seen := map[string]bool{}
 	add := func(s string, m strategies.Mesh) {
 		k := s + m.String()
@@ -170,7 +190,7 @@ func (o *compareOptions) grid() (pts []gridPoint, skipped []skippedRow) {
 				add(s, one)
 			case "hybrid":
 				if n < 4 || n%2 != 0 {
-					skipped = append(skipped, skippedRow{s, fmt.Sprint(n), "hybrid is dp=2 x tp=n/2 and needs an even number of ranks, at least 4"})
+					skipped = append(skipped, compare.Skipped{Strategy: s, Mesh: fmt.Sprint(n), Reason: "hybrid is dp=2 x tp=n/2 and needs an even number of ranks, at least 4"})
 					continue
 				}
 				one.DP, one.TP = 2, n/2
@@ -181,71 +201,33 @@ func (o *compareOptions) grid() (pts []gridPoint, skipped []skippedRow) {
 	return pts, skipped
 }
 
-type skippedRow struct {
-	Strategy string `json:"strategy"`
-	Mesh     string `json:"mesh"`
-	Reason   string `json:"reason"`
-}
-
-// resultRow is one row of results.json: the reports.Row (predicted, measured, simulated samples)
-// and the errors of the prediction.
-type resultRow struct {
-	reports.Row
-	Errors     rowErrors `json:"errors"`
-	MaxRelDiff float64   `json:"max_rel_diff_vs_single"`
-	Loss       []float64 `json:"loss"`
-	Plan       string    `json:"plan"`
-}
-
-type rowErrors struct {
-	// StepTimeAPE is |predicted - measured| / measured of the step time.
-	StepTimeAPE float64 `json:"step_time_ape"`
-	// SimStepTimeAPE is the same for the simulator.
-	SimStepTimeAPE float64 `json:"sim_step_time_ape"`
-	// CommBytesAbs is |predicted - measured| bytes per mesh dimension.
-	CommBytesAbs map[string]float64 `json:"comm_bytes_abs_error"`
-	// MemoryRel is |predicted - measured| / measured per memory category.
-	MemoryRel map[string]float64 `json:"memory_rel_error"`
-}
-
-type compareSummary struct {
-	Rows                  int                `json:"rows"`
-	StepTimeMAPE          float64            `json:"step_time_mape"`
-	StepTimeMaxAPE        float64            `json:"step_time_max_ape"`
-	SimStepTimeMAPE       float64            `json:"sim_step_time_mape"`
-	CommBytesMaxAbsError  float64            `json:"comm_bytes_max_abs_error"`
-	MemoryMaxRelError     map[string]float64 `json:"memory_max_rel_error"`
-	MaxRelDiffVsSingle    float64            `json:"max_rel_diff_vs_single"`
-	WorstStepTimeStrategy string             `json:"worst_step_time_row"`
-}
-
-// compareResults is results.json.
-type compareResults struct {
-	Model          string             `json:"model"`
-	Params         int64              `json:"params"`
-	Batch          int                `json:"batch"`
-	Steps          int                `json:"steps"`
-	Seed           uint64             `json:"seed"`
-	Optimizer      string             `json:"optimizer"`
-	Plan           string             `json:"plan"`
-	Rows           []resultRow        `json:"rows"`
-	Skipped        []skippedRow       `json:"skipped"`
-	Summary        compareSummary     `json:"summary"`
-	Recommendation []recommendation   `json:"recommendation"`
-	Profile        *hardware.Hardware `json:"calibration_profile"`
-}
-
-// hostProfile returns the hardware to predict with, calibrating when the host profile is missing
-// or stale.
-func (o *compareOptions) hostProfile(ctx context.Context, stderr io.Writer) (*hardware.Hardware, error) {
-	if o.Hardware != "host" {
-		return hardware.Load(o.Hardware)
+// hostProfile returns the hardware to predict with and how it was calibrated (the share of the CPU
+// other processes used meanwhile, -1 unknown, and whether it was quick), calibrating when the host profile is missing or stale. A
+// profile of other hardware (a GPU preset) is refused unless --foreign-hardware says that is
+// intended: compare measures this machine.
+func (o *compareOptions) hostProfile(ctx context.Context, stderr io.Writer) (*hardware.Hardware, compare.Load, error) {
+	load := compare.NewLoad(-1)
+	if o.Hardware != hardware.HostName {
+		h, err := hardware.Load(o.Hardware)
+		if err != nil {
+			return nil, load, err
+		}
+		if h.Cores == 0 && !o.ForeignHardware {
+			return nil, load, fmt.Errorf("--hardware %s is a profile of %s, not of this machine: compare measures strategies here, so its errors would compare two machines (the issue's -95%%); use --hardware host (calibrated here), a file written by `tpsim calibrate --out`, or pass --foreign-hardware if that is what you mean",
+				o.Hardware, h.Device.Name)
+		}
+		if h.Cores > 0 && h.Cores != runtime.NumCPU() {
+			fmt.Fprintf(stderr, "tpsim compare: warning: %s was measured on a machine with %d cores and this one has %d: its slowdowns and rates describe that machine, not this one; use --hardware host to calibrate here\n",
+				o.Hardware, h.Cores, runtime.NumCPU())
+		}
+		return h, load, nil
 	}
 	if !o.Recalibrate {
-		h, err := calibrate.Cached()
+		h, info, err := calibrate.CachedInfo()
 		if err == nil {
-			fmt.Fprintf(stderr, "tpsim compare: using the cached host profile (%s)\n", h.Source)
-			return h, nil
+			fmt.Fprintf(stderr, "tpsim compare: using the cached host profile (%s; %s)\n", info.Path, info.Describe())
+			load.Calibration, load.CalibrationQuick = info.OtherCPU, info.Quick
+			return h, load, nil
 		}
 		var stale *calibrate.StaleError
 		switch {
@@ -257,16 +239,19 @@ func (o *compareOptions) hostProfile(ctx context.Context, stderr io.Writer) (*ha
 			fmt.Fprintf(stderr, "tpsim compare: the cached host profile cannot be used (%v); calibrating again\n", err)
 		}
 	}
-	h, _, err := calibrate.Run(ctx, calibrate.Options{Progress: stderr})
+	h, rep, err := calibrate.Run(ctx, calibrate.Options{Progress: stderr})
 	if err != nil {
-		return nil, err
+		return nil, load, err
 	}
-	if path, err := calibrate.SaveCache(h); err != nil {
+	if saved, err := calibrate.SaveCache(h, rep); err != nil {
 		fmt.Fprintf(stderr, "tpsim compare: could not cache the profile: %v\n", err)
+	} else if saved.Written {
+		fmt.Fprintf(stderr, "tpsim compare: host profile cached in %s\n", saved.Path)
 	} else {
-		fmt.Fprintf(stderr, "tpsim compare: host profile cached in %s\n", path)
+		fmt.Fprintf(stderr, "tpsim compare: %s\n", saved.Reason)
 	}
-	return h, nil
+	load.Calibration = rep.OtherCPU
+	return h, load, nil
 }
 
 func (o *compareOptions) run(stdout, stderr io.Writer) error {
@@ -274,28 +259,21 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	pts, skipped := o.grid()
-	if len(pts) == 0 {
+	grid, skipped := o.grid()
+	if len(grid) == 0 {
 		return usagef("the strategies %v on meshes %v give nothing to run; add 1 to --meshes for single, 2 or more for dp and tp, 4 or more for hybrid", o.Strategies, o.Meshes)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	go func() {
+		// After the first Ctrl-C compare writes what finished; a second one ends it at once.
+		<-ctx.Done()
+		stop()
+	}()
 	opt, _ := parseOptimizer(o.Optimizer)
-	res := &compareResults{Model: m.Name, Params: m.Params(), Steps: o.Steps, Seed: o.Seed, Optimizer: opt, Plan: o.Plan}
-	var timelines [][]reports.Span
-	var timelineTitles []string
-	// Predict every point first, from its Program and the profile alone.
-	type point struct {
-		gridPoint
-		cfg    exec.Config
-		prog   *program.Program
-		pred   *costmodel.Result
-		sim    *sim.Result
-		meas   *exec.Result
-		stepTs []time.Duration // post-warm-up step times of every round
-	}
-	var ready []*point
-	for i, pt := range pts {
+	res := &compare.Results{Model: m.Name, Params: m.Params(), Steps: o.Steps, Seed: o.Seed, Optimizer: opt, Plan: o.Plan}
+	var pts []compare.Point
+	for i, pt := range grid {
 		eo := &execOptions{Model: o.Model, Mesh: pt.Mesh.String(), Plan: o.Plan, Steps: o.Steps, Batch: o.Batch, Seed: o.Seed, Optimizer: opt}
 		cfg, err := eo.configFor(m, pt.Mesh)
 		var prog *program.Program
@@ -303,82 +281,65 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 			prog, err = exec.Lowered(cfg)
 		}
 		if err != nil {
-			skipped = append(skipped, skippedRow{pt.Strategy, pt.Mesh.String(), err.Error()})
-			fmt.Fprintf(stderr, "tpsim compare: [%d/%d] %s %s skipped: %v\n", i+1, len(pts), pt.Strategy, pt.Mesh, err)
+			skipped = append(skipped, compare.Skipped{Strategy: pt.Strategy, Mesh: pt.Mesh.String(), Reason: err.Error()})
+			fmt.Fprintf(stderr, "tpsim compare: [%d/%d] %s %s skipped: %v\n", i+1, len(grid), pt.Strategy, pt.Mesh, err)
 			continue
 		}
 		res.Batch = cfg.Strategy.GBS
-		ready = append(ready, &point{gridPoint: pt, cfg: cfg, prog: prog})
+		pts = append(pts, compare.Point{Strategy: pt.Strategy, Mesh: pt.Mesh, Config: cfg, Program: prog})
 	}
-	if len(ready) == 0 {
+	if len(pts) == 0 {
 		return fmt.Errorf("no strategy could run:\n%s", skippedText(skipped))
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return fmt.Errorf("cannot create the output directory: %v; pass --out a writable path", err)
+	// Refuse an output directory that cannot be written before calibrating and measuring.
+	if err := atomicfile.CheckDir(o.Out); err != nil {
+		return fmt.Errorf("%v; pass --out a writable directory", err)
 	}
-	hw, err := o.hostProfile(ctx, stderr)
+	if o.MaxLoad > 0 {
+		if share := compare.SampleLoad(time.Second); share > o.MaxLoad {
+			return fmt.Errorf("other processes use %.0f%% of the CPU, more than --max-load %.0f%%: measurements now would be slower and noisier than this machine alone; wait for a quieter moment, or raise --max-load", 100*share, 100*o.MaxLoad)
+		}
+	}
+	hw, load, err := o.hostProfile(ctx, stderr)
 	if err != nil {
+		if ctx.Err() != nil {
+			return errInterrupted
+		}
 		return err
 	}
 	res.Profile = hw
-	for i, pt := range ready {
-		if pt.pred, err = costmodel.Predict(pt.prog, hw); err != nil {
-			return err
-		}
-		coster, err := costmodel.NewCoster(pt.prog, hw)
-		if err != nil {
-			return err
-		}
-		if pt.sim, err = sim.Simulate(pt.prog, coster, sim.Options{Spans: true}); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "tpsim compare: [%d/%d] %s %s: predicted %v\n", i+1, len(ready), pt.Strategy, pt.Mesh, pt.pred.Time.Step)
+	res.Skipped = skipped
+	res.Load = load
+	tl, err := compare.Run(ctx, res, pts, compare.Options{Rounds: o.Rounds, Progress: stderr})
+	if errors.Is(err, compare.ErrInterrupted) && len(res.Rows) == 0 {
+		return errInterrupted
 	}
-	// Then measure, in rounds that visit every point in turn, so that a spell of load from
-	// elsewhere on this shared machine falls on all strategies rather than on one.
-	ref, err := exec.Run(ctx, exec.Single(ready[0].cfg))
-	if err != nil {
+	if err != nil && !errors.Is(err, compare.ErrInterrupted) {
 		return err
 	}
-	for round := 1; round <= o.Rounds; round++ {
-		fmt.Fprintf(stderr, "tpsim compare: measuring, round %d of %d (%d steps per strategy)\n", round, o.Rounds, o.Steps)
-		for _, pt := range ready {
-			meas, err := exec.Run(ctx, pt.cfg)
-			if err != nil {
-				return err
-			}
-			pt.meas = meas
-			pt.stepTs = append(pt.stepTs, meas.StepTimes[1:]...)
-		}
+	interrupted := err != nil
+	for _, w := range res.Load.Warnings {
+		fmt.Fprintf(stderr, "tpsim compare: warning: %s\n", w)
 	}
-	for _, pt := range ready {
-		pt.meas.StepTime = exec.Median(pt.stepTs)
-		row := makeRow(pt.gridPoint, pt.cfg, pt.pred, pt.sim, pt.meas, ref)
-		fmt.Fprintf(stderr, "tpsim compare: %s %s predicted %s, measured %s (%+.0f%%)\n", pt.Strategy, pt.Mesh,
-			unitsSeconds(row.Predicted.Time.Step), unitsSeconds(row.Measured.Time.Step), 100*(row.Predicted.Time.Step-row.Measured.Time.Step)/row.Measured.Time.Step)
-		res.Rows = append(res.Rows, row)
-		if pt.Mesh.Devices() > 1 {
-			timelineTitles = []string{fmt.Sprintf("simulated %s %s", pt.Strategy, pt.Mesh), fmt.Sprintf("measured %s %s (step %d)", pt.Strategy, pt.Mesh, pt.meas.Breakdown.StepIndex)}
-			timelines = [][]reports.Span{simSpans(pt.sim, pt.Mesh), measuredSpans(pt.meas)}
-		}
-	}
-
-	res.Skipped = skipped
-	res.Summary = summarize(res.Rows)
-	res.Recommendation = recommend(res, hw)
-	if err := writeCompare(o.Out, res, timelineTitles, timelines); err != nil {
+	if err := compare.WriteFiles(o.Out, res, tl); err != nil {
 		return err
 	}
 	if o.JSON {
-		return writeJSON(stdout, res)
+		err = compare.WriteJSON(stdout, res)
+	} else {
+		err = compare.WriteTable(stdout, res, o.Out)
 	}
-	return writeCompareTable(stdout, res, o.Out)
+	if err != nil {
+		return err
+	}
+	if interrupted {
+		return errInterrupted
+	}
+	return nil
 }
 
-func unitsSeconds(s float64) string { return fmt.Sprintf("%.3g ms", s*1e3) }
-
 // skippedText lists skipped rows one per line.
-func skippedText(rows []skippedRow) string {
+func skippedText(rows []compare.Skipped) string {
 	var b strings.Builder
 	for _, r := range rows {
 		fmt.Fprintf(&b, "  %s %s: %s\n", r.Strategy, r.Mesh, r.Reason)

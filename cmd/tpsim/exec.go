@@ -83,15 +83,6 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = o.run(stdout, stderr)
 	}
-	return finishExec(fs, err, stdout, stderr)
-}
-
-// finishExec is finish with Ctrl-C's exit status 130 and its single line.
-func finishExec(fs *pflag.FlagSet, err error, stdout, stderr io.Writer) int {
-	if errors.Is(err, errInterrupted) {
-		fmt.Fprintln(stderr, "interrupted")
-		return 130
-	}
 	return finish("exec", fs, execHelp, err, stdout, stderr)
 }
 
@@ -302,9 +293,6 @@ type collectiveRecord struct {
 	Shape     []int  `json:"shape"`
 	SentBytes int64  `json:"sent_bytes"`
 }
-
-// errInterrupted is a run stopped by Ctrl-C: exit status 130, as a shell reports SIGINT.
-var errInterrupted = errors.New("interrupted")
 
 // matchTolerance is the largest max_rel_diff_vs_single exec accepts: float32 rounding in another
 // order of summation, amplified by Adam where a gradient is zero in exact arithmetic (measured up

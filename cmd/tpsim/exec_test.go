@@ -257,10 +257,10 @@ func TestExecInterrupted(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	err = o.runCtx(ctx, &out, &errb)
-	code := finishExec(fs, err, &out, &errb)
+	code := finish("exec", fs, execHelp, err, &out, &errb)
 	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
-	if code != 130 || lines[len(lines)-1] != "interrupted" || strings.Contains(errb.String(), "rank") {
-		t.Errorf("exit %d, stderr %q; want 130 and one line \"interrupted\" after the progress", code, errb.String())
+	if code != 130 || lines[len(lines)-1] != "tpsim exec: interrupted" || strings.Contains(errb.String(), "rank") {
+		t.Errorf("exit %d, stderr %q; want 130 and one line \"tpsim exec: interrupted\" after the progress", code, errb.String())
 	}
 	if !strings.HasPrefix(out.String(), "loss (") || !strings.Contains(out.String(), "steps finished)") {
 		t.Errorf("stdout %q; want the losses of the finished steps", out.String())

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/units"
 )
@@ -80,6 +81,11 @@ func (o *hardwareOptions) run(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", hw.Name, hw.Device.Name, bf16, memString(hw.Device.Memory),
 			hw.Device.MemBandwidth, levelsString(hw.Levels))
 	}
+	host := "this machine, as measured by 'tpsim calibrate': no profile cached yet"
+	if h, info, err := calibrate.CachedInfo(); err == nil {
+		host = fmt.Sprintf("this machine, as measured by 'tpsim calibrate' (%s, %s): 'tpsim hardware host' shows it", h.Device.Name, info.Describe())
+	}
+	fmt.Fprintf(tw, "%s\t%s\n", hardware.HostName, host)
 	tw.Flush()
 	return ew.err
 }

@@ -2,6 +2,14 @@
 // hybrid parallelism with an analytical cost model. Run "tpsim --help" for the commands.
 package main
 
-import "os"
+import (
+	"os"
+
+	"github.com/tpsim/tpsim/exec/calibrate"
+	"github.com/tpsim/tpsim/hardware"
+)
+
+// Every command that takes --hardware accepts "host": the profile `tpsim calibrate` cached.
+func init() { hardware.HostLoader = calibrate.Cached }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

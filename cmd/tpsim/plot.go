@@ -1,11 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/tpsim/tpsim/compare"
+	"github.com/tpsim/tpsim/internal/atomicfile"
 )
 
 const plotHelp = `Usage: tpsim plot --in results.json [--out DIR]
@@ -37,26 +39,23 @@ func (o *plotOptions) run(w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("cannot read the results: %v; run 'tpsim compare' first or pass --in its results.json", err)
 	}
-	var res compareResults
-	if err := json.Unmarshal(data, &res); err != nil {
-		return fmt.Errorf("%s is not a results.json of tpsim compare: %v", o.In, err)
-	}
-	if len(res.Rows) == 0 {
-		return fmt.Errorf("%s has no rows to plot", o.In)
+	res, err := compare.ParseResults(data)
+	if err != nil {
+		return fmt.Errorf("%s: %v", o.In, err)
 	}
 	dir := o.Out
 	if dir == "" {
 		dir = filepath.Dir(o.In)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cannot create %s: %v", dir, err)
+	if err := atomicfile.CheckDir(dir); err != nil {
+		return fmt.Errorf("%v; pass --out a writable directory", err)
 	}
-	figs, err := drawCompareFigures(dir, res.Model, rowsOf(res.Rows))
+	figs, err := compare.DrawFigures(dir, res.Model, compare.ReportRows(res.Rows))
 	if err != nil {
 		return err
 	}
 	for _, f := range figs {
-		fmt.Fprintf(w, "%s/%s.png and .svg: %s\n", dir, f.base, f.caption)
+		fmt.Fprintf(w, "%s.png and .svg: %s\n", filepath.Join(dir, f.Base), f.Caption)
 	}
 	return nil
 }

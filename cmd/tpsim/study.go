@@ -99,7 +99,8 @@ func parseStudy(args []string) (*studyOptions, *pflag.FlagSet, error) {
 func studyHardware(ctx context.Context, stderr io.Writer) study.HardwareLoader {
 	return func(spec string) (*hardware.Hardware, error) {
 		if spec == study.Host {
-			return (&compareOptions{Hardware: "host"}).hostProfile(ctx, stderr)
+			hw, _, err := (&compareOptions{Hardware: "host"}).hostProfile(ctx, stderr)
+			return hw, err
 		}
 		return hardware.Load(spec)
 	}

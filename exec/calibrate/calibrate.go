@@ -56,8 +56,16 @@ type Report struct {
 	Notes    []string `json:"notes"`
 }
 
-// busyShare is the OtherCPU above which the notes warn that the machine was busy.
-const busyShare = 0.1
+// BusyShare is the share of the machine's CPU that other processes may use while tpsim measures
+// before the measurement counts as taken under load: above it the calibration's notes and source
+// say so, its profile is not cached as a full one (SaveCache), and compare warns. 10%: on the
+// 2-core machines tpsim was developed on, one other busy core (50%) moved the measured step times
+// by 30-45%, and idle periods stayed below 5% (the issue's figures, measured with tpsim compare).
+const BusyShare = 0.1
+
+// Loaded reports whether other processes used more than BusyShare of the CPU while the
+// calibration ran (false when that could not be read).
+func (r *Report) Loaded() bool { return r.OtherCPU > BusyShare }
 
 // plan is what Run measures and for how long.
 type plan struct {
@@ -128,7 +136,7 @@ func run(ctx context.Context, p plan, o Options) (*hardware.Hardware, *Report, e
 	}
 	say := func(format string, a ...any) { fmt.Fprintf(progress, "calibrate: "+format+"\n", a...) }
 	start := time.Now()
-	cpu0 := sampleCPU()
+	cpu0 := SampleCPU()
 	r := &Report{Machine: Fingerprint(), Date: start.UTC().Format("2006-01-02 15:04 UTC"), Quick: o.Quick}
 	phase := func(name string, fn func() error) error {
 		runtime.GC() // start each phase without the previous one's garbage
@@ -189,7 +197,7 @@ func run(ctx context.Context, p plan, o Options) (*hardware.Hardware, *Report, e
 		mem, how = fallbackMemory, "fallback"
 	}
 	r.Memory, r.MemorySource = units.Bytes(mem), how
-	r.OtherCPU = otherLoad(cpu0, sampleCPU())
+	r.OtherCPU = OtherCPUShare(cpu0, SampleCPU())
 	r.Duration = units.Seconds(time.Since(start).Seconds())
 	h := profile(r)
 	r.Notes = notes(r, h)
@@ -278,6 +286,9 @@ func profile(r *Report) *hardware.Hardware {
 	if r.Quick {
 		mode = ", quick mode"
 	}
+	if r.Loaded() {
+		mode += fmt.Sprintf(", under load: other processes used %.0f%% of the CPU", 100*r.OtherCPU)
+	}
 	h.Source = fmt.Sprintf("measured by tpsim calibrate (format %d%s) on %s, %s, in %.1f s: exec's float32 kernels (gonum pure-Go BLAS) and goroutine collectives (exec/comm), each in isolation; no training step of any model was run. Each point is the median of several repetitions of a fixed time budget.",
 		FormatVersion, mode, fp, r.Date, float64(r.Duration))
 	h.Sources = sources(r, h)
@@ -346,7 +357,7 @@ func notes(r *Report, h *hardware.Hardware) []string {
 	if r.Quick {
 		out = append(out, "Quick calibration: fewer points and shorter timings; run `tpsim calibrate` without --quick for the full profile.")
 	}
-	if r.OtherCPU > busyShare {
+	if r.OtherCPU > BusyShare {
 		out = append(out, fmt.Sprintf("Other processes used %.0f%% of the machine's CPU time while it was calibrated: the figures are slower and noisier than this machine alone; run `tpsim calibrate` again when it is idle.", 100*r.OtherCPU))
 	}
 	out = append(out, fmt.Sprintf("Ranks are goroutines sharing %d cores: when k ranks compute at once every op takes slowdown[k-1] times longer (%s at k=%d).",

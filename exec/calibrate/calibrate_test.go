@@ -159,9 +159,9 @@ func TestCache(t *testing.T) {
 		t.Fatalf("empty cache: %v; want ErrNoCache saying to run tpsim calibrate", err)
 	}
 
-	got, err := SaveCache(h)
-	if err != nil || got != path {
-		t.Fatalf("SaveCache = %q, %v; want %q", got, err, path)
+	got, err := SaveCache(h, &Report{OtherCPU: -1})
+	if err != nil || got.Path != path || !got.Written {
+		t.Fatalf("SaveCache = %+v, %v; want written to %q", got, err, path)
 	}
 	back, err := Cached()
 	if err != nil {
@@ -175,7 +175,7 @@ func TestCache(t *testing.T) {
 	other := Fingerprint()
 	other.NumCPU += 2
 	other.GoVersion = "go1.0"
-	if err := writeCache(path, h, other); err != nil {
+	if err := writeCache(path, h, other, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Cached()
@@ -186,7 +186,7 @@ func TestCache(t *testing.T) {
 	}
 	other = Fingerprint()
 	other.Format--
-	if err := writeCache(path, h, other); err != nil {
+	if err := writeCache(path, h, other, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Cached(); !errors.As(err, &stale) || !strings.Contains(err.Error(), "calibration format") {
@@ -219,7 +219,7 @@ func TestCache(t *testing.T) {
 
 func TestSaveCacheRefusesInvalid(t *testing.T) {
 	useCacheDir(t)
-	if _, err := SaveCache(&hardware.Hardware{Name: "host"}); err == nil || !strings.Contains(err.Error(), "invalid") {
+	if _, err := SaveCache(&hardware.Hardware{Name: "host"}, &Report{}); err == nil || !strings.Contains(err.Error(), "invalid") {
 		t.Errorf("SaveCache of an invalid profile: %v", err)
 	}
 }
@@ -241,4 +241,79 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The issue's defect: `calibrate --quick` (or a calibration while other processes used the CPU)
+// replaced the cached full profile with a coarse one. Neither may; each is cached only where no
+// valid full profile is, and marked as what it is.
+func TestSaveCacheKeepsFullProfile(t *testing.T) {
+	path := useCacheDir(t)
+	full, err := hardware.Preset("h100-sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full.Name = "host"
+	coarse := *full
+	coarse.Notes = "coarse"
+
+	// Nothing cached: a quick profile is better than none, and is marked quick.
+	s, err := SaveCache(&coarse, &Report{Quick: true, OtherCPU: 0.02})
+	if err != nil || !s.Written {
+		t.Fatalf("quick into an empty cache: %+v, %v", s, err)
+	}
+	_, info, err := CachedInfo()
+	if err != nil || !info.Quick || info.Full() || !strings.Contains(info.Describe(), "quick") {
+		t.Fatalf("cached quick profile reads back as %+v (%v)", info, err)
+	}
+	// A full one replaces it.
+	if s, err := SaveCache(full, &Report{OtherCPU: 0.01}); err != nil || !s.Written {
+		t.Fatalf("full over quick: %+v, %v", s, err)
+	}
+	for _, r := range []*Report{{Quick: true, OtherCPU: 0.01}, {OtherCPU: 0.45}, {Quick: true, OtherCPU: 0.45}} {
+		s, err := SaveCache(&coarse, r)
+		if err != nil || s.Written || !strings.Contains(s.Reason, "kept the full profile") {
+			t.Errorf("%+v over a full profile: %+v, %v; want it kept", r, s, err)
+		}
+		if r.Loaded() && !strings.Contains(s.Reason, "45%") {
+			t.Errorf("reason %q does not say the machine was loaded", s.Reason)
+		}
+		h, info, err := CachedInfo()
+		if err != nil || !reflect.DeepEqual(h, full) || !info.Full() {
+			t.Fatalf("after %+v the cache holds %+v (%v), want the full profile", r, info, err)
+		}
+	}
+	// A loaded full calibration over a stale profile is written and marked loaded.
+	other := Fingerprint()
+	other.NumCPU++
+	if err := writeCache(path, full, other, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := SaveCache(&coarse, &Report{OtherCPU: 0.45}); err != nil || !s.Written {
+		t.Fatalf("loaded over stale: %+v, %v", s, err)
+	}
+	if _, info, err := CachedInfo(); err != nil || info.Full() || !strings.Contains(info.Describe(), "45%") {
+		t.Errorf("loaded profile reads back as %+v (%v)", info, err)
+	}
+}
+
+// OtherCPUShare of two samples a second apart is a share in [0, 1] where /proc is readable.
+func TestOtherCPUShare(t *testing.T) {
+	a := SampleCPU()
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for time.Now().Before(deadline) {
+	}
+	b := SampleCPU()
+	got := OtherCPUShare(a, b)
+	if runtime.GOOS != "linux" {
+		if got != -1 {
+			t.Errorf("OtherCPUShare off Linux = %v, want -1", got)
+		}
+		return
+	}
+	if got != -1 && (got < 0 || got > 1) {
+		t.Errorf("OtherCPUShare = %v, want -1 or a share in [0, 1]", got)
+	}
+	if OtherCPUShare(b, a) != -1 {
+		t.Errorf("samples in the wrong order give %v, want -1", OtherCPUShare(b, a))
+	}
 }

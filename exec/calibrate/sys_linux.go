@@ -20,34 +20,36 @@ func physicalMemory() (uint64, string, bool) {
 	return uint64(si.Totalram) * unit, "sysinfo(2) totalram x mem_unit", true
 }
 
-// cpuSample is the machine's and this process's CPU time so far, in clock ticks (USER_HZ):
+// CPUSample is the machine's and this process's CPU time so far (SampleCPU; two of them give
+// OtherCPUShare, the share of the machine that other processes used in between), in clock ticks (USER_HZ):
 // all is every state of every CPU (idle included), busy the non-idle states (user, nice,
 // system, irq, softirq, steal: time another virtual machine took counts as busy), self this
 // process's user and system time.
-type cpuSample struct {
+type CPUSample struct {
 	all, busy, self float64
 	ok              bool
 }
 
-// sampleCPU reads /proc/stat and /proc/self/stat.
-func sampleCPU() cpuSample {
+// SampleCPU reads /proc/stat and /proc/self/stat; a sample that could not be read makes
+// OtherCPUShare -1.
+func SampleCPU() CPUSample {
 	stat, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return cpuSample{}
+		return CPUSample{}
 	}
 	line, _, _ := strings.Cut(string(stat), "\n")
 	f := strings.Fields(line)
 	if len(f) < 9 || f[0] != "cpu" {
-		return cpuSample{}
+		return CPUSample{}
 	}
-	var s cpuSample
+	var s CPUSample
 	for i, v := range f[1:] {
 		if i >= 8 { // guest and guest_nice are already counted in user and nice
 			break
 		}
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return cpuSample{}
+			return CPUSample{}
 		}
 		s.all += x
 		if i != 3 && i != 4 { // idle, iowait
@@ -56,7 +58,7 @@ func sampleCPU() cpuSample {
 	}
 	self, err := os.ReadFile("/proc/self/stat")
 	if err != nil {
-		return cpuSample{}
+		return CPUSample{}
 	}
 	// The command name (field 2) may hold spaces; the fields after its ")" start at state (3).
 	rest := string(self)
@@ -65,21 +67,22 @@ func sampleCPU() cpuSample {
 	}
 	g := strings.Fields(rest)
 	if len(g) < 13 {
-		return cpuSample{}
+		return CPUSample{}
 	}
 	utime, err1 := strconv.ParseFloat(g[11], 64) // field 14
 	stime, err2 := strconv.ParseFloat(g[12], 64) // field 15
 	if err1 != nil || err2 != nil {
-		return cpuSample{}
+		return CPUSample{}
 	}
 	s.self = utime + stime
 	s.ok = true
 	return s
 }
 
-// otherLoad is the share of the machine's CPU time between a and b that other processes used,
-// or -1 when it could not be read.
-func otherLoad(a, b cpuSample) float64 {
+// OtherCPUShare is the share of the machine's CPU time between a and b that other processes used
+// (0..1 of all cores, steal time of a virtual machine included), or -1 when it could not be read
+// or no clock tick passed in between.
+func OtherCPUShare(a, b CPUSample) float64 {
 	if !a.ok || !b.ok || b.all <= a.all {
 		return -1
 	}

@@ -6,10 +6,12 @@ package calibrate
 // fallbackMemory and says so.
 func physicalMemory() (uint64, string, bool) { return 0, "", false }
 
-// cpuSample is not read outside Linux.
-type cpuSample struct{}
+// CPUSample is not read outside Linux: OtherCPUShare is always -1 (unknown).
+type CPUSample struct{}
 
-func sampleCPU() cpuSample { return cpuSample{} }
+func SampleCPU() CPUSample { return CPUSample{} }
 
-// otherLoad is unknown (-1) outside Linux.
-func otherLoad(a, b cpuSample) float64 { return -1 }
+// SampleCPU is an empty sample outside Linux.
+
+// OtherCPUShare is unknown (-1) outside Linux.
+func OtherCPUShare(a, b CPUSample) float64 { return -1 }

@@ -1,0 +1,12 @@
+// Package compare predicts and measures parallelism strategies side by side on this machine: the
+// rows of `tpsim compare` (predicted by the cost model and the simulator, measured by training
+// with exec on goroutine ranks), their errors, the summary, the recommendation, the load other
+// processes put on the machine meanwhile, and the files of a comparison (results.json,
+// results.csv, report.md, figures). cmd/tpsim's compare is its flags and printing.
+//
+// Measurement on a shared machine: every round visits every strategy in turn, and the share of
+// the CPU that other processes used is read from /proc around each run (exec/calibrate's
+// SampleCPU). Each row keeps the median step of every round; its spread over rounds is what a
+// difference between two rows must exceed before the recommendation calls one faster: within it,
+// they tie.
+package compare

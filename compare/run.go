@@ -1,0 +1,215 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/exec"
+	"github.com/tpsim/tpsim/exec/calibrate"
+	"github.com/tpsim/tpsim/program"
+	"github.com/tpsim/tpsim/reports"
+	"github.com/tpsim/tpsim/sim"
+	"github.com/tpsim/tpsim/strategies"
+)
+
+// ErrInterrupted is Run's error when its context was cancelled (Ctrl-C) after it started
+// measuring: the Results hold the rows of the rounds that finished, marked partial.
+var ErrInterrupted = errors.New("interrupted")
+
+// Point is one (strategy, mesh) to predict and measure: the exec configuration and the Program it
+// lowers to.
+type Point struct {
+	Strategy string
+	Mesh     strategies.Mesh
+	Config   exec.Config
+	Program  *program.Program
+}
+
+// Options configure Run.
+type Options struct {
+	// Rounds is how many times every point is measured, in turn.
+	Rounds int
+	// Progress receives a line per prediction and per run; nil discards them.
+	Progress io.Writer
+}
+
+// warmup is the number of warm-up steps of every run left out of the step time (exec's default
+// for runs of two steps or more).
+const warmup = 1
+
+type state struct {
+	Point
+	pred  *costmodel.Result
+	sim   *sim.Result
+	runs  []*exec.Result
+	steps []time.Duration
+	other []float64
+}
+
+// Run predicts every point with res.Profile (the cost model and the simulator, from the Program
+// and the profile alone), then measures them with exec in o.Rounds rounds that visit every point
+// in turn, so that a spell of load from elsewhere on this shared machine falls on all strategies
+// rather than on one, reading the share of the CPU other processes used around every run. It
+// fills res's rows, load, summary and recommendation, and returns the timeline of the last
+// multi-rank row. When ctx is cancelled during the measurement, the rows keep the rounds that
+// finished, res is marked partial, and the error is ErrInterrupted.
+func Run(ctx context.Context, res *Results, pts []Point, o Options) (*Timeline, error) {
+	say := func(format string, a ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "tpsim compare: "+format+"\n", a...)
+		}
+	}
+	hw := res.Profile
+	if hw == nil {
+		return nil, fmt.Errorf("compare: no hardware profile to predict with")
+	}
+	if o.Rounds < 1 {
+		return nil, fmt.Errorf("compare: %d rounds; measure at least one", o.Rounds)
+	}
+	res.RoundsPlanned = o.Rounds
+	var st []*state
+	for i, pt := range pts {
+		s := &state{Point: pt}
+		var err error
+		if s.pred, err = costmodel.Predict(pt.Program, hw); err != nil {
+			return nil, err
+		}
+		coster, err := costmodel.NewCoster(pt.Program, hw)
+		if err != nil {
+			return nil, err
+		}
+		if s.sim, err = sim.Simulate(pt.Program, coster, sim.Options{Spans: true}); err != nil {
+			return nil, err
+		}
+		say("[%d/%d] %s %s: predicted %v", i+1, len(pts), pt.Strategy, pt.Mesh, s.pred.Time.Step)
+		st = append(st, s)
+	}
+	if len(st) == 0 {
+		return nil, fmt.Errorf("compare: nothing to run")
+	}
+	interrupted := func(where string) bool {
+		if ctx.Err() == nil {
+			return false
+		}
+		res.Partial = true
+		res.Interrupted = fmt.Sprintf("interrupted %s; the rows hold the %d of %d rounds that finished", where, res.RoundsDone, o.Rounds)
+		if res.RoundsDone == 0 {
+			res.Interrupted = fmt.Sprintf("interrupted %s; the rows hold the strategies measured before it, one run each", where)
+		}
+		return true
+	}
+	say("measuring single-device training for the reference losses")
+	ref, err := exec.Run(ctx, exec.Single(st[0].Config))
+	if err != nil {
+		if interrupted("before any strategy was measured") {
+			return nil, ErrInterrupted
+		}
+		return nil, err
+	}
+	var stopped bool
+rounds:
+	for round := 1; round <= o.Rounds; round++ {
+		say("measuring, round %d of %d (%d steps per strategy)", round, o.Rounds, st[0].Config.Steps)
+		r0 := calibrate.SampleCPU()
+		for _, s := range st {
+			c0 := calibrate.SampleCPU()
+			meas, err := exec.Run(ctx, s.Config)
+			if err != nil {
+				if interrupted(fmt.Sprintf("in round %d of %d, at %s %s", round, o.Rounds, s.Strategy, s.Mesh)) {
+					stopped = true
+					break rounds
+				}
+				return nil, err
+			}
+			share := calibrate.OtherCPUShare(c0, calibrate.SampleCPU())
+			s.runs = append(s.runs, meas)
+			s.steps = append(s.steps, meas.StepTimes[warmup:]...)
+			s.other = append(s.other, share)
+			say("  %s %s: %v per step (other processes: %s of the CPU)", s.Strategy, s.Mesh, exec.Median(meas.StepTimes[warmup:]).Round(10*time.Microsecond), shareText(share))
+		}
+		res.Load.AddRound(calibrate.OtherCPUShare(r0, calibrate.SampleCPU()))
+		res.RoundsDone = round
+	}
+	var tl *Timeline
+	for _, s := range st {
+		if len(s.runs) == 0 {
+			res.Skipped = append(res.Skipped, Skipped{s.Strategy, s.Mesh.String(), "interrupted before it was measured"})
+			continue
+		}
+		if stopped && res.RoundsDone > 0 && len(s.runs) > res.RoundsDone {
+			// The interrupted round measured this row but not all others: keep every row to the
+			// rounds that finished, so that load in that round does not fall on some rows only.
+			// (Interrupted in the first round, the rows it finished are all there is: kept.)
+			s.runs, s.other = s.runs[:res.RoundsDone], s.other[:res.RoundsDone]
+			s.steps = s.steps[:res.RoundsDone*(s.Config.Steps-warmup)]
+		}
+		row := MakeRow(RowInput{Strategy: s.Strategy, Mesh: s.Mesh, Pred: s.pred, Sim: s.sim, Runs: s.runs, Steps: s.steps, OtherCPU: s.other, Warmup: warmup}, ref, hw)
+		say("%s %s predicted %s, measured %s (%+.0f%%, spread ±%.0f%%)", s.Strategy, s.Mesh,
+			msText(row.Predicted.Time.Step), msText(row.Measured.Time.Step), 100*(row.Predicted.Time.Step-row.Measured.Time.Step)/row.Measured.Time.Step, 50*row.Spread.Rel)
+		res.Rows = append(res.Rows, row)
+		if s.Mesh.Devices() > 1 {
+			last := s.runs[len(s.runs)-1]
+			tl = &Timeline{
+				Titles: []string{fmt.Sprintf("simulated %s %s", s.Strategy, s.Mesh), fmt.Sprintf("measured %s %s (step %d)", s.Strategy, s.Mesh, last.Breakdown.StepIndex)},
+				Spans:  [][]reports.Span{SimSpans(s.sim, s.Mesh), MeasuredSpans(last)},
+			}
+		}
+	}
+	res.Summary = Summarize(res.Rows)
+	res.Load.Finish(hw.Cores)
+	res.Recommendation = Recommend(res, hw)
+	if stopped {
+		return tl, ErrInterrupted
+	}
+	return tl, nil
+}
+
+// SimSpans turns the simulated timeline into trace spans (one lane per pipeline rank: the
+// simulator runs one rank for all its data- and tensor-parallel replicas).
+func SimSpans(r *sim.Result, mesh strategies.Mesh) []reports.Span {
+	var out []reports.Span
+	for _, s := range r.Spans {
+		thread := "compute"
+		cat := s.Phase.String()
+		if s.Stream == "comm" {
+			thread, cat = "communication", "communication"
+		}
+		out = append(out, reports.Span{Process: fmt.Sprintf("rank %d (x%d replicas)", s.Rank, mesh.Devices()/mesh.PP), Thread: thread,
+			Name: string(s.Kind) + " " + s.Module, Cat: cat, Start: float64(s.Start), Dur: float64(s.End - s.Start)})
+	}
+	return out
+}
+
+// MeasuredSpans is the measured timeline of the breakdown's step, from its own start.
+func MeasuredSpans(res *exec.Result) []reports.Span {
+	step := res.Breakdown.StepIndex
+	t0 := math.Inf(1)
+	for _, r := range res.Ranks {
+		for _, e := range r.Events {
+			if e.Step == step {
+				t0 = min(t0, e.Start.Seconds())
+			}
+		}
+	}
+	var out []reports.Span
+	for _, r := range res.Ranks {
+		proc := fmt.Sprintf("rank %d (dp=%d,tp=%d)", r.Rank, r.Coords["dp"], r.Coords["tp"])
+		for _, e := range r.Events {
+			if e.Step != step {
+				continue
+			}
+			thread, cat := "compute", e.Phase
+			if e.Comm {
+				thread, cat = "communication", "communication"
+			}
+			out = append(out, reports.Span{Process: proc, Thread: thread, Name: e.Kind + " " + e.Module, Cat: cat,
+				Start: e.Start.Seconds() - t0, Dur: (e.End - e.Start).Seconds()})
+		}
+	}
+	return out
+}
