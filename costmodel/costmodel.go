@@ -89,6 +89,8 @@ type Coster struct {
 	peak units.FLOPsPerSecond
 	// slowdown of compute when the program's ranks share cores (1 on devices of their own).
 	slowdown float64
+	// fp8 is the FP8 peak when the program's Linear products run in FP8 (precision=fp8), else 0.
+	fp8 units.FLOPsPerSecond
 }
 
 // NewCoster returns a Coster for p on hw; it fails when hw lacks the precision's peak.
@@ -104,7 +106,24 @@ func NewCoster(p *program.Program, hw *hardware.Hardware) (*Coster, error) {
 	if err := CheckFlash(p.Strategy, hw); err != nil {
 		return nil, err
 	}
-	return &Coster{P: p, HW: hw, peak: peak, slowdown: hw.ComputeSlowdown(p.Strategy.Mesh.Devices())}, nil
+	c := &Coster{P: p, HW: hw, peak: peak, slowdown: hw.ComputeSlowdown(p.Strategy.Mesh.Devices())}
+	if p.Strategy.Precision == strategies.PrecisionFP8 {
+		fp8, err := hw.PeakFor("fp8")
+		if err != nil || hw.Efficiency.FP8GEMM <= 0 {
+			return nil, fmt.Errorf("costmodel: precision=fp8 needs hardware %q to give an FP8 peak (device.peak_flops.fp8) and the achieved fraction of its FP8 products (efficiency.fp8_gemm_fraction); use precision=mixed, or set them (the h100 presets cite theirs)", hw.Name)
+		}
+		c.fp8 = fp8
+	}
+	return c, nil
+}
+
+// IsFP8 reports whether op runs its products in FP8 under precision=fp8: every Linear of the
+// transformer blocks, forward, backward and recompute (Transformer Engine's FP8 recipe runs the
+// forward, data-gradient and weight-gradient GEMMs in FP8; so do torchao's Float8 linears), but
+// not the output head, which both keep in BF16 (Megatron-Core's output layer is not a TE
+// module; torchtitan's Float8 conversion skips "output").
+func (c *Coster) IsFP8(op *program.Op) bool {
+	return c.fp8 > 0 && op.Kind == program.OpLinear && op.Module != "head"
 }
 
 // CheckFlash refuses FlashAttention on hardware that gives no efficiency for it, naming the fix.
@@ -174,11 +193,17 @@ func (c *Coster) Compute(op *program.Op) units.Seconds {
 		flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * flashFraction(c.P.Strategy, hw)))
 		return c.shared(op, max(flop, mem, kernel))
 	}
-	eff := 1.0
-	if op.Kind == program.OpLinear || op.Kind == program.OpAttention {
+	eff, peak := 1.0, c.peak
+	switch {
+	case c.IsFP8(op):
+		// FP8 products at the FP8 peak times their own achieved fraction (amax and cast kernels
+		// included), with the size curve of the BF16 GEMMs: eff(f) = FP8GEMM f/(f + f_half).
+		f := float64(gemmSize(op))
+		eff, peak = hw.Efficiency.FP8GEMM*f/(f+float64(hw.Efficiency.GEMMHalfFLOPs)), c.fp8
+	case op.Kind == program.OpLinear || op.Kind == program.OpAttention:
 		eff = hw.GEMMEfficiency(gemmSize(op))
 	}
-	flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * eff))
+	flop := units.Seconds(float64(op.FLOPs) / (float64(peak) * eff))
 	if op.Kind == program.OpAttention {
 		// The Program's attention is unfused: its two batched products and its passes over the
 		// s x s scores (softmax, dropout) are separate kernels, one after the other (Megatron-LM's
@@ -506,7 +531,7 @@ func assumptions(st strategies.Strategy, hw *hardware.Hardware, peak units.FLOPs
 	}
 	a = append(a,
 		fmt.Sprintf("GEMM efficiency %.3g x f/(f + %.3g FLOPs) of %v peak; elementwise ops at %.2g of %v",
-			hw.Efficiency.GEMMMax, float64(hw.Efficiency.GEMMHalfFLOPs), peak, hw.Efficiency.MemMax, hw.Device.MemBandwidth))
+			hw.Efficiency.GEMMLimit(), float64(hw.Efficiency.GEMMHalfFLOPs), peak, hw.Efficiency.MemMax, hw.Device.MemBandwidth))
 	switch {
 	case attention && st.FusedAttention():
 		k, _ := flashKernel(st)
