@@ -178,4 +178,3 @@ func TestValidateTextAndOut(t *testing.T) {
 		}
 	}
 }
-
