@@ -290,6 +290,34 @@ func measurement(r *Record) (string, float64) {
 
 // Compare predicts one record. It returns the row, or why the record was skipped.
 func Compare(r *Record, o Options) (*Row, string) {
+	c, why := Prepare(r, o)
+	if why != "" {
+		return nil, why
+	}
+	hw, err := c.Hardware(o.preset())
+	if err != nil {
+		return nil, err.Error()
+	}
+	return c.Price(hw)
+}
+
+// Case is a record made ready to price: its model, strategy and Program, and what was assumed
+// to make them. Pricing it again on changed hardware (Price) is what the fit does; the knobs
+// the search chose stay those chosen on the hardware Prepare saw.
+type Case struct {
+	Record  *Record
+	Metric  string
+	Pub     float64
+	Preset  string // the hardware preset's name
+	prog    *program.Program
+	m       *model.Model
+	st      strategies.Strategy
+	gbs     int
+	assumed []string
+}
+
+// Prepare reads a record into a Case, or says why it cannot be compared.
+func Prepare(r *Record, o Options) (*Case, string) {
 	metric, pub := measurement(r)
 	if metric == "" {
 		return nil, "no measured step time, tokens/s (total or per GPU), TFLOP/s per GPU or MFU (a derived estimate is not a measurement)"
@@ -343,14 +371,39 @@ func Compare(r *Record, o Options) (*Row, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	res, err := costmodel.Predict(prog, hw)
+	c := &Case{Record: r, Metric: metric, Pub: pub, Preset: presetName(hw.Name), prog: prog, m: m, st: st, gbs: gbs,
+		assumed: append(append(assumedHW, assumedM...), assumedS...)}
+	return c, ""
+}
+
+// presetName is the preset a hardware name came from (the 40 GB A100 is derived from a100-80g).
+func presetName(hwName string) string {
+	if hwName == "a100-40g" {
+		return "a100-80g"
+	}
+	return hwName
+}
+
+// Hardware is the case's hardware: the preset from presets with the record's own changes.
+func (c *Case) Hardware(presets PresetFunc) (*hardware.Hardware, error) {
+	hw, _, why := recordHardware(c.Record, presets)
+	if why != "" {
+		return nil, fmt.Errorf("%s", why)
+	}
+	return hw, nil
+}
+
+// Price prices the case on hw and compares it with the record.
+func (c *Case) Price(hw *hardware.Hardware) (*Row, string) {
+	r, m, st, gbs, metric, pub := c.Record, c.m, c.st, c.gbs, c.Metric, c.Pub
+	res, err := costmodel.Predict(c.prog, hw)
 	if err != nil {
 		return nil, err.Error()
 	}
 	n := float64(st.Mesh.Devices())
 	seq := float64(st.Resolve(m).Seq)
 	step := float64(res.Time.Step)
-	assumed := append(append(assumedHW, assumedM...), assumedS...)
+	assumed := append([]string(nil), c.assumed...)
 	if !res.Feasible {
 		assumed = append(assumed, fmt.Sprintf("tpsim predicts %.1f GiB per device, more than the %.0f GB the run had: its memory model disagrees with the run", res.Memory.Peak.GiB(), float64(hw.Device.Memory)/1e9))
 	}

@@ -36,6 +36,7 @@ var commands = []command{
 	{"calibrate", "measure this machine's kernels and collectives and fit the host hardware profile", runCalibrate},
 	{"plan", "search every strategy for a model on N devices, rank them and explain the winner", runPlan},
 	{"validate", "check the cost model against published training runs (predicted vs published, APE per row)", runValidate},
+	{"fit", "fit the presets' declared achieved fractions on the published training runs (in-sample and leave-one-source-out MAPE)", runFit},
 }
 
 func commandNames() []string {
