@@ -331,54 +331,6 @@ func (c *Coster) link(level, steps int, bytes units.Bytes) units.Seconds {
 	return units.Seconds(steps)*l.Latency + units.Seconds(float64(bytes)/(float64(l.Bandwidth)*l.Efficiency))
 }
 
-// CollectiveTime prices a ring collective of a full tensor of n bytes over g ranks spaced stride
-// devices apart on hw.
-func CollectiveTime(hw *hardware.Hardware, kind program.OpKind, g, stride int, n units.Bytes) units.Seconds {
-	if g <= 1 {
-		return 0
-	}
-	// steps of the ring algorithm and fraction of n each rank sends (DESIGN.md table).
-	ring := func(level, g int, n units.Bytes) units.Seconds {
-		if g <= 1 {
-			return 0
-		}
-		l := hw.Levels[level]
-		steps, frac := g-1, float64(g-1)/float64(g)
-		if kind == program.OpAllReduce {
-			steps, frac = 2*(g-1), 2*float64(g-1)/float64(g)
-		}
-		return units.Seconds(steps)*l.Latency + units.Seconds(frac*float64(n)/(float64(l.Bandwidth)*l.Efficiency))
-	}
-	span := (g-1)*stride + 1
-	level := hw.LevelFor(span)
-	inner := hw.Levels[0].Size
-	if level == 0 || inner <= 0 || stride >= inner || inner%stride != 0 {
-		return ring(level, g, n)
-	}
-	// k members share a node, q nodes. Bandwidth: NCCL runs one ring per NIC, each carrying
-	// 1/k of the data across nodes, so the bytes move as in the hierarchical algorithm: inside the
-	// node at its rate, across at each GPU's own NIC for n/k (reduce-scatter inside, all-reduce
-	// across, all-gather inside; this is why nccl-tests measure about 192 GB/s of all-reduce bus
-	// bandwidth per DGX-A100 node, collectives.json dgx_a100_multinode_allreduce_192).
-	// Latency: a ring still has p-1 steps (2(p-1) for all-reduce), each as slow as the slowest
-	// link it crosses (NCCL's tuning model, src/graph/tuning.cc: nsteps x hwLat of the network).
-	k := inner / stride
-	if g%k != 0 {
-		return ring(level, g, n)
-	}
-	q := g / k
-	bw := func(level, g int, n units.Bytes) units.Seconds {
-		l := hw.Levels[level]
-		return units.Seconds(float64(g-1) / float64(g) * float64(n) / (float64(l.Bandwidth) * l.Efficiency))
-	}
-	outer := hw.Levels[level]
-	steps := units.Seconds(g - 1)
-	if kind == program.OpAllReduce {
-		return 2*steps*outer.Latency + 2*bw(0, k, n) + 2*bw(level, q, n/units.Bytes(k))
-	}
-	return steps*outer.Latency + bw(level, q, n/units.Bytes(k)) + bw(0, k, n)
-}
-
 // stageTimes is one stage's per-microbatch and per-step times.
 type stageTimes struct {
 	fCompute, bCompute units.Seconds // per microbatch

@@ -17,12 +17,13 @@
 // dtype, i.e. it takes a fixed GEMMHalfFLOPs/(GEMMLimit*peak) plus f/(GEMMLimit*peak). An
 // elementwise op moving b bytes takes b/(MemMax*MemBandwidth). The fused FlashAttention kernel
 // runs its FLOPs at FlashMax of the peak (Flash1Max for its first generation), or is bound by its
-// bytes, whichever is slower. A
-// collective among ranks that LevelFor (or LevelOf) places at level l uses l's Latency per ring
-// step and
-// Bandwidth*Efficiency per device; a ring all-reduce of n bytes over p ranks takes
-// 2(p-1)*Latency + 2(p-1)/p * n/(Bandwidth*Efficiency) (Thakur, Rabenseifner and Gropp 2005,
-// Sec. 4; the 2(p-1)/p bus factor as in nccl-tests doc/PERFORMANCE.md).
+// bytes, whichever is slower. A collective among ranks that LevelFor (or LevelOf) places at
+// level l moves its bytes at Bandwidth*Efficiency per device (the Simple protocol's bus
+// bandwidth); a ring all-reduce of n bytes over p ranks sends 2(p-1)/p * n (the bus factor of
+// nccl-tests doc/PERFORMANCE.md). On GPU links (levels named nvlink, pcie, ib, roce, ...)
+// costmodel adds NCCL's latencies and protocol bandwidth shares (costmodel/nccl.go); on other
+// levels (the host profile) a ring step costs Latency, as in Thakur, Rabenseifner and Gropp
+// 2005, Sec. 4.
 //
 // # Invariants
 //
