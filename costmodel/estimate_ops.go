@@ -49,16 +49,6 @@ type pricer struct {
 	stride   int     // stride of the cp and dp groups
 	ppLvl    int     // the level joining neighbouring pipeline stages
 	ppEnds   int     // the level joining the first and the last pipeline ranks
-	// Collective times by kind, group and stride: CollectiveTime is affine in the bytes (latency
-	// steps plus bytes over bandwidth, at every level), so a + b n.
-	cls  [8]collClass
-	ncls int
-}
-
-type collClass struct {
-	kind      program.OpKind
-	g, stride int
-	a, b      units.Seconds
 }
 
 func newPricer(hw *hardware.Hardware, peak units.FLOPsPerSecond, st strategies.Strategy) pricer {
@@ -75,22 +65,10 @@ func newPricer(hw *hardware.Hardware, peak units.FLOPsPerSecond, st strategies.S
 		ppEnds: hw.LevelFor((mesh.PP-1)*mesh.DP*mesh.CP*mesh.TP + 1)}
 }
 
-// collective is CollectiveTime(hw, kind, g, stride, n).
+// collective is CollectiveTime(hw, kind, g, stride, n): the same price as Coster.Comm's, which
+// is not affine in n (NCCL's protocol changes with the size), so it is not linearized.
 func (p *pricer) collective(kind program.OpKind, g, stride int, n units.Bytes) units.Seconds {
-	for i := range p.ncls {
-		c := &p.cls[i]
-		if c.g == g && c.stride == stride && c.kind == kind {
-			return c.a + c.b*units.Seconds(n)
-		}
-	}
-	const big = 1 << 40
-	a := CollectiveTime(p.hw, kind, g, stride, 0)
-	b := (CollectiveTime(p.hw, kind, g, stride, big) - a) / big
-	if p.ncls < len(p.cls) {
-		p.cls[p.ncls] = collClass{kind, g, stride, a, b}
-		p.ncls++
-	}
-	return a + b*units.Seconds(n)
+	return CollectiveTime(p.hw, kind, g, stride, n)
 }
 
 // The roofline of Coster.Compute: max(FLOPs / (peak x eff), bytes / achieved bandwidth), times
