@@ -137,3 +137,36 @@ func TestMPTParams(t *testing.T) {
 	}
 	t.Logf("%d MPT records: parameter counts equal", n)
 }
+
+// The headline figures of tpsim validate over the training split with the fitted presets, each
+// within a stated band around what it measured when the presets were fitted (in-sample MAPE
+// 10.3%, per GPU type 10.0% a100, 11.4% h100-sxm, 11.8% h100-96g; measured-memory median APE
+// 54.7%). A change to the cost model or the presets that moves them out of the band fails here
+// and must say why in the README's accuracy section.
+func TestHeadlineFigures(t *testing.T) {
+	recs, skips := training(t)
+	out := Run(recs, skips, Options{})
+	band := func(name string, got, want, tol float64) {
+		t.Logf("%s: %.1f%% (band %.1f%% +- %.1f)", name, 100*got, 100*want, 100*tol)
+		if math.Abs(got-want) > tol {
+			t.Errorf("%s: %.1f%%, outside %.1f%% +- %.1f points", name, 100*got, 100*want, 100*tol)
+		}
+	}
+	if out.Summary.N < 210 {
+		t.Errorf("%d rows compared, want at least 210 of %d records", out.Summary.N, len(recs)+len(skips))
+	}
+	band("in-sample MAPE", out.Summary.MAPE, 0.103, 0.01)
+	want := map[string]float64{"a100": 0.100, "h100-sxm": 0.114, "h100-96g": 0.118}
+	for _, g := range out.ByGPU {
+		w, ok := want[g.Name]
+		if !ok {
+			t.Errorf("unexpected GPU type %s", g.Name)
+			continue
+		}
+		band("MAPE on "+g.Name, g.MAPE, w, 0.015)
+	}
+	if out.Memory.N < 10 {
+		t.Errorf("%d rows with measured memory, want the 11 torchtitan rows", out.Memory.N)
+	}
+	band("measured-memory median APE", out.Memory.MedianAPE, 0.547, 0.03)
+}
