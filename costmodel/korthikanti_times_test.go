@@ -18,14 +18,15 @@ import (
 // Table 4: forward and backward time of one transformer layer of the 22B model (h 6144, 64 heads,
 // tp 8, microbatch 4, sequence 2048), in ms. tpsim's layer is the ops of one layer of the
 // Program, compute and tensor-parallel communication one after the other, with the a100-80g
-// preset's GEMMs at the achieved fraction tpsim fit found on the training split (0.741 of the
-// matmul sweep's ceiling). Measured: +18.3% without recompute, +13.8% with sequence parallelism,
-// +16.4% full, +12.2% selective, +7.8% sequence parallel with selective: the Megatron-LM of 2022
-// runs its GEMMs faster than the 2020-2021 runs and llm-foundry's of the training split (at the
+// preset's GEMMs at the achieved fraction tpsim fit found for Megatron-LM on the training split
+// (0.791 of the matmul sweep's ceiling). Measured: +13.5% without recompute, +8.9% with sequence
+// parallelism, +11.8% full, +7.6% selective, +3.1% sequence parallel with selective: the
+// Megatron-LM of 2022 runs its GEMMs faster than its 2020-2021 runs of the training split (at the
 // sweep's ceiling the same rows were -1% to -11%). Each tolerance sits just above its error.
 func TestKorthikantiLayerTimes(t *testing.T) {
 	m := mustPreset(t, "megatron-22b")
 	hw := loadHW(t, "a100-80g")
+	hw.Efficiency = hw.Efficiency.ForStack("megatron-lm") // Korthikanti et al. ran Megatron-LM
 	for _, c := range []struct {
 		strategy string
 		fwd, bwd float64
@@ -80,15 +81,17 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 // Table 5: end-to-end iteration time in seconds for full recompute and for sequence parallel with
 // selective recompute (Table 3's configurations; interleaved with 3 chunks for 175B and 530B),
 // priced through the Program and the Coster with the a100-80g preset as tpsim fit calibrated it on
-// the training split, which does not hold these rows. Measured: full recompute +11.4%, +15.9%,
-// +25.5%, +22.6%; sequence parallel with selective recompute +1.1%, +7.1%, +11.9%, +18.6%; mean
-// 14.3%, max 25.5% (go test ./costmodel -run KorthikantiIteration -v). Issue 12's targets, mean at
-// most 5% and max at most 10%, are not met: the training split's A100 runs (Megatron-LM 2020-2021,
-// DeepSpeed, llm-foundry) reach 0.741 of the matmul sweep's ceiling, and Korthikanti et al.'s 2022
-// Megatron-LM about the ceiling itself (before the fit these rows were -0% to -16%). Each
-// tolerance sits just above its row's error, the mean and max bands just above theirs.
+// the training split, which does not hold these rows: its GEMMs at Megatron-LM's fitted fraction
+// (0.791 of the matmul sweep's ceiling). Measured: full recompute +7.1%, +10.4%, +19.3%, +16.0%;
+// sequence parallel with selective recompute -3.0%, +1.6%, +5.8%, +11.8%; mean 9.4%, max 19.3%
+// (go test ./costmodel -run KorthikantiIteration -v). Issue 12's targets, mean at most 5% and max
+// at most 10%, are not met: Megatron-LM's 2020-2021 runs in the training split reach 0.791 of the
+// ceiling, Korthikanti et al.'s 2022 Megatron-LM about the ceiling itself (before the fit these
+// rows were -0% to -16%), and the deepest pipelines (530B on 35 stages, 1T on 64) are the slowest
+// by tpsim. Each tolerance sits just above its row's error, the mean and max bands above theirs.
 func TestKorthikantiIterationTimes(t *testing.T) {
 	hw := loadHW(t, "a100-80g")
+	hw.Efficiency = hw.Efficiency.ForStack("megatron-lm") // Korthikanti et al. ran Megatron-LM
 	var sum, worst float64
 	n := 0
 	for _, c := range []struct {
@@ -96,10 +99,10 @@ func TestKorthikantiIterationTimes(t *testing.T) {
 		full, selectiveSP float64
 		tolFull, tolSP    float64
 	}{
-		{"megatron-22b", "tp=8,mbs=4,gbs=4", 1.42, 1.10, 0.12, 0.02},
-		{"gpt3-175b", "tp=8,pp=8,schedule=interleaved,vpp=3,mbs=1,gbs=64", 18.13, 13.75, 0.165, 0.08},
-		{"megatron-530b", "tp=8,pp=35,schedule=interleaved,vpp=3,mbs=1,gbs=280", 49.05, 37.83, 0.26, 0.125},
-		{"megatron-1t", "tp=8,pp=64,mbs=1,gbs=512", 94.42, 71.49, 0.23, 0.19},
+		{"megatron-22b", "tp=8,mbs=4,gbs=4", 1.42, 1.10, 0.08, 0.035},
+		{"gpt3-175b", "tp=8,pp=8,schedule=interleaved,vpp=3,mbs=1,gbs=64", 18.13, 13.75, 0.11, 0.02},
+		{"megatron-530b", "tp=8,pp=35,schedule=interleaved,vpp=3,mbs=1,gbs=280", 49.05, 37.83, 0.20, 0.065},
+		{"megatron-1t", "tp=8,pp=64,mbs=1,gbs=512", 94.42, 71.49, 0.17, 0.125},
 	} {
 		m := mustPreset(t, c.model)
 		for _, k := range []struct {
@@ -125,7 +128,7 @@ func TestKorthikantiIterationTimes(t *testing.T) {
 		}
 	}
 	t.Logf("Table 5: mean error %.1f%%, max %.1f%%", 100*sum/float64(n), 100*worst)
-	if sum/float64(n) > 0.15 || worst > 0.26 {
-		t.Errorf("Table 5: mean error %.1f%%, max %.1f%%; measured 14.3%% and 25.5%% (issue 12's targets are 5%% and 10%%)", 100*sum/float64(n), 100*worst)
+	if sum/float64(n) > 0.10 || worst > 0.20 {
+		t.Errorf("Table 5: mean error %.1f%%, max %.1f%%; measured 9.4%% and 19.3%% (issue 12's targets are 5%% and 10%%)", 100*sum/float64(n), 100*worst)
 	}
 }

@@ -53,6 +53,10 @@ type Efficiency struct {
 	// as the model gives them, clocks under load, kernels sharing the device with communication),
 	// in (0, 1]; 0 means 1, the ceiling. Presets fit it on published runs (tpsim fit) and cite it.
 	GEMMAchieved float64 `json:"gemm_achieved_fraction,omitempty"`
+	// GEMMAchievedByStack is GEMMAchieved for runs of one software stack ("megatron-lm",
+	// "deepspeed", "llm-foundry", ...), where published runs say which stack ran and it differs;
+	// ForStack applies it. Presets fit it with tpsim fit.
+	GEMMAchievedByStack map[string]float64 `json:"gemm_achieved_fraction_by_stack,omitempty"`
 	// FP8GEMM is the achieved fraction of the FP8 peak of the FP8 matrix products of
 	// precision=fp8 (Transformer Engine, Float8 linears), the amax and cast kernels' overhead
 	// included, in (0, 1]; 0 when not known for the device (precision=fp8 is then refused).
@@ -224,6 +228,11 @@ func (h *Hardware) problems() []string {
 	if e.GEMMAchieved != 0 && !fraction(e.GEMMAchieved) {
 		add("efficiency.gemm_achieved_fraction = %g must be in (0, 1], or 0 for the ceiling: the fraction of gemm_max_fraction real training GEMMs reach, e.g. 0.75", e.GEMMAchieved)
 	}
+	for _, k := range sortedKeys(e.GEMMAchievedByStack) {
+		if v := e.GEMMAchievedByStack[k]; strings.TrimSpace(k) == "" || !fraction(v) {
+			add("efficiency.gemm_achieved_fraction_by_stack[%q] = %g: name the software stack and give a fraction in (0, 1] of gemm_max_fraction, e.g. {\"megatron-lm\": 0.8}", k, v)
+		}
+	}
 	if e.FP8GEMM != 0 && !fraction(e.FP8GEMM) {
 		add("efficiency.fp8_gemm_fraction = %g must be in (0, 1], or 0 when no figure is known: the achieved fraction of the FP8 peak of FP8 matrix products, e.g. 0.5", e.FP8GEMM)
 	}
@@ -298,6 +307,14 @@ func (h *Hardware) PeakFor(dtype string) (units.FLOPsPerSecond, error) {
 		list = strings.Join(have, ", ")
 	}
 	return 0, fmt.Errorf("hardware: %s has no peak FLOP/s for dtype %q; it has %s (add it under device.peak_flops)", h.Name, dtype, list)
+}
+
+// ForStack is e with the GEMM achieved fraction of the software stack when e gives one for it.
+func (e Efficiency) ForStack(stack string) Efficiency {
+	if v, ok := e.GEMMAchievedByStack[stack]; ok && stack != "" {
+		e.GEMMAchieved = v
+	}
+	return e
 }
 
 // GEMMLimit is the fraction of peak large GEMMs reach in training: GEMMMax x GEMMAchieved (the

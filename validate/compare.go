@@ -309,6 +309,7 @@ type Case struct {
 	Metric  string
 	Pub     float64
 	Preset  string // the hardware preset's name
+	Stack   string // the software stack that ran it (Stack)
 	prog    *program.Program
 	m       *model.Model
 	st      strategies.Strategy
@@ -371,7 +372,7 @@ func Prepare(r *Record, o Options) (*Case, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	c := &Case{Record: r, Metric: metric, Pub: pub, Preset: presetName(hw.Name), prog: prog, m: m, st: st, gbs: gbs,
+	c := &Case{Record: r, Metric: metric, Pub: pub, Preset: presetName(hw.Name), Stack: Stack(r), prog: prog, m: m, st: st, gbs: gbs,
 		assumed: append(append(assumedHW, assumedM...), assumedS...)}
 	return c, ""
 }
@@ -396,6 +397,11 @@ func (c *Case) Hardware(presets PresetFunc) (*hardware.Hardware, error) {
 // Price prices the case on hw and compares it with the record.
 func (c *Case) Price(hw *hardware.Hardware) (*Row, string) {
 	r, m, st, gbs, metric, pub := c.Record, c.m, c.st, c.gbs, c.Metric, c.Pub
+	assumed := append([]string(nil), c.assumed...)
+	if v, ok := hw.Efficiency.GEMMAchievedByStack[c.Stack]; ok && c.Stack != "" {
+		hw.Efficiency = hw.Efficiency.ForStack(c.Stack)
+		assumed = append(assumed, fmt.Sprintf("GEMMs at %s's achieved fraction of the matmul sweep's ceiling, %.3g (the preset's, fitted on that stack's runs)", c.Stack, v))
+	}
 	res, err := costmodel.Predict(c.prog, hw)
 	if err != nil {
 		return nil, err.Error()
@@ -403,7 +409,6 @@ func (c *Case) Price(hw *hardware.Hardware) (*Row, string) {
 	n := float64(st.Mesh.Devices())
 	seq := float64(st.Resolve(m).Seq)
 	step := float64(res.Time.Step)
-	assumed := append([]string(nil), c.assumed...)
 	if !res.Feasible {
 		assumed = append(assumed, fmt.Sprintf("tpsim predicts %.1f GiB per device, more than the %.0f GB the run had: its memory model disagrees with the run", res.Memory.Peak.GiB(), float64(hw.Device.Memory)/1e9))
 	}

@@ -20,7 +20,10 @@ import (
 
 // Param is one fitted parameter: a field of a GPU type's hardware efficiency.
 type Param struct {
-	GPU   string  `json:"gpu"`   // the GPU type (GPUType)
+	GPU string `json:"gpu"` // the GPU type (GPUType)
+	// Stack is the software stack the value is for (gemm_achieved_fraction_by_stack), "" for
+	// the GPU type's value for any stack.
+	Stack string  `json:"stack,omitempty"`
 	Field string  `json:"field"` // the JSON field under efficiency
 	Lo    float64 `json:"lo"`    // the range searched
 	Hi    float64 `json:"hi"`
@@ -32,15 +35,25 @@ type Param struct {
 	Why string `json:"why"`
 }
 
-// Params is the declared parameter set: 7 parameters over 3 GPU types. The A100 rows decide the
-// A100's GEMM fraction (every row) and FlashAttention-1's (llm-foundry's Triton kernel, 139
-// rows). The H100 SXM rows are NeMo's, all FP8: they decide the FP8 products' fraction and the
+// Params is the declared parameter set: 9 parameters over 3 GPU types. The A100 rows decide the
+// A100's GEMM fraction for any stack (every row), and where the records say which software stack
+// ran, that stack's own: Megatron-LM's (its PTD-P runs) and llm-foundry's (its FSDP runs); and
+// FlashAttention-1's fraction (llm-foundry's Triton kernel, 139 rows). DeepSpeed's runs (MT-NLG,
+// BLOOM, Narayanan et al.'s ZeRO-3 rows) get no value of their own: fitted, it went to 0.42 of
+// the ceiling, absorbing the ZeRO-3 rows' missing mechanism (tpsim predicts them 1.3-3.5x too
+// fast) and leaving BLOOM and MT-NLG 78% slow when left out; they run at the A100's value for any
+// stack. The H100 SXM rows are NeMo's, all FP8: they decide the FP8 products' fraction and the
 // fused attention's (the long-sequence table, where attention is most of the step); their BF16
-// GEMMs (the head) stay at the sweep's ceiling, which no BF16 row of that part measures. The
-// H100 96 GB rows are torchtitan's, BF16 and Float8 at a 500 W limit: they decide all three.
+// GEMMs (the head) stay at the sweep's ceiling, which no BF16 row of that part measures. The H100
+// 96 GB rows are torchtitan's, BF16 and Float8 at a 500 W limit: they decide all three. On H100
+// each GPU type ran one stack, so its values are that stack's.
 var Params = []Param{
 	{GPU: "a100", Field: "gemm_achieved_fraction", Lo: 0.3, Hi: 1, Start: 1, StartWhy: "1: the matmul sweep's ceiling",
-		Why: "every A100 row: the GEMMs of Megatron-LM, DeepSpeed and llm-foundry runs"},
+		Why: "every A100 row, whatever its stack: the value for a run of a stack with no value of its own"},
+	{GPU: "a100", Stack: StackMegatron, Field: "gemm_achieved_fraction_by_stack", Lo: 0.3, Hi: 1, Start: 1, StartWhy: "1: the matmul sweep's ceiling",
+		Why: "Megatron-LM's own runs (Narayanan et al. 2021 PTD-P and weak scaling, Megatron-LM README 2020-2021)"},
+	{GPU: "a100", Stack: StackLLMFoundry, Field: "gemm_achieved_fraction_by_stack", Lo: 0.3, Hi: 1, Start: 1, StartWhy: "1: the matmul sweep's ceiling",
+		Why: "llm-foundry's A100 throughput tables (Composer + FSDP, 8-512 GPUs)"},
 	{GPU: "a100", Field: "flash1_attention_fraction", Lo: 0.1, Hi: 0.8, Start: 0.325, StartWhy: "0.325: Dao 2023 (arXiv:2307.08691) abstract, FlashAttention reaches 25-40% of peak on A100",
 		Why: "llm-foundry's A100 tables, which ran its Triton FlashAttention"},
 	{GPU: "h100-sxm", Field: "fp8_gemm_fraction", Lo: 0.2, Hi: 1, Start: 0.803, StartWhy: "0.803: the BF16 matmul sweep's fraction of peak (stas00/ml-engineering), taken for FP8 until fitted",
@@ -53,6 +66,15 @@ var Params = []Param{
 		Why: "torchtitan's Float8 rows"},
 	{GPU: "h100-96g", Field: "flash_attention_fraction", Lo: 0.1, Hi: 0.9, Start: 0.35, StartWhy: "0.35: FlashAttention-2 on H100 (Shah et al. 2024, arXiv:2407.08608, abstract)",
 		Why: "torchtitan rows, PyTorch SDPA's flash attention; the 32k-262k-token context-parallel tables above all"},
+}
+
+// Name is the parameter's name in the presets' sources: efficiency.FIELD, or
+// efficiency.FIELD.STACK for a stack's value.
+func (p Param) Name() string {
+	if p.Stack != "" {
+		return "efficiency." + p.Field + "." + p.Stack
+	}
+	return "efficiency." + p.Field
 }
 
 // GPUPresets maps a GPU type to the preset files its fitted values are written into.
@@ -70,9 +92,14 @@ func StartValues() Values {
 	return v
 }
 
-// setField sets an efficiency field by its JSON name.
-func setField(e *hardware.Efficiency, field string, v float64) {
+// setField sets an efficiency field by its JSON name (and stack).
+func setField(e *hardware.Efficiency, field, stack string, v float64) {
 	switch field {
+	case "gemm_achieved_fraction_by_stack":
+		if e.GEMMAchievedByStack == nil {
+			e.GEMMAchievedByStack = map[string]float64{}
+		}
+		e.GEMMAchievedByStack[stack] = v
 	case "gemm_achieved_fraction":
 		e.GEMMAchieved = v
 	case "fp8_gemm_fraction":
@@ -102,7 +129,7 @@ func (v Values) Presets() PresetFunc {
 		hw := clone(b)
 		for i, p := range Params {
 			if GPUType(name) == p.GPU {
-				setField(&hw.Efficiency, p.Field, v[i])
+				setField(&hw.Efficiency, p.Field, p.Stack, v[i])
 			}
 		}
 		return hw, nil
@@ -135,6 +162,9 @@ type FitResult struct {
 	// RowsByGPU counts the training rows per GPU type, and SourcesByGPU names their sources.
 	RowsByGPU    map[string]int      `json:"rows_by_gpu"`
 	SourcesByGPU map[string][]string `json:"sources_by_gpu"`
+	// ParamRows counts the rows each parameter decides, and ParamSources names their sources.
+	ParamRows    []int      `json:"param_rows"`
+	ParamSources [][]string `json:"param_sources"`
 }
 
 // PrepareAll prepares every record with the presets at the start values, so that the knobs the
@@ -158,6 +188,14 @@ func PrepareAll(recs []Record) ([]*Case, []Skip) {
 type fitter struct {
 	cases []*Case
 	gpu   []string // GPU type of each case
+	// noStacks prices every case at its GPU type's value for any stack, as for fitting that value.
+	noStacks bool
+}
+
+// decides reports whether case i's price depends on parameter p: the case runs on p's GPU type,
+// and for a stack's value, ran that stack.
+func (f *fitter) decides(p Param, i int) bool {
+	return f.gpu[i] == p.GPU && (p.Stack == "" || f.cases[i].Stack == p.Stack)
 }
 
 // rows prices the cases selected by keep on values v; cases that fail to price are left out.
@@ -171,6 +209,9 @@ func (f *fitter) rows(v Values, keep func(i int) bool) []Row {
 		hw, err := c.Hardware(presets)
 		if err != nil {
 			continue
+		}
+		if f.noStacks {
+			hw.Efficiency.GEMMAchievedByStack = nil
 		}
 		if row, why := c.Price(hw); why == "" {
 			out = append(out, *row)
@@ -190,26 +231,31 @@ func (f *fitter) mape(v Values, keep func(i int) bool) float64 {
 // type has no kept rows takes the fitted value of the same field for another GPU type of its
 // chip, else the mean of that field over the GPU types that have rows (the fraction of the
 // sweep's ceiling that training reaches transfers across GPUs better than the ceiling itself),
-// else keeps its start value.
+// else keeps its start value; a stack's value with no kept rows of that stack takes its GPU
+// type's value for any stack.
 func (f *fitter) fit(keep func(i int) bool) Values {
 	v := StartValues()
-	has := map[string]bool{}
-	for i := range f.cases {
-		if keep(i) {
-			has[f.gpu[i]] = true
+	has := make([]bool, len(Params))
+	for k, p := range Params {
+		for i := range f.cases {
+			has[k] = has[k] || (keep(i) && f.decides(p, i))
 		}
 	}
 	const rounds, iters = 2, 16
 	phi := (math.Sqrt(5) - 1) / 2
 	for range rounds {
 		for k, p := range Params {
-			if !has[p.GPU] {
+			if !has[k] {
 				continue
 			}
-			sel := func(i int) bool { return keep(i) && f.gpu[i] == p.GPU }
+			sel := func(i int) bool { return keep(i) && f.decides(p, i) }
+			// A GPU type's value for any stack is fitted as if no stack had its own.
+			pooled := p.Field == "gemm_achieved_fraction"
 			obj := func(x float64) float64 {
 				t := append(Values(nil), v...)
 				t[k] = x
+				f.noStacks = pooled
+				defer func() { f.noStacks = false }()
 				return f.mape(t, sel)
 			}
 			a, b := p.Lo, p.Hi
@@ -238,12 +284,21 @@ func (f *fitter) fit(keep func(i int) bool) Values {
 	}
 	fitted := append(Values(nil), v...)
 	for k, p := range Params {
-		if has[p.GPU] {
+		if has[k] {
+			continue
+		}
+		if p.Stack != "" {
+			// A stack with no kept rows runs at its GPU type's value for any stack.
+			for j, q := range Params {
+				if q.GPU == p.GPU && q.Stack == "" && q.Field == "gemm_achieved_fraction" {
+					v[k] = fitted[j]
+				}
+			}
 			continue
 		}
 		var same, other []float64
 		for j, q := range Params {
-			if q.Field == p.Field && has[q.GPU] {
+			if q.Field == p.Field && q.Stack == "" && has[j] {
 				if Chip(q.GPU) == Chip(p.GPU) {
 					same = append(same, fitted[j])
 				}
@@ -289,6 +344,20 @@ func Fit(cases []*Case) *FitResult {
 	for _, s := range res.SourcesByGPU {
 		sort.Strings(s)
 	}
+	for _, p := range Params {
+		n := 0
+		var names []string
+		for i, c := range cases {
+			if f.decides(p, i) {
+				n++
+				if s := Source(c.Record); !contains(names, s) {
+					names = append(names, s)
+				}
+			}
+		}
+		sort.Strings(names)
+		res.ParamRows, res.ParamSources = append(res.ParamRows, n), append(res.ParamSources, names)
+	}
 	var sources []string
 	for _, s := range src {
 		if !contains(sources, s) {
@@ -326,30 +395,51 @@ func (r *FitResult) Provenance(k int, command string) string {
 			ins = g.Summary
 		}
 	}
-	return fmt.Sprintf("fitted by `%s` on the training split (validate/data/%s): %d rows of GPU type %s (%s); decided by %s; objective: the mean absolute percentage error of the rows' published metric (step time, tokens/s or TFLOP/s counted the source's way), minimized by golden-section coordinate descent over [%g, %g] from %s, rounded to 3 decimals; %s in-sample MAPE %.1f%%; all %d rows: in-sample %.1f%%, leave-one-source-out %.1f%%. One of %d parameters (validate.Params), none per record, model or GPU count",
-		command, strings.Join(TrainingFiles, ", "), r.RowsByGPU[p.GPU], p.GPU, strings.Join(r.SourcesByGPU[p.GPU], "; "), p.Why,
+	what := "GPU type " + p.GPU
+	if p.Stack != "" {
+		what += " run by " + p.Stack
+	}
+	return fmt.Sprintf("fitted by `%s` on the training split (validate/data/%s): %d rows of %s (%s); decided by %s; objective: the mean absolute percentage error of the rows' published metric (step time, tokens/s or TFLOP/s counted the source's way), minimized by golden-section coordinate descent over [%g, %g] from %s, rounded to 3 decimals; %s in-sample MAPE %.1f%%; all %d rows: in-sample %.1f%%, leave-one-source-out %.1f%%. One of %d parameters (validate.Params), none per record, model or GPU count",
+		command, strings.Join(TrainingFiles, ", "), r.ParamRows[k], what, strings.Join(r.ParamSources[k], "; "), p.Why,
 		p.Lo, p.Hi, p.StartWhy, p.GPU, 100*ins.MAPE, r.Rows, 100*r.InSample.MAPE, 100*r.LOSO.MAPE, len(Params))
 }
 
-// SetPresetValue writes field = value into the efficiency object of a preset's JSON text and
-// its provenance under sources, keeping the rest of the text as it is; the result must parse.
-func SetPresetValue(text []byte, field string, value float64, provenance string) ([]byte, error) {
+// SetPresetValue writes parameter p's value into the efficiency object of a preset's JSON text
+// and its provenance under sources (p.Name()), keeping the rest of the text as it is; the result
+// must parse.
+func SetPresetValue(text []byte, p Param, value float64, provenance string) ([]byte, error) {
 	s := string(text)
-	num := strconv.FormatFloat(value, 'g', -1, 64)
-	s, err := setInObject(s, "efficiency", field, num)
+	raw := strconv.FormatFloat(value, 'g', -1, 64)
+	if p.Stack != "" {
+		h, err := hardware.Parse(text)
+		if err != nil {
+			return nil, fmt.Errorf("validate: the preset does not parse: %v", err)
+		}
+		m := maps.Clone(h.Efficiency.GEMMAchievedByStack)
+		if m == nil {
+			m = map[string]float64{}
+		}
+		m[p.Stack] = value
+		b, err := json.Marshal(m) // keys sorted
+		if err != nil {
+			return nil, err
+		}
+		raw = strings.ReplaceAll(strings.ReplaceAll(string(b), ":", ": "), ",", ", ")
+	}
+	s, err := setInObject(s, "efficiency", p.Field, raw)
 	if err != nil {
 		return nil, err
 	}
 	q, _ := jsonString(provenance)
-	if s, err = setInObject(s, "sources", "efficiency."+field, q); err != nil {
+	if s, err = setInObject(s, "sources", p.Name(), q); err != nil {
 		return nil, err
 	}
 	h, err := hardware.Parse([]byte(s))
 	if err != nil {
-		return nil, fmt.Errorf("validate: the preset no longer parses after setting %s: %v", field, err)
+		return nil, fmt.Errorf("validate: the preset no longer parses after setting %s: %v", p.Name(), err)
 	}
-	if h.Sources["efficiency."+field] != provenance {
-		return nil, fmt.Errorf("validate: %s's provenance did not round-trip", field)
+	if h.Sources[p.Name()] != provenance {
+		return nil, fmt.Errorf("validate: %s's provenance did not round-trip", p.Name())
 	}
 	return []byte(s), nil
 }

@@ -8,20 +8,24 @@ import (
 	"github.com/tpsim/tpsim/hardware"
 )
 
-// The fitted set is small and declared per GPU type: 7 parameters over 3 GPU types, each an
-// achieved fraction of one hardware field, none per record, model or GPU count. Each preset it
+// The fitted set is small and declared per GPU type (and, on A100, per software stack where the
+// records say which ran): 9 parameters over 3 GPU types, each an achieved fraction of one
+// hardware field, none per record, model or GPU count. Each preset it
 // is written into cites its fitted values with their provenance.
 func TestFitParameterSet(t *testing.T) {
-	const size, gpus = 7, 3
+	const size, gpus = 9, 3
 	if len(Params) != size || len(GPUPresets) != gpus {
 		t.Fatalf("%d parameters over %d GPU types, the declared set is %d over %d", len(Params), len(GPUPresets), size, gpus)
 	}
-	fields := map[string]bool{"gemm_achieved_fraction": true, "fp8_gemm_fraction": true, "flash_attention_fraction": true, "flash1_attention_fraction": true}
+	fields := map[string]bool{"gemm_achieved_fraction": true, "gemm_achieved_fraction_by_stack": true, "fp8_gemm_fraction": true, "flash_attention_fraction": true, "flash1_attention_fraction": true}
+	stacks := map[string]bool{StackMegatron: true, StackDeepSpeed: true, StackLLMFoundry: true, StackNeMo: true, StackTorchtitan: true}
 	seen := map[string]bool{}
 	recs, _ := training(t)
 	for _, p := range Params {
-		key := p.GPU + "/" + p.Field
+		key := p.GPU + "/" + p.Name()
 		switch {
+		case (p.Stack != "") != (p.Field == "gemm_achieved_fraction_by_stack") || (p.Stack != "" && !stacks[p.Stack]):
+			t.Errorf("%s: a stack's value needs a known stack and the by-stack field", key)
 		case seen[key]:
 			t.Errorf("%s declared twice", key)
 		case !fields[p.Field]:
@@ -48,9 +52,9 @@ func TestFitParameterSet(t *testing.T) {
 				if p.GPU != gpu {
 					continue
 				}
-				src := hw.Sources["efficiency."+p.Field]
+				src := hw.Sources[p.Name()]
 				if !strings.HasPrefix(src, "fitted by `tpsim fit") || !strings.Contains(src, "leave-one-source-out") {
-					t.Errorf("%s: efficiency.%s lacks the fit's provenance: %q", name, p.Field, src)
+					t.Errorf("%s: %s lacks the fit's provenance: %q", name, p.Name(), src)
 				}
 			}
 		}
@@ -116,19 +120,25 @@ func TestSetPresetValue(t *testing.T) {
   }
 }
 `)
-	got, err := SetPresetValue(text, "gemm_achieved_fraction", 0.75, "fitted <here>")
+	any := Param{GPU: "x", Field: "gemm_achieved_fraction"}
+	got, err := SetPresetValue(text, any, 0.75, "fitted <here>")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err = SetPresetValue(got, "gemm_achieved_fraction", 0.7, "fitted again")
-	if err != nil {
+	if got, err = SetPresetValue(got, any, 0.7, "fitted again"); err != nil {
 		t.Fatal(err)
+	}
+	for _, st := range []string{StackMegatron, StackDeepSpeed} {
+		if got, err = SetPresetValue(got, Param{GPU: "x", Stack: st, Field: "gemm_achieved_fraction_by_stack"}, 0.8, "by stack"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h, err := hardware.Parse(got)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Efficiency.GEMMAchieved != 0.7 || h.Sources["efficiency.gemm_achieved_fraction"] != "fitted again" || h.Sources["efficiency.gemm_max_fraction"] != "a sweep" {
+	if h.Efficiency.GEMMAchieved != 0.7 || h.Sources["efficiency.gemm_achieved_fraction"] != "fitted again" || h.Sources["efficiency.gemm_max_fraction"] != "a sweep" ||
+		len(h.Efficiency.GEMMAchievedByStack) != 2 || h.Efficiency.ForStack(StackDeepSpeed).GEMMAchieved != 0.8 || h.Sources["efficiency.gemm_achieved_fraction_by_stack.megatron-lm"] != "by stack" {
 		t.Errorf("efficiency %+v sources %v", h.Efficiency, h.Sources)
 	}
 	if !strings.Contains(string(got), `"bf16": 1e12`) {

@@ -45,6 +45,39 @@ func Family(r *Record) string {
 	return FamilyGPT
 }
 
+// Software stacks a fitted value may be declared per (hardware.Efficiency.GEMMAchievedByStack):
+// the one that ran the record, as its source says.
+const (
+	StackMegatron   = "megatron-lm" // NVIDIA Megatron-LM's own runs
+	StackDeepSpeed  = "deepspeed"   // DeepSpeed with Megatron (ZeRO-3, MT-NLG, BLOOM's Megatron-DeepSpeed)
+	StackLLMFoundry = "llm-foundry" // MosaicML llm-foundry (Composer + FSDP)
+	StackNeMo       = "nemo"        // NVIDIA NeMo on Megatron-Core
+	StackTorchtitan = "torchtitan"  // PyTorch torchtitan
+)
+
+// Stack is the software stack that ran a record: DeepSpeed where the source or notes say so
+// (Narayanan et al.'s ZeRO-3 rows ran "ZeRO-3 via DeepSpeed integrated into Megatron"; MT-NLG
+// is "DeepSpeed and Megatron"; BLOOM ran Megatron-DeepSpeed), else the family's own; "" for a
+// GPT of no named stack.
+func Stack(r *Record) string {
+	text := strings.ToLower(r.Source.Title + " " + r.Notes)
+	switch fam := Family(r); {
+	case fam == FamilyBLOOM:
+		return StackDeepSpeed
+	case fam == FamilyMegatron && strings.Contains(text, "deepspeed"):
+		return StackDeepSpeed
+	case fam == FamilyMegatron:
+		return StackMegatron
+	case fam == FamilyMPT:
+		return StackLLMFoundry
+	case fam == FamilyNeMo:
+		return StackNeMo
+	case fam == FamilyTorchtitan:
+		return StackTorchtitan
+	}
+	return ""
+}
+
 // Source is the short name of a record's source: its title up to the first comma or
 // parenthesis (the two NeMo 24.07 table titles are one source).
 func Source(r *Record) string {

@@ -18,9 +18,10 @@ const fitHelp = `Usage: tpsim fit [flags]
 
 Fit the presets' declared achieved fractions on the training split of published runs
 (validate/data/runs.json and runs_h100.json): per GPU type, the fraction of the matmul sweep's
-ceiling that training GEMMs reach, the FP8 products' fraction of the FP8 peak, and the fused
-attention kernel's fraction of peak; 7 parameters in all (validate.Params), never one per record,
-model or GPU count. The objective is the rows' mean absolute percentage error (MAPE); the search
+ceiling that training GEMMs reach (and, on A100, where the records say which software stack ran,
+that stack's own), the FP8 products' fraction of the FP8 peak, and the fused attention kernel's
+fraction of peak; 9 parameters in all (validate.Params), never one per record, model or GPU
+count. The objective is the rows' mean absolute percentage error (MAPE); the search
 is deterministic, so running it again gives the same bytes.
 
 It prints the fitted values next to their start values and ceilings, the in-sample MAPE, and the
@@ -83,12 +84,16 @@ func fitWriteText(w io.Writer, res *validate.FitResult, n int) error {
 	ew := &errWriter{w: w}
 	ew.printf("Fit on the training split (validate/data/%s): %d records, %d rows priced\n\n", strings.Join(validate.TrainingFiles, ", "), n, res.Rows)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "GPU type\tparameter\tstart\tfitted\trows\n")
+	fmt.Fprintf(tw, "GPU type\tstack\tparameter\tstart\tfitted\trows\n")
 	for i, p := range validate.Params {
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%d\n", p.GPU, p.Field, p.Start, res.Values[i], res.RowsByGPU[p.GPU])
+		stack := p.Stack
+		if stack == "" {
+			stack = "any"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.3f\t%d\n", p.GPU, stack, p.Field, p.Start, res.Values[i], res.ParamRows[i])
 	}
 	tw.Flush()
-	ew.printf("\n%d parameters over %d GPU types; gemm_achieved_fraction is a fraction of the preset's gemm_max_fraction (the matmul sweep's ceiling), the others of peak.\n", len(validate.Params), len(validate.GPUPresets))
+	ew.printf("\n%d parameters over %d GPU types; the GEMM fractions are of the preset's gemm_max_fraction (the matmul sweep's ceiling), the others of peak.\n", len(validate.Params), len(validate.GPUPresets))
 	ew.printf("\nIn-sample MAPE %.1f%% (max %.1f%%) over %d rows; leave-one-source-out MAPE %.1f%% (max %.1f%%)\n",
 		100*res.InSample.MAPE, 100*res.InSample.MaxAPE, res.InSample.N, 100*res.LOSO.MAPE, 100*res.LOSO.MaxAPE)
 	ew.printf("\nIn sample by GPU type\n")
@@ -111,7 +116,7 @@ func fitFold(fold, all validate.Values) string {
 	var diff []string
 	for i, p := range validate.Params {
 		if fold[i] != all[i] {
-			diff = append(diff, fmt.Sprintf("%s %s %.3f", p.GPU, p.Field, fold[i]))
+			diff = append(diff, fmt.Sprintf("%s %s %.3f", p.GPU, strings.TrimPrefix(p.Name(), "efficiency."), fold[i]))
 		}
 	}
 	if len(diff) == 0 {
@@ -133,7 +138,7 @@ func fitWritePresets(dir string, res *validate.FitResult) error {
 				if p.GPU != gpu {
 					continue
 				}
-				if text, err = validate.SetPresetValue(text, p.Field, res.Values[i], res.Provenance(i, fitCommand)); err != nil {
+				if text, err = validate.SetPresetValue(text, p, res.Values[i], res.Provenance(i, fitCommand)); err != nil {
 					return fmt.Errorf("fit: %s: %v", path, err)
 				}
 			}
