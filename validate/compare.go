@@ -125,6 +125,14 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 		zeroStated = false
 	}
 	switch {
+	case zero == 3 && fam == FamilyTorchtitan && dp == 1:
+		zero = 0
+		assumed = append(assumed, "FSDP over one data-parallel rank: priced as no sharding (torchtitan shards over dp x cp, which tpsim cannot express); "+noMemory)
+	case zero == 3 && fam == FamilyTorchtitan && pp > 1:
+		zero = 1
+		assumed = append(assumed, "FSDP with pipeline parallel: torchtitan keeps the parameters gathered across the microbatches (reshard_after_forward off under pp), priced as ZeRO-1 (tpsim's ZeRO-3 does not combine with pp); "+noMemory)
+	}
+	switch {
 	case (fam == FamilyMegatron || fam == FamilyBLOOM) && zero < 3:
 		keys = append(keys, "overlap=off")
 		assumed = append(assumed, "data-parallel gradient reduction after backward, not overlapped (Megatron-LM, Korthikanti et al. 2022 §6.3; DeepSpeed's pipeline engine and ZeRO below stage 3)")
@@ -151,6 +159,9 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 	case fam == FamilyNeMo && tp > 1:
 		keys = append(keys, "sp=on")
 		assumed = append(assumed, "sequence parallel not stated: on, as NeMo's recipes set it whenever tp > 1")
+	case fam == FamilyTorchtitan && tp > 1:
+		keys = append(keys, "sp=on")
+		assumed = append(assumed, "sequence parallel not stated: on, as torchtitan's tensor-parallel plan shards the norms' activations by sequence (SequenceParallel in parallelize_llama)")
 	default:
 		keys = append(keys, "sp=off")
 		if tp > 1 {
@@ -265,6 +276,10 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 	assumed = append(assumed, fmt.Sprintf("%s %d options: %s (%s)", ChosenBySearch, len(space.Candidates), strings.Join(chose, ", "), fits))
 	return st, assumed, ""
 }
+
+// noMemory ends the assumption line of a run priced with other sharding than it ran: its
+// measured memory is not compared.
+const noMemory = "its measured memory is not compared"
 
 // ChosenBySearch starts the assumption line of knobs tpsim's search chose.
 const ChosenBySearch = "not stated, chosen by search among"
@@ -438,7 +453,11 @@ func (c *Case) Price(hw *hardware.Hardware) (*Row, string) {
 		row.PubStep = float64(res.FLOPs.Model) / (pub * float64(peak) * n)
 	}
 	row.APE = math.Abs(row.Predicted-pub) / pub
-	if gib, ok := measuredMemoryGiB(r); ok {
+	comparable := true
+	for _, a := range c.assumed {
+		comparable = comparable && !strings.HasSuffix(a, noMemory)
+	}
+	if gib, ok := measuredMemoryGiB(r); ok && comparable {
 		pred := res.Memory.Peak.GiB()
 		row.Memory = &Memory{PublishedGiB: gib, PredictedGiB: pred, APE: math.Abs(pred-gib) / gib}
 	}

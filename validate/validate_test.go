@@ -140,8 +140,8 @@ func TestMPTParams(t *testing.T) {
 
 // The headline figures of tpsim validate over the training split with the fitted presets, each
 // within a stated band around what it measured when the presets were fitted (in-sample MAPE
-// 10.0%, per GPU type 9.7% a100, 11.4% h100-sxm, 11.8% h100-96g; measured-memory median APE
-// 54.7%). A change to the cost model or the presets that moves them out of the band fails here
+// 10.1% over 224 rows, per GPU type 9.7% a100, 11.4% h100-sxm, 12.4% h100-96g; measured-memory
+// median APE 48.7%). A change to the cost model or the presets that moves them out of the band fails here
 // and must say why in the README's accuracy section.
 func TestHeadlineFigures(t *testing.T) {
 	recs, skips := training(t)
@@ -152,11 +152,11 @@ func TestHeadlineFigures(t *testing.T) {
 			t.Errorf("%s: %.1f%%, outside %.1f%% +- %.1f points", name, 100*got, 100*want, 100*tol)
 		}
 	}
-	if out.Summary.N < 210 {
-		t.Errorf("%d rows compared, want at least 210 of %d records", out.Summary.N, len(recs)+len(skips))
+	if out.Summary.N < 220 {
+		t.Errorf("%d rows compared, want at least 220 of %d records", out.Summary.N, len(recs)+len(skips))
 	}
-	band("in-sample MAPE", out.Summary.MAPE, 0.100, 0.01)
-	want := map[string]float64{"a100": 0.097, "h100-sxm": 0.114, "h100-96g": 0.118}
+	band("in-sample MAPE", out.Summary.MAPE, 0.101, 0.01)
+	want := map[string]float64{"a100": 0.097, "h100-sxm": 0.114, "h100-96g": 0.124}
 	for _, g := range out.ByGPU {
 		w, ok := want[g.Name]
 		if !ok {
@@ -168,5 +168,5 @@ func TestHeadlineFigures(t *testing.T) {
 	if out.Memory.N < 10 {
 		t.Errorf("%d rows with measured memory, want the 11 torchtitan rows", out.Memory.N)
 	}
-	band("measured-memory median APE", out.Memory.MedianAPE, 0.547, 0.03)
+	band("measured-memory median APE", out.Memory.MedianAPE, 0.487, 0.03)
 }

@@ -178,3 +178,20 @@ func TestValidateTextAndOut(t *testing.T) {
 		}
 	}
 }
+
+// tpsim fit is registered and says what it fits and how; a bad --write directory is an error
+// that names the fix (the fit itself is tested in package validate).
+func TestFitHelp(t *testing.T) {
+	out, errs, code := runArgs(t, "fit", "--help")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, s := range []string{"Usage: tpsim fit", "9 parameters", "leave-one-source-out", "--write"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("help lacks %q", s)
+		}
+	}
+	if err := fitWritePresets(filepath.Join(t.TempDir(), "none"), &validate.FitResult{}); err == nil || !strings.Contains(err.Error(), "hardware/presets") {
+		t.Errorf("missing presets directory: %v", err)
+	}
+}
