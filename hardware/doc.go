@@ -35,7 +35,9 @@
 //     level's Size is 0, meaning unbounded. Bandwidth and Latency are positive.
 //   - Every efficiency (each level's, GEMMMax, MemMax) is in (0, 1]; GEMMHalfFLOPs is positive;
 //     FlashMax and Flash1Max are 0 (no figure for that kernel) or in (0, 1]; so are GEMMAchieved
-//     (0: the ceiling GEMMMax) and FP8GEMM (0: no FP8 figure). GEMMLimit = GEMMMax x GEMMAchieved.
+//     (0: the ceiling GEMMMax) and FP8GEMM (0: no FP8 figure); GEMMAchievedByStack's keys name
+//     software stacks and its values are in (0, 1]. GEMMLimit = GEMMMax x GEMMAchieved, and
+//     Efficiency.ForStack(stack) takes the stack's GEMMAchieved where it gives one.
 //
 // Numbers are finite. Validate reports every violation, one per line, prefixed "hardware:",
 // naming the JSON field and the fix.
