@@ -1,0 +1,61 @@
+//go:build amd64 && !purego
+
+package gemm
+
+// cpuid executes CPUID with the given leaf (eax) and sub-leaf (ecx).
+//
+//go:noescape
+func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
+
+// xgetbv0 reads extended control register XCR0.
+//
+//go:noescape
+func xgetbv0() (eax, edx uint32)
+
+// kernel6x16 computes the 6×16 tile t = Σ_p a[p*6+r] b[p*16+j] over k steps of the packed panels
+// a and b, then stores c[r*ldc+j] = alpha*t (accumulate == 0) or alpha*t + beta*c[r*ldc+j]
+// (accumulate != 0). ldc is in elements.
+//
+//go:noescape
+func kernel6x16(k int, a, b, c *float32, ldc int, alpha, beta float32, accumulate int)
+
+// hasAVX2FMA reports whether the CPU and the OS support AVX2 and FMA3 (Intel SDM vol. 2A, CPUID
+// leaf 1 ECX bits 12 FMA, 27 OSXSAVE, 28 AVX; leaf 7 EBX bit 5 AVX2; XCR0 bits 1-2 for the OS
+// saving xmm and ymm state).
+func hasAVX2FMA() bool {
+	maxLeaf, _, _, _ := cpuid(0, 0)
+	if maxLeaf < 7 {
+		return false
+	}
+	_, _, ecx1, _ := cpuid(1, 0)
+	const fma, osxsave, avx = 1 << 12, 1 << 27, 1 << 28
+	if ecx1&(fma|osxsave|avx) != fma|osxsave|avx {
+		return false
+	}
+	if xcr0, _ := xgetbv0(); xcr0&6 != 6 {
+		return false
+	}
+	_, ebx7, _, _ := cpuid(7, 0)
+	return ebx7&(1<<5) != 0
+}
+
+var useAsm = hasAVX2FMA()
+
+// microKernel runs the 6×16 micro-kernel on full tiles: the assembly one where the CPU has
+// AVX2 and FMA, the Go one otherwise.
+func microKernel(k int, a, b, c []float32, ldc int, alpha, beta float32, accumulate bool) {
+	if !useAsm {
+		kernelGo(k, a, b, c, ldc, alpha, beta, accumulate)
+		return
+	}
+	// The assembly reads a[:6k], b[:16k] and writes c[r*ldc : r*ldc+16] for r < 6; check that
+	// the slices hold them, so that a caller's bug panics here instead of corrupting memory.
+	_ = a[6*k-1]
+	_ = b[16*k-1]
+	_ = c[5*ldc+15]
+	acc := 0
+	if accumulate {
+		acc = 1
+	}
+	kernel6x16(k, &a[0], &b[0], &c[0], ldc, alpha, beta, acc)
+}

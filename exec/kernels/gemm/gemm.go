@@ -1,0 +1,365 @@
+package gemm
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Register tile and cache blocks (see the package comment for their source).
+const (
+	mr = 6
+	nr = 16
+	mc = 144
+	kc = 256
+	nc = 4080
+)
+
+// ParallelMACs is the size, in multiply-adds m*n*k, from which a product is split over several
+// goroutines. Below it (about 60 µs of work at 35 GFLOP/s) starting and joining helpers costs more
+// than it saves, so small products run on the calling goroutine.
+const ParallelMACs = 1 << 21
+
+// maxThreads caps the goroutines of one product; 0 means GOMAXPROCS.
+var maxThreads atomic.Int32
+
+// SetThreads caps the goroutines one product may use at n (n <= 0 restores the default,
+// GOMAXPROCS) and returns the previous setting. exec calls it with the cores its ranks leave free:
+// with one rank per core, products run on their rank's goroutine.
+func SetThreads(n int) int {
+	if n < 0 {
+		n = 0
+	}
+	return int(maxThreads.Swap(int32(n)))
+}
+
+// Threads is the current cap on goroutines per product.
+func Threads() int {
+	if n := int(maxThreads.Load()); n > 0 {
+		return n
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// busy counts the goroutines running parallel products (callers and their helpers), so that
+// concurrent products together take no more than GOMAXPROCS.
+var busy atomic.Int32
+
+// acquire reserves up to want helper goroutines among the cores not busy and returns how many.
+func acquire(want int) int {
+	procs := int32(runtime.GOMAXPROCS(0))
+	for {
+		cur := busy.Load()
+		n := min(int32(want), procs-cur)
+		if n <= 0 {
+			return 0
+		}
+		if busy.CompareAndSwap(cur, cur+n) {
+			return int(n)
+		}
+	}
+}
+
+// Sgemm computes C = alpha*op(A)*op(B) + beta*C for row-major matrices: op(A) is m×k, op(B) is
+// k×n and C is m×n. A is stored m×k with row stride lda (k×m if transA), B is stored k×n with row
+// stride ldb (n×k if transB), C has row stride ldc. This is the contract of gonum's
+// blas.Float32Level3 Sgemm (row-major BLAS), which the tests hold it to. With beta = 0, C is
+// overwritten and its old contents (even NaN) are ignored; with alpha = 0 or k = 0, A and B are not
+// read. C must not alias A or B.
+//
+// It panics, with a message starting "gemm: ", if a dimension is negative, a stride is smaller than
+// its row or a slice is too short for its matrix.
+func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm: negative dimension m=%d n=%d k=%d", m, n, k))
+	}
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	checkMat("A", a, ar, ac, lda)
+	checkMat("B", b, br, bc, ldb)
+	checkMat("C", c, m, n, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if alpha == 0 || k == 0 {
+		scaleC(c, m, n, ldc, beta)
+		return
+	}
+	p := problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc}
+	threads := 1
+	if m*n*k >= ParallelMACs && m > mr {
+		if want := min(Threads(), (m+mr-1)/mr) - 1; want > 0 {
+			busy.Add(1)
+			defer busy.Add(-1)
+			threads += acquire(want)
+			defer busy.Add(int32(1 - threads))
+		}
+	}
+	p.run(threads)
+}
+
+func checkMat(name string, s []float32, rows, cols, ld int) {
+	if ld < max(1, cols) {
+		panic(fmt.Sprintf("gemm: ld%s = %d is less than its %d columns", name, ld, cols))
+	}
+	if rows > 0 && cols > 0 && len(s) < (rows-1)*ld+cols {
+		panic(fmt.Sprintf("gemm: len(%s) = %d is less than the %d needed for %d×%d with stride %d", name, len(s), (rows-1)*ld+cols, rows, cols, ld))
+	}
+}
+
+// scaleC sets C = beta*C, with beta = 0 an overwrite with zeros.
+func scaleC(c []float32, m, n, ldc int, beta float32) {
+	for i := range m {
+		row := c[i*ldc : i*ldc+n]
+		switch beta {
+		case 1:
+		case 0:
+			clear(row)
+		default:
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+	}
+}
+
+type problem struct {
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    float32
+	a, b, c        []float32
+	lda, ldb, ldc  int
+}
+
+var (
+	poolA = sync.Pool{New: func() any { s := make([]float32, mc*kc); return &s }}
+	poolB = sync.Pool{New: func() any { s := make([]float32, kc*nc); return &s }}
+)
+
+// run executes the blocked product on threads goroutines (the caller and threads-1 helpers).
+func (p *problem) run(threads int) {
+	bufB := poolB.Get().(*[]float32)
+	defer poolB.Put(bufB)
+	bufsA := make([]*[]float32, threads)
+	for i := range bufsA {
+		bufsA[i] = poolA.Get().(*[]float32)
+	}
+	defer func() {
+		for _, s := range bufsA {
+			poolA.Put(s)
+		}
+	}()
+	bp := *bufB
+
+	// Row blocks of C: as many as MC allows, rounded up to a multiple of the threads and
+	// evened out so that the goroutines get equal shares.
+	blocks := (p.m + mc - 1) / mc
+	if threads > 1 {
+		blocks = (blocks + threads - 1) / threads * threads
+	}
+	mb := ((p.m+blocks-1)/blocks + mr - 1) / mr * mr
+	blocks = (p.m + mb - 1) / mb
+
+	for jc := 0; jc < p.n; jc += nc {
+		ncur := min(nc, p.n-jc)
+		panels := (ncur + nr - 1) / nr
+		for pc := 0; pc < p.k; pc += kc {
+			kcur := min(kc, p.k-pc)
+			beta, accumulate := p.beta, p.beta != 0
+			if pc > 0 {
+				beta, accumulate = 1, true
+			}
+			// Pack op(B)[pc:pc+kcur, jc:jc+ncur] in chunks of panels.
+			chunk := (panels + 2*threads - 1) / (2 * threads)
+			parallelFor(threads, (panels+chunk-1)/chunk, func(u, _ int) {
+				p0 := u * chunk
+				p1 := min(panels, p0+chunk)
+				p.packB(bp, pc, kcur, jc, ncur, p0, p1)
+			})
+			parallelFor(threads, blocks, func(u, w int) {
+				ic := u * mb
+				mcur := min(mb, p.m-ic)
+				ap := *bufsA[w]
+				p.packA(ap, ic, mcur, pc, kcur)
+				p.macro(ap, bp, ic, mcur, jc, ncur, kcur, beta, accumulate)
+			})
+		}
+	}
+}
+
+// parallelFor runs fn(u, worker) for u in [0, units) on threads goroutines (worker 0 is the
+// caller), which take units in turn from a shared counter, and returns when all are done.
+func parallelFor(threads, units int, fn func(u, worker int)) {
+	if threads <= 1 || units <= 1 {
+		for u := range units {
+			fn(u, 0)
+		}
+		return
+	}
+	var next atomic.Int64
+	work := func(w int) {
+		for {
+			u := int(next.Add(1) - 1)
+			if u >= units {
+				return
+			}
+			fn(u, w)
+		}
+	}
+	var wg sync.WaitGroup
+	for w := 1; w < min(threads, units); w++ {
+		wg.Go(func() { work(w) })
+	}
+	work(0)
+	wg.Wait()
+}
+
+// packA packs op(A)[ic:ic+mcur, pc:pc+kcur] into MR-row panels: panel q holds, for each p, the MR
+// values op(A)[ic+q*MR+r, pc+p] at ap[q*MR*kcur + p*MR + r], rows past m zero.
+func (p *problem) packA(ap []float32, ic, mcur, pc, kcur int) {
+	for q := 0; q*mr < mcur; q++ {
+		dst := ap[q*mr*kcur : (q+1)*mr*kcur]
+		i0 := ic + q*mr
+		rows := min(mr, mcur-q*mr)
+		if p.transA {
+			// op(A)[i, p] = a[p*lda + i]: each p contributes a contiguous run of rows.
+			for l := range kcur {
+				src := p.a[(pc+l)*p.lda+i0:]
+				d := dst[l*mr : l*mr+mr]
+				if rows == mr {
+					copy(d, src[:mr])
+				} else {
+					copy(d, src[:rows])
+					clear(d[rows:])
+				}
+			}
+			continue
+		}
+		// op(A)[i, p] = a[i*lda + p]: gather one value from each of the rows.
+		if rows == mr {
+			a0 := p.a[(i0+0)*p.lda+pc:][:kcur]
+			a1 := p.a[(i0+1)*p.lda+pc:][:kcur]
+			a2 := p.a[(i0+2)*p.lda+pc:][:kcur]
+			a3 := p.a[(i0+3)*p.lda+pc:][:kcur]
+			a4 := p.a[(i0+4)*p.lda+pc:][:kcur]
+			a5 := p.a[(i0+5)*p.lda+pc:][:kcur]
+			for l := range kcur {
+				d := (*[mr]float32)(dst[l*mr:])
+				d[0], d[1], d[2], d[3], d[4], d[5] = a0[l], a1[l], a2[l], a3[l], a4[l], a5[l]
+			}
+			continue
+		}
+		clear(dst)
+		for r := range rows {
+			src := p.a[(i0+r)*p.lda+pc:][:kcur]
+			for l, v := range src {
+				dst[l*mr+r] = v
+			}
+		}
+	}
+}
+
+// packB packs panels [p0, p1) of op(B)[pc:pc+kcur, jc:jc+ncur] into NR-column panels: panel q
+// holds, for each p, the NR values op(B)[pc+p, jc+q*NR+j] at bp[q*NR*kcur + p*NR + j], columns
+// past n zero.
+func (p *problem) packB(bp []float32, pc, kcur, jc, ncur, p0, p1 int) {
+	for q := p0; q < p1; q++ {
+		dst := bp[q*nr*kcur : (q+1)*nr*kcur]
+		j0 := jc + q*nr
+		cols := min(nr, ncur-q*nr)
+		if !p.transB {
+			// op(B)[p, j] = b[p*ldb + j]: a contiguous run of columns per p.
+			for l := range kcur {
+				src := p.b[(pc+l)*p.ldb+j0:]
+				d := dst[l*nr : l*nr+nr]
+				if cols == nr {
+					copy(d, src[:nr])
+				} else {
+					copy(d, src[:cols])
+					clear(d[cols:])
+				}
+			}
+			continue
+		}
+		// op(B)[p, j] = b[j*ldb + p]: column j of the panel is a contiguous run of row j of b.
+		if cols < nr {
+			clear(dst)
+		}
+		for j := range cols {
+			src := p.b[(j0+j)*p.ldb+pc:][:kcur]
+			for l, v := range src {
+				dst[l*nr+j] = v
+			}
+		}
+	}
+}
+
+// macro multiplies the packed block ap (mcur×kcur) by the packed panels bp (kcur×ncur) into
+// C[ic:ic+mcur, jc:jc+ncur], tile by tile.
+func (p *problem) macro(ap, bp []float32, ic, mcur, jc, ncur, kcur int, beta float32, accumulate bool) {
+	var tile [mr * nr]float32
+	for jr := 0; jr < ncur; jr += nr {
+		cols := min(nr, ncur-jr)
+		bpan := bp[jr*kcur : jr*kcur+nr*kcur]
+		for ir := 0; ir < mcur; ir += mr {
+			rows := min(mr, mcur-ir)
+			apan := ap[ir*kcur : ir*kcur+mr*kcur]
+			off := (ic+ir)*p.ldc + jc + jr
+			if rows == mr && cols == nr {
+				microKernel(kcur, apan, bpan, p.c[off:], p.ldc, p.alpha, beta, accumulate)
+				continue
+			}
+			// Edge tile: compute the full tile into scratch, then merge the part inside C.
+			microKernel(kcur, apan, bpan, tile[:], nr, 1, 0, false)
+			for r := range rows {
+				crow := p.c[off+r*p.ldc:][:cols]
+				trow := tile[r*nr:][:cols]
+				if accumulate {
+					for j, v := range trow {
+						crow[j] = p.alpha*v + beta*crow[j]
+					}
+				} else {
+					for j, v := range trow {
+						crow[j] = p.alpha * v
+					}
+				}
+			}
+		}
+	}
+}
+
+// kernelGo is the portable micro-kernel: the same contract as the assembly kernel6x16.
+func kernelGo(k int, a, b, c []float32, ldc int, alpha, beta float32, accumulate bool) {
+	var acc [mr][nr]float32
+	a = a[:mr*k]
+	b = b[:nr*k]
+	for l := range k {
+		bl := (*[nr]float32)(b[l*nr:])
+		al := (*[mr]float32)(a[l*mr:])
+		for r, av := range al {
+			row := &acc[r]
+			for j, bv := range bl {
+				row[j] += av * bv
+			}
+		}
+	}
+	for r := range mr {
+		crow := (*[nr]float32)(c[r*ldc:])
+		if accumulate {
+			for j, v := range acc[r] {
+				crow[j] = alpha*v + beta*crow[j]
+			}
+		} else {
+			for j, v := range acc[r] {
+				crow[j] = alpha * v
+			}
+		}
+	}
+}
