@@ -16,9 +16,9 @@ const peakGFLOPSPerCore = 99.5
 // the 1024-4096-1024 MLP at batch 512: forward x·W1ᵀ (512×1024 by 4096×1024ᵀ), backward-input
 // dy·W (512×4096×1024), weight gradient dyᵀ·x (4096×1024 from k=512).
 var benchShapes = []struct {
-	name   string
+	name    string
 	m, n, k int
-	tA, tB bool
+	tA, tB  bool
 }{
 	{"sq256", 256, 256, 256, false, false},
 	{"sq512", 512, 512, 512, false, false},

@@ -19,6 +19,28 @@ func xgetbv0() (eax, edx uint32)
 //go:noescape
 func kernel6x16(k int, a, b, c *float32, ldc int, alpha, beta float32, accumulate int)
 
+// transposePanel16 writes dst[l*16+j] = src[j*lds+l] for j < 16 and l < 8*blocks: the packing of
+// a full 16-column panel of a transposed B.
+//
+//go:noescape
+func transposePanel16(dst, src *float32, lds, blocks int)
+
+// packBTransPanel packs a full NR-column panel of op(B) = bᵀ: dst[l*NR+j] = src[j*lds+l] for
+// j < NR and l < kcur, with the 8-column blocks in assembly where the CPU has AVX2.
+func packBTransPanel(dst, src []float32, lds, kcur int) {
+	blocks := 0
+	if useAsm {
+		blocks = kcur / 8
+		if blocks > 0 {
+			// The assembly reads src[j*lds : j*lds+8*blocks] for j < 16 and writes dst[:128*blocks].
+			_ = src[15*lds+8*blocks-1]
+			_ = dst[128*blocks-1]
+			transposePanel16(&dst[0], &src[0], lds, blocks)
+		}
+	}
+	packBTransGo(dst, src, lds, 8*blocks, kcur, nr)
+}
+
 // hasAVX2FMA reports whether the CPU and the OS support AVX2 and FMA3 (Intel SDM vol. 2A, CPUID
 // leaf 1 ECX bits 12 FMA, 27 OSXSAVE, 28 AVX; leaf 7 EBX bit 5 AVX2; XCR0 bits 1-2 for the OS
 // saving xmm and ymm state).

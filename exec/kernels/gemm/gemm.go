@@ -138,26 +138,53 @@ type problem struct {
 	lda, ldb, ldc  int
 }
 
-var (
-	poolA = sync.Pool{New: func() any { s := make([]float32, mc*kc); return &s }}
-	poolB = sync.Pool{New: func() any { s := make([]float32, kc*nc); return &s }}
-)
+// freeBufs keeps packing buffers between products. A sync.Pool would lose them at every garbage
+// collection, and a training step allocates enough to collect often; re-faulting megabytes of
+// fresh pages then costs as much as a small product.
+var freeBufs struct {
+	sync.Mutex
+	list [][]float32
+}
+
+// maxFreeBufs bounds the buffers kept: one B and one A per goroutine of a few concurrent products.
+const maxFreeBufs = 16
+
+func getBuf(n int) []float32 {
+	freeBufs.Lock()
+	for i, b := range freeBufs.list {
+		if cap(b) >= n {
+			last := len(freeBufs.list) - 1
+			freeBufs.list[i] = freeBufs.list[last]
+			freeBufs.list = freeBufs.list[:last]
+			freeBufs.Unlock()
+			return b[:n]
+		}
+	}
+	freeBufs.Unlock()
+	return make([]float32, n)
+}
+
+func putBuf(b []float32) {
+	freeBufs.Lock()
+	if len(freeBufs.list) < maxFreeBufs {
+		freeBufs.list = append(freeBufs.list, b)
+	} else {
+		// Replace the smallest, so that the list converges on the sizes in use.
+		small := 0
+		for i, x := range freeBufs.list {
+			if cap(x) < cap(freeBufs.list[small]) {
+				small = i
+			}
+		}
+		if cap(b) > cap(freeBufs.list[small]) {
+			freeBufs.list[small] = b
+		}
+	}
+	freeBufs.Unlock()
+}
 
 // run executes the blocked product on threads goroutines (the caller and threads-1 helpers).
 func (p *problem) run(threads int) {
-	bufB := poolB.Get().(*[]float32)
-	defer poolB.Put(bufB)
-	bufsA := make([]*[]float32, threads)
-	for i := range bufsA {
-		bufsA[i] = poolA.Get().(*[]float32)
-	}
-	defer func() {
-		for _, s := range bufsA {
-			poolA.Put(s)
-		}
-	}()
-	bp := *bufB
-
 	// Row blocks of C: as many as MC allows, rounded up to a multiple of the threads and
 	// evened out so that the goroutines get equal shares.
 	blocks := (p.m + mc - 1) / mc
@@ -166,6 +193,15 @@ func (p *problem) run(threads int) {
 	}
 	mb := ((p.m+blocks-1)/blocks + mr - 1) / mr * mr
 	blocks = (p.m + mb - 1) / mb
+	threads = min(threads, blocks)
+	kmax := min(kc, p.k)
+	bp := getBuf(kmax * ((min(nc, p.n) + nr - 1) / nr * nr))
+	defer putBuf(bp)
+	bufsA := make([][]float32, threads)
+	for i := range bufsA {
+		bufsA[i] = getBuf(mb * kmax)
+		defer putBuf(bufsA[i])
+	}
 
 	for jc := 0; jc < p.n; jc += nc {
 		ncur := min(nc, p.n-jc)
@@ -186,7 +222,7 @@ func (p *problem) run(threads int) {
 			parallelFor(threads, blocks, func(u, w int) {
 				ic := u * mb
 				mcur := min(mb, p.m-ic)
-				ap := *bufsA[w]
+				ap := bufsA[w]
 				p.packA(ap, ic, mcur, pc, kcur)
 				p.macro(ap, bp, ic, mcur, jc, ncur, kcur, beta, accumulate)
 			})
@@ -289,14 +325,25 @@ func (p *problem) packB(bp []float32, pc, kcur, jc, ncur, p0, p1 int) {
 			continue
 		}
 		// op(B)[p, j] = b[j*ldb + p]: column j of the panel is a contiguous run of row j of b.
-		if cols < nr {
-			clear(dst)
+		src := p.b[j0*p.ldb+pc:]
+		if cols == nr {
+			packBTransPanel(dst, src, p.ldb, kcur)
+			continue
 		}
-		for j := range cols {
-			src := p.b[(j0+j)*p.ldb+pc:][:kcur]
-			for l, v := range src {
-				dst[l*nr+j] = v
-			}
+		clear(dst)
+		packBTransGo(dst, src, p.ldb, 0, kcur, cols)
+	}
+}
+
+// packBTransGo writes dst[l*NR+j] = src[j*lds+l] for j < cols and l0 <= l < kcur.
+func packBTransGo(dst, src []float32, lds, l0, kcur, cols int) {
+	if l0 >= kcur {
+		return
+	}
+	for j := range cols {
+		row := src[j*lds+l0 : j*lds+kcur]
+		for l, v := range row {
+			dst[(l0+l)*nr+j] = v
 		}
 	}
 }

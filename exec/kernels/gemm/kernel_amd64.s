@@ -33,6 +33,26 @@ TEXT ·kernel6x16(SB), NOSPLIT, $0-56
 	MOVQ c+24(FP), DX
 	MOVQ ldc+32(FP), R8
 	SHLQ $2, R8
+	// Prefetch the six rows of the C tile (64 bytes each, so two lines when unaligned); the
+	// stores at the end then find them in L1.
+	MOVQ DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 60(R10)
+	ADDQ R8, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 60(R10)
+	ADDQ R8, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 60(R10)
+	ADDQ R8, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 60(R10)
+	ADDQ R8, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 60(R10)
+	ADDQ R8, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 60(R10)
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
@@ -247,5 +267,80 @@ accum:
 	VFMADD231PS Y3, Y1, Y15
 	VMOVUPS Y14, (DX)
 	VMOVUPS Y15, 32(DX)
+	VZEROUPPER
+	RET
+
+// func transposePanel16(dst, src *float32, lds, blocks int)
+// For each of blocks blocks of 8 columns of the 16 source rows src[j*lds : j*lds+8*blocks]
+// (j < 16), writes dst[l*16 + j] = src[j*lds + l] for the 8 columns l of the block: two 8×8
+// transposes (unpack, shuffle, 128-bit permute) per block.
+TEXT ·transposePanel16(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	MOVQ blocks+24(FP), CX
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	TESTQ CX, CX
+	JZ tdone
+
+tblock:
+	MOVQ SI, R11
+	MOVQ DI, R12
+	MOVQ $2, BX
+
+thalf:
+	LEAQ (R11)(R8*4), R10
+	VMOVUPS (R11), Y0
+	VMOVUPS (R11)(R8*1), Y1
+	VMOVUPS (R11)(R8*2), Y2
+	VMOVUPS (R11)(R9*1), Y3
+	VMOVUPS (R10), Y4
+	VMOVUPS (R10)(R8*1), Y5
+	VMOVUPS (R10)(R8*2), Y6
+	VMOVUPS (R10)(R9*1), Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS Y8, (R12)
+	VMOVUPS Y9, 64(R12)
+	VMOVUPS Y10, 128(R12)
+	VMOVUPS Y11, 192(R12)
+	VMOVUPS Y12, 256(R12)
+	VMOVUPS Y13, 320(R12)
+	VMOVUPS Y14, 384(R12)
+	VMOVUPS Y15, 448(R12)
+	LEAQ (R11)(R8*8), R11
+	ADDQ $32, R12
+	DECQ BX
+	JNZ thalf
+
+	ADDQ $32, SI
+	ADDQ $512, DI
+	DECQ CX
+	JNZ tblock
+
+tdone:
 	VZEROUPPER
 	RET
