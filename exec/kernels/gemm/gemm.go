@@ -102,7 +102,11 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 			defer busy.Add(int32(1 - threads))
 		}
 	}
-	p.run(threads)
+	if threads > 1 {
+		p.runParallel(threads)
+	} else {
+		p.runSerial()
+	}
 }
 
 func checkMat(name string, s []float32, rows, cols, ld int) {
@@ -183,8 +187,14 @@ func putBuf(b []float32) {
 	freeBufs.Unlock()
 }
 
-// run executes the blocked product on threads goroutines (the caller and threads-1 helpers).
-func (p *problem) run(threads int) {
+// blocking is how a product is cut: row blocks of mb rows (a multiple of MR), the A buffer per
+// goroutine and the shared B buffer.
+type blocking struct {
+	blocks, mb int
+	lenA, lenB int
+}
+
+func (p *problem) blocking(threads int) blocking {
 	// Row blocks of C: as many as MC allows, rounded up to a multiple of the threads and
 	// evened out so that the goroutines get equal shares.
 	blocks := (p.m + mc - 1) / mc
@@ -192,42 +202,82 @@ func (p *problem) run(threads int) {
 		blocks = (blocks + threads - 1) / threads * threads
 	}
 	mb := ((p.m+blocks-1)/blocks + mr - 1) / mr * mr
-	blocks = (p.m + mb - 1) / mb
-	threads = min(threads, blocks)
 	kmax := min(kc, p.k)
-	bp := getBuf(kmax * ((min(nc, p.n) + nr - 1) / nr * nr))
+	return blocking{
+		blocks: (p.m + mb - 1) / mb,
+		mb:     mb,
+		lenA:   mb * kmax,
+		lenB:   kmax * ((min(nc, p.n) + nr - 1) / nr * nr),
+	}
+}
+
+// step is one iteration of the two outer loops: columns [jc, jc+ncur) of C (panels NR-column
+// panels) and inner indices [pc, pc+kcur). Every step after the first over k accumulates into C.
+type step struct {
+	jc, ncur, panels, pc, kcur int
+	beta                       float32
+	accumulate                 bool
+}
+
+// forSteps calls f for each step of the blocked loops in order.
+func (p *problem) forSteps(f func(s step)) {
+	for jc := 0; jc < p.n; jc += nc {
+		ncur := min(nc, p.n-jc)
+		for pc := 0; pc < p.k; pc += kc {
+			s := step{jc: jc, ncur: ncur, panels: (ncur + nr - 1) / nr, pc: pc, kcur: min(kc, p.k-pc), beta: p.beta, accumulate: p.beta != 0}
+			if pc > 0 {
+				s.beta, s.accumulate = 1, true
+			}
+			f(s)
+		}
+	}
+}
+
+// rowBlock packs row block u of op(A) for step s into ap and multiplies it by the packed B.
+func (p *problem) rowBlock(s step, bl blocking, u int, ap, bp []float32) {
+	ic := u * bl.mb
+	mcur := min(bl.mb, p.m-ic)
+	p.packA(ap, ic, mcur, s.pc, s.kcur)
+	p.macro(ap, bp, ic, mcur, s.jc, s.ncur, s.kcur, s.beta, s.accumulate)
+}
+
+// runSerial executes the blocked product on the calling goroutine, allocating nothing once the
+// packing buffers are warm.
+func (p *problem) runSerial() {
+	bl := p.blocking(1)
+	bp, ap := getBuf(bl.lenB), getBuf(bl.lenA)
+	p.forSteps(func(s step) {
+		p.packB(bp, s.pc, s.kcur, s.jc, s.ncur, 0, s.panels)
+		for u := range bl.blocks {
+			p.rowBlock(s, bl, u, ap, bp)
+		}
+	})
+	putBuf(ap)
+	putBuf(bp)
+}
+
+// runParallel executes the blocked product on threads goroutines (the caller and threads-1
+// helpers): for each step they pack B in chunks of panels, then take row blocks in turn. It takes
+// the problem by value so that the closures its goroutines share do not make the caller's escape.
+func (p problem) runParallel(threads int) {
+	bl := p.blocking(threads)
+	threads = min(threads, bl.blocks)
+	bp := getBuf(bl.lenB)
 	defer putBuf(bp)
 	bufsA := make([][]float32, threads)
 	for i := range bufsA {
-		bufsA[i] = getBuf(mb * kmax)
+		bufsA[i] = getBuf(bl.lenA)
 		defer putBuf(bufsA[i])
 	}
-
-	for jc := 0; jc < p.n; jc += nc {
-		ncur := min(nc, p.n-jc)
-		panels := (ncur + nr - 1) / nr
-		for pc := 0; pc < p.k; pc += kc {
-			kcur := min(kc, p.k-pc)
-			beta, accumulate := p.beta, p.beta != 0
-			if pc > 0 {
-				beta, accumulate = 1, true
-			}
-			// Pack op(B)[pc:pc+kcur, jc:jc+ncur] in chunks of panels.
-			chunk := (panels + 2*threads - 1) / (2 * threads)
-			parallelFor(threads, (panels+chunk-1)/chunk, func(u, _ int) {
-				p0 := u * chunk
-				p1 := min(panels, p0+chunk)
-				p.packB(bp, pc, kcur, jc, ncur, p0, p1)
-			})
-			parallelFor(threads, blocks, func(u, w int) {
-				ic := u * mb
-				mcur := min(mb, p.m-ic)
-				ap := bufsA[w]
-				p.packA(ap, ic, mcur, pc, kcur)
-				p.macro(ap, bp, ic, mcur, jc, ncur, kcur, beta, accumulate)
-			})
-		}
-	}
+	p.forSteps(func(s step) {
+		chunk := (s.panels + 2*threads - 1) / (2 * threads)
+		parallelFor(threads, (s.panels+chunk-1)/chunk, func(u, _ int) {
+			p.packB(bp, s.pc, s.kcur, s.jc, s.ncur, u*chunk, min(s.panels, (u+1)*chunk))
+		})
+		parallelFor(threads, bl.blocks, func(u, w int) {
+			p.rowBlock(s, bl, u, bufsA[w], bp)
+		})
+	})
 }
 
 // parallelFor runs fn(u, worker) for u in [0, units) on threads goroutines (worker 0 is the
