@@ -253,3 +253,26 @@ func TestSgemmPanics(t *testing.T) {
 		}()
 	}
 }
+
+// TestImplementationUse checks that blas32.Use(Implementation{}) routes blas32.Gemm here: the
+// result is bit-identical to calling Sgemm directly.
+func TestImplementationUse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const m, n, k = 13, 18, 21
+	a, b := make([]float32, m*k), make([]float32, k*n)
+	for i := range a {
+		a[i] = float32(rng.NormFloat64())
+	}
+	for i := range b {
+		b[i] = float32(rng.NormFloat64())
+	}
+	got, want := make([]float32, m*n), make([]float32, m*n)
+	var impl blas.Float32Level3 = Implementation{}
+	impl.Sgemm(blas.Trans, blas.NoTrans, m, n, k, 1, a, m, b, n, 0, got, n)
+	Sgemm(true, false, m, n, k, 1, a, m, b, n, 0, want, n)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("C[%d] = %g through the interface, %g direct", i, got[i], want[i])
+		}
+	}
+}
