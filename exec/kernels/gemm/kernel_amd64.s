@@ -2,25 +2,6 @@
 
 #include "textflag.h"
 
-// func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
-TEXT ·cpuid(SB), NOSPLIT, $0-24
-	MOVL eaxArg+0(FP), AX
-	MOVL ecxArg+4(FP), CX
-	CPUID
-	MOVL AX, eax+8(FP)
-	MOVL BX, ebx+12(FP)
-	MOVL CX, ecx+16(FP)
-	MOVL DX, edx+20(FP)
-	RET
-
-// func xgetbv0() (eax, edx uint32)
-TEXT ·xgetbv0(SB), NOSPLIT, $0-8
-	MOVL $0, CX
-	XGETBV
-	MOVL AX, eax+0(FP)
-	MOVL DX, edx+4(FP)
-	RET
-
 // One k step of the 6x16 tile: B row in Y0, Y1 (16 floats at bo(DI)); each of the six A values
 // at ao(SI) is broadcast into Y2 or Y3 and multiplied into accumulators Y4..Y15 (row r in
 // Y(4+2r), Y(5+2r)). Go assembly operand order: VFMADD231PS x, y, acc is acc += y*x.

@@ -1,0 +1,6 @@
+package gemm
+
+import "github.com/tpsim/tpsim/exec/kernels/internal/cpufeat"
+
+// useAsm selects the assembly kernels (amd64 with AVX2 and FMA); tests clear it to run the Go ones.
+var useAsm = cpufeat.AVX2FMA
