@@ -15,7 +15,11 @@ func checkSame(fn string, dst []float32, names string, xs ...[]float32) {
 // It panics if the lengths differ.
 func Add(dst, a, b []float32) {
 	checkSame("Add", dst, "a, b", a, b)
-	for i := range dst {
+	v := vecLen(len(dst))
+	if v > 0 {
+		addAVX(&dst[0], &a[0], &b[0], v)
+	}
+	for i := v; i < len(dst); i++ {
 		dst[i] = a[i] + b[i]
 	}
 }
@@ -25,7 +29,11 @@ func Add(dst, a, b []float32) {
 // It panics if the lengths differ.
 func AddInPlace(dst, a []float32) {
 	checkSame("AddInPlace", dst, "a", a)
-	for i := range dst {
+	v := vecLen(len(dst))
+	if v > 0 {
+		addAVX(&dst[0], &dst[0], &a[0], v)
+	}
+	for i := v; i < len(dst); i++ {
 		dst[i] += a[i]
 	}
 }

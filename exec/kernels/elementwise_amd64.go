@@ -31,3 +31,6 @@ func maxAVX(x *float32, n int) float32
 
 //go:noescape
 func scaleAVX(x *float32, n int, a float32)
+
+//go:noescape
+func addAVX(dst, a, b *float32, n int)

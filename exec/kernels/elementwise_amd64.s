@@ -444,3 +444,52 @@ scale_loop:
 scale_done:
 	VZEROUPPER
 	RET
+
+// func addAVX(dst, a, b *float32, n int)
+// dst = a + b, n a multiple of 8; dst may alias a or b (each element is read before it is written).
+TEXT ·addAVX(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), BX
+	MOVQ n+24(FP), CX
+	MOVQ CX, DX
+	SHRQ $5, DX
+	JZ add_tail
+
+add_loop4:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VADDPS (BX), Y0, Y0
+	VADDPS 32(BX), Y1, Y1
+	VADDPS 64(BX), Y2, Y2
+	VADDPS 96(BX), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, SI
+	ADDQ $128, BX
+	ADDQ $128, DI
+	DECQ DX
+	JNZ add_loop4
+
+add_tail:
+	ANDQ $31, CX
+	SHRQ $3, CX
+	JZ add_done
+
+add_loop1:
+	VMOVUPS (SI), Y0
+	VADDPS (BX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ add_loop1
+
+add_done:
+	VZEROUPPER
+	RET

@@ -6,9 +6,9 @@ import (
 	"github.com/tpsim/tpsim/exec/kernels/internal/cpufeat"
 )
 
-// useAVX selects the AVX2 elementwise kernels (amd64 with AVX2 and FMA); tests clear it to run
-// the portable float32 code on every element.
-var useAVX = cpufeat.AVX2FMA
+// useAVX selects the AVX2 elementwise kernels (amd64 with AVX2 and FMA, not under -race: see
+// cpufeat.Race); tests clear it to run the portable float32 code on every element.
+var useAVX = cpufeat.AVX2FMA && !cpufeat.Race
 
 // vecLen is how many of n elements the AVX2 kernels take: the largest multiple of 8, or 0 without
 // them.

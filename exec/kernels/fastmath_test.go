@@ -193,3 +193,26 @@ func TestRowMaxNaN(t *testing.T) {
 		}
 	})
 }
+
+// TestAddLengths checks Add and AddInPlace bit for bit against the scalar sum on lengths that
+// cover the 32-wide unrolled loop, the 8-wide loop and the scalar tail, in place and not.
+func TestAddLengths(t *testing.T) {
+	forBothPaths(t, func(t *testing.T) {
+		for _, n := range []int{0, 1, 7, 8, 31, 32, 33, 77, 200} {
+			a, b := sweep(-1, 2, n+2)[:n], sweep(3, -5, n+2)[:n]
+			want := make([]float32, n)
+			for i := range want {
+				want[i] = a[i] + b[i]
+			}
+			got := make([]float32, n)
+			Add(got, a, b)
+			acc := append([]float32(nil), a...)
+			AddInPlace(acc, b)
+			for i := range want {
+				if got[i] != want[i] || acc[i] != want[i] {
+					t.Fatalf("n=%d: element %d: Add %g, AddInPlace %g, want %g", n, i, got[i], acc[i], want[i])
+				}
+			}
+		}
+	})
+}
