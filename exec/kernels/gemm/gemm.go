@@ -42,11 +42,17 @@ func Threads() int {
 	return runtime.GOMAXPROCS(0)
 }
 
-// busy counts the goroutines running parallel products (callers and their helpers), so that
-// concurrent products together take no more than GOMAXPROCS.
+// busy counts the goroutines inside products of at least trackMACs (callers and their helpers),
+// so that concurrent products together take no more than GOMAXPROCS: helpers start only on cores
+// not busy, and stop taking blocks once busy exceeds GOMAXPROCS (another rank started a product).
 var busy atomic.Int32
 
-// acquire reserves up to want helper goroutines among the cores not busy and returns how many.
+// trackMACs is the size from which a product counts in busy: about a microsecond of work, so that
+// the shared counter costs nothing noticeable (tiny attention products skip it).
+const trackMACs = 1 << 15
+
+// acquire reserves up to want helper goroutines among the cores not busy and returns how many;
+// each helper gives its reservation back with busy.Add(-1) when it stops.
 func acquire(want int) int {
 	procs := int32(runtime.GOMAXPROCS(0))
 	for {
@@ -93,16 +99,11 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		return
 	}
 	p := problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc}
-	threads := 1
-	if m*n*k >= ParallelMACs && m > mr {
-		if want := min(Threads(), (m+mr-1)/mr) - 1; want > 0 {
-			busy.Add(1)
-			defer busy.Add(-1)
-			threads += acquire(want)
-			defer busy.Add(int32(1 - threads))
-		}
+	if m*n*k >= trackMACs {
+		busy.Add(1) // the caller's own core
+		defer busy.Add(-1)
 	}
-	if threads > 1 {
+	if threads := min(Threads(), (m+mr-1)/mr); m*n*k >= ParallelMACs && threads > 1 {
 		p.runParallel(threads)
 	} else {
 		p.runSerial()
@@ -256,9 +257,10 @@ func (p *problem) runSerial() {
 	putBuf(bp)
 }
 
-// runParallel executes the blocked product on threads goroutines (the caller and threads-1
-// helpers): for each step they pack B in chunks of panels, then take row blocks in turn. It takes
-// the problem by value so that the closures its goroutines share do not make the caller's escape.
+// runParallel executes the blocked product on up to threads goroutines (the caller and the helpers
+// parallelFor finds cores for): for each step they pack B in chunks of panels, then take row blocks
+// in turn. It takes the problem by value so that the closures its goroutines share do not make the
+// caller's escape.
 func (p problem) runParallel(threads int) {
 	bl := p.blocking(threads)
 	threads = min(threads, bl.blocks)
@@ -280,18 +282,29 @@ func (p problem) runParallel(threads int) {
 	})
 }
 
-// parallelFor runs fn(u, worker) for u in [0, units) on threads goroutines (worker 0 is the
-// caller), which take units in turn from a shared counter, and returns when all are done.
+// parallelFor runs fn(u, worker) for u in [0, units) on the caller (worker 0) and up to threads-1
+// helpers, as many as acquire finds free cores for, which take units in turn from a shared
+// counter; it returns when all are done. A helper stops taking units once busy exceeds GOMAXPROCS,
+// so a product that started while cores were free gives them back when another rank's product
+// starts, within one unit.
 func parallelFor(threads, units int, fn func(u, worker int)) {
-	if threads <= 1 || units <= 1 {
+	helpers := 0
+	if threads > 1 && units > 1 {
+		helpers = acquire(min(threads, units) - 1)
+	}
+	if helpers == 0 {
 		for u := range units {
 			fn(u, 0)
 		}
 		return
 	}
+	procs := int32(runtime.GOMAXPROCS(0))
 	var next atomic.Int64
 	work := func(w int) {
 		for {
+			if w > 0 && busy.Load() > procs {
+				return
+			}
 			u := int(next.Add(1) - 1)
 			if u >= units {
 				return
@@ -300,8 +313,11 @@ func parallelFor(threads, units int, fn func(u, worker int)) {
 		}
 	}
 	var wg sync.WaitGroup
-	for w := 1; w < min(threads, units); w++ {
-		wg.Go(func() { work(w) })
+	for w := 1; w <= helpers; w++ {
+		wg.Go(func() {
+			defer busy.Add(-1)
+			work(w)
+		})
 	}
 	work(0)
 	wg.Wait()

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -40,6 +42,13 @@ type shape struct{ m, n, k int }
 // elements) and fails if an element differs by more than errBound.
 func compare(t *testing.T, rng *rand.Rand, s shape, tA, tB bool, alpha, beta float32, pad int) {
 	t.Helper()
+	if msg := compareErr(rng, s, tA, tB, alpha, beta, pad); msg != "" {
+		t.Fatal(msg)
+	}
+}
+
+// compareErr is compare's check, returning the failure ("" if none), for use off the test goroutine.
+func compareErr(rng *rand.Rand, s shape, tA, tB bool, alpha, beta float32, pad int) string {
 	ar, ac := s.m, s.k
 	if tA {
 		ar, ac = s.k, s.m
@@ -83,7 +92,7 @@ func compare(t *testing.T, rng *rand.Rand, s shape, tA, tB bool, alpha, beta flo
 			if j >= s.n {
 				// Padding between rows must be left alone.
 				if got[idx] != c[idx] {
-					t.Fatalf("%v tA=%v tB=%v: padding C[%d,%d] changed to %g", s, tA, tB, i, j, got[idx])
+					return fmt.Sprintf("%v tA=%v tB=%v: padding C[%d,%d] changed to %g", s, tA, tB, i, j, got[idx])
 				}
 				continue
 			}
@@ -93,11 +102,12 @@ func compare(t *testing.T, rng *rand.Rand, s shape, tA, tB bool, alpha, beta flo
 			}
 			bound := errBound(s.k, alpha, beta, absDot, math.Abs(float64(c[idx])))
 			if d := math.Abs(float64(got[idx]) - float64(want[idx])); !(d <= bound) {
-				t.Fatalf("%v tA=%v tB=%v alpha=%g beta=%g pad=%d: C[%d,%d] = %g, gonum %g, |diff| %g > bound %g",
+				return fmt.Sprintf("%v tA=%v tB=%v alpha=%g beta=%g pad=%d: C[%d,%d] = %g, gonum %g, |diff| %g > bound %g",
 					s, tA, tB, alpha, beta, pad, i, j, got[idx], want[idx], d, bound)
 			}
 		}
 	}
+	return ""
 }
 
 // shapes covers tiny products, every remainder of the 6×16 tile, the KC, MC and NC block edges
@@ -138,6 +148,8 @@ func TestSgemmParallel(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	defer SetThreads(SetThreads(0))
+	// GOMAXPROCS 4, so that up to 3 helpers find free cores whatever this machine has.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	for _, th := range []int{1, 2, 3, 8} {
 		SetThreads(th)
 		for _, s := range []shape{{160, 130, 300}, {13, 300, 600}, {300, 30, 520}} {
@@ -274,5 +286,42 @@ func TestImplementationUse(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("C[%d] = %g through the interface, %g direct", i, got[i], want[i])
 		}
+	}
+}
+
+// TestSgemmConcurrent runs several large products at once from different goroutines, as ranks do:
+// helpers then compete for cores, stop when busy exceeds GOMAXPROCS, and every result must still
+// match gonum's. Under -race (Go kernel) it also checks the goroutines' synchronisation.
+func TestSgemmConcurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large products")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	const callers = 3
+	s := shape{150, 140, 120}
+	if s.m*s.n*s.k < ParallelMACs {
+		t.Fatalf("shape %v too small to test the parallel path", s)
+	}
+	var wg sync.WaitGroup
+	errs := make([]string, callers)
+	for g := range callers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(9, uint64(g)))
+			for range 3 {
+				if msg := compareErr(rng, s, g%2 == 0, g > 0, 1, 0.5, g); msg != "" {
+					errs[g] = msg
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for g, e := range errs {
+		if e != "" {
+			t.Errorf("caller %d: %s", g, e)
+		}
+	}
+	if b := busy.Load(); b != 0 {
+		t.Errorf("busy = %d after all products returned, want 0", b)
 	}
 }
