@@ -31,7 +31,9 @@ var benchShapes = []struct {
 
 // BenchmarkSgemm runs this package and gonum's Sgemm side by side on each shape, on one thread
 // (threads=1; gonum pinned with GOMAXPROCS=1, since it splits over GOMAXPROCS workers) and on all
-// cores, and reports GFLOP/s and the fraction of the per-core peak times the threads:
+// cores, and reports GFLOP/s and the fraction of the per-core peak times the threads (wall time);
+// on one thread also frac_peak_cpu, the same over the thread's CPU time, which other processes
+// on a shared machine do not inflate:
 //
 //	go test -run '^$' -bench Sgemm -benchtime 3x ./exec/kernels/gemm
 func BenchmarkSgemm(b *testing.B) {
@@ -63,6 +65,10 @@ func BenchmarkSgemm(b *testing.B) {
 					if impl == "gonum" {
 						defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
 					}
+					// On one thread, also time the OS thread's CPU (see threadCPU).
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					cpu0 := threadCPU()
 					for b.Loop() {
 						if impl == "gemm" {
 							Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
@@ -70,9 +76,14 @@ func BenchmarkSgemm(b *testing.B) {
 							ref.Sgemm(tr(s.tA), tr(s.tB), s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
 						}
 					}
-					gf := 2 * float64(s.m) * float64(s.n) * float64(s.k) * float64(b.N) / b.Elapsed().Seconds() / 1e9
+					cpu := threadCPU() - cpu0
+					flops := 2 * float64(s.m) * float64(s.n) * float64(s.k) * float64(b.N)
+					gf := flops / b.Elapsed().Seconds() / 1e9
 					b.ReportMetric(gf, "GFLOP/s")
 					b.ReportMetric(gf/(peakGFLOPSPerCore*float64(threads)), "frac_peak")
+					if impl == "gemm" && threads == 1 && cpu > 0 { // gonum runs workers on other threads
+						b.ReportMetric(flops/cpu.Seconds()/1e9/peakGFLOPSPerCore, "frac_peak_cpu")
+					}
 				})
 			}
 		}
