@@ -193,6 +193,43 @@ GLOBL c_g6ca<>(SB), RODATA|NOPTR, $32
 	VFMADD213PS c_gm2c<>(SB), X2, D; \
 	VMULPS X, D, D
 
+// LOADEXPCONSTS loads the constants of EXPR into Y5..Y15, where they stay for a kernel's loop, so
+// that each vector's exp costs two constant loads instead of fourteen (loads, not arithmetic,
+// bounded the memory-operand EXP).
+#define LOADEXPCONSTS \
+	VMOVUPS c_one<>(SB), Y5; \
+	VMOVUPS c_p5<>(SB), Y6; \
+	VMOVUPS c_p4<>(SB), Y7; \
+	VMOVUPS c_p3<>(SB), Y8; \
+	VMOVUPS c_p2<>(SB), Y9; \
+	VMOVUPS c_p1<>(SB), Y10; \
+	VMOVUPS c_p0<>(SB), Y11; \
+	VMOVUPS c_ln2hi<>(SB), Y12; \
+	VMOVUPS c_log2e<>(SB), Y13; \
+	VMOVUPS c_exphi<>(SB), Y14; \
+	VMOVUPS c_explo<>(SB), Y15
+
+// EXPR is EXP with the constants in registers (LOADEXPCONSTS; Y5 holds 1.0).
+#define EXPR(X, T, U) \
+	VMAXPS X, Y15, X; \
+	VMINPS X, Y14, X; \
+	VMULPS Y13, X, T; \
+	VROUNDPS $0, T, T; \
+	VFNMADD231PS Y12, T, X; \
+	VFNMADD231PS c_ln2lo<>(SB), T, X; \
+	VMOVAPS Y11, U; \
+	VFMADD213PS Y10, X, U; \
+	VFMADD213PS Y9, X, U; \
+	VFMADD213PS Y8, X, U; \
+	VFMADD213PS Y7, X, U; \
+	VFMADD213PS Y6, X, U; \
+	VFMADD213PS Y5, X, U; \
+	VFMADD213PS Y5, X, U; \
+	VCVTPS2DQ T, T; \
+	VPADDD c_bias<>(SB), T, T; \
+	VPSLLD $23, T, T; \
+	VMULPS T, U, X
+
 // func geluAVX(dst, x *float32, n int)
 // dst = x / (1 + exp(-2u)), n a multiple of 8.
 TEXT ·geluAVX(SB), NOSPLIT, $0-24
@@ -201,12 +238,13 @@ TEXT ·geluAVX(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), CX
 	SHRQ $3, CX
 	JZ gelu_done
+	LOADEXPCONSTS
 
 gelu_loop:
 	VMOVUPS (SI), Y1
 	GELUNEG2U(Y1, Y2, Y0)
-	EXP(Y0, Y2, Y3)
-	VADDPS c_one<>(SB), Y0, Y0
+	EXPR(Y0, Y2, Y3)
+	VADDPS Y5, Y0, Y0
 	VDIVPS Y0, Y1, Y0
 	VMOVUPS Y0, (DI)
 	ADDQ $32, SI
@@ -227,22 +265,22 @@ TEXT ·geluBackwardAVX(SB), NOSPLIT, $0-32
 	MOVQ n+24(FP), CX
 	SHRQ $3, CX
 	JZ gelub_done
+	LOADEXPCONSTS
 
 gelub_loop:
 	VMOVUPS (SI), Y1
 	GELUNEG2U(Y1, Y0, Y3)
-	EXP(Y3, Y7, Y8)
-	VADDPS c_one<>(SB), Y3, Y4
-	VMOVUPS c_one<>(SB), Y5
-	VDIVPS Y4, Y5, Y4
-	VMULPS Y4, Y3, Y5
-	VMULPS Y4, Y5, Y5
-	VMOVUPS c_g6ca<>(SB), Y6
-	VFMADD213PS c_g2c<>(SB), Y0, Y6
-	VMULPS Y1, Y6, Y6
-	VFMADD213PS Y4, Y6, Y5
-	VMULPS (BX), Y5, Y5
-	VMOVUPS Y5, (DI)
+	EXPR(Y3, Y2, Y4)
+	VADDPS Y5, Y3, Y4
+	VDIVPS Y4, Y5, Y2
+	VMULPS Y2, Y3, Y4
+	VMULPS Y2, Y4, Y4
+	VMOVUPS c_g6ca<>(SB), Y3
+	VFMADD213PS c_g2c<>(SB), Y0, Y3
+	VMULPS Y1, Y3, Y3
+	VFMADD213PS Y2, Y3, Y4
+	VMULPS (BX), Y4, Y4
+	VMOVUPS Y4, (DI)
 	ADDQ $32, SI
 	ADDQ $32, BX
 	ADDQ $32, DI
@@ -261,13 +299,14 @@ TEXT ·siluAVX(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), CX
 	SHRQ $3, CX
 	JZ silu_done
-	VXORPS Y9, Y9, Y9
+	LOADEXPCONSTS
 
 silu_loop:
 	VMOVUPS (SI), Y1
-	VSUBPS Y1, Y9, Y0
-	EXP(Y0, Y2, Y3)
-	VADDPS c_one<>(SB), Y0, Y0
+	VXORPS Y0, Y0, Y0
+	VSUBPS Y1, Y0, Y0
+	EXPR(Y0, Y2, Y3)
+	VADDPS Y5, Y0, Y0
 	VDIVPS Y0, Y1, Y0
 	VMOVUPS Y0, (DI)
 	ADDQ $32, SI
@@ -288,20 +327,20 @@ TEXT ·siluBackwardAVX(SB), NOSPLIT, $0-32
 	MOVQ n+24(FP), CX
 	SHRQ $3, CX
 	JZ silub_done
-	VXORPS Y9, Y9, Y9
+	LOADEXPCONSTS
 
 silub_loop:
 	VMOVUPS (SI), Y1
-	VSUBPS Y1, Y9, Y3
-	EXP(Y3, Y7, Y8)
-	VADDPS c_one<>(SB), Y3, Y4
-	VMOVUPS c_one<>(SB), Y5
-	VDIVPS Y4, Y5, Y4
-	VMULPS Y4, Y3, Y5
-	VFMADD213PS c_one<>(SB), Y1, Y5
-	VMULPS Y4, Y5, Y5
-	VMULPS (BX), Y5, Y5
-	VMOVUPS Y5, (DI)
+	VXORPS Y3, Y3, Y3
+	VSUBPS Y1, Y3, Y3
+	EXPR(Y3, Y2, Y4)
+	VADDPS Y5, Y3, Y4
+	VDIVPS Y4, Y5, Y2
+	VMULPS Y2, Y3, Y4
+	VFMADD213PS Y5, Y1, Y4
+	VMULPS Y2, Y4, Y4
+	VMULPS (BX), Y4, Y4
+	VMOVUPS Y4, (DI)
 	ADDQ $32, SI
 	ADDQ $32, BX
 	ADDQ $32, DI
