@@ -16,6 +16,10 @@ const (
 	nc = 4080
 )
 
+// minRowBlock is the smallest row block a parallel product is cut into beyond what MC needs: four
+// register tiles high, so that packing and the loop overheads stay small against the tile work.
+const minRowBlock = 4 * mr
+
 // ParallelMACs is the size, in multiply-adds m*n*k, from which a product is split over several
 // goroutines. Below it (about 60 µs of work at 35 GFLOP/s) starting and joining helpers costs more
 // than it saves, so small products run on the calling goroutine.
@@ -196,10 +200,13 @@ type blocking struct {
 }
 
 func (p *problem) blocking(threads int) blocking {
-	// Row blocks of C: as many as MC allows, rounded up to a multiple of the threads and
-	// evened out so that the goroutines get equal shares.
+	// Row blocks of C: as many as MC allows and, on several goroutines, at least 4 per goroutine
+	// (of at least minRowBlock rows), rounded up to a multiple of the goroutines and evened out.
+	// Small blocks keep a goroutine that the OS deschedules on a shared machine from holding up
+	// the others for long at the end of a step.
 	blocks := (p.m + mc - 1) / mc
 	if threads > 1 {
+		blocks = max(blocks, min(4*threads, p.m/minRowBlock))
 		blocks = (blocks + threads - 1) / threads * threads
 	}
 	mb := ((p.m+blocks-1)/blocks + mr - 1) / mr * mr
