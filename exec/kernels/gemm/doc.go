@@ -27,8 +27,9 @@
 // Products of at least ParallelMACs multiply-adds are split over MC-row blocks of C (and the
 // packing of B over its panels) among up to Threads() goroutines, which pull blocks from a shared
 // counter; smaller products run on the calling goroutine. A product only takes cores that no
-// other product holds: the package counts the goroutines inside parallel products and never asks
-// for more helpers than GOMAXPROCS leaves free, so several ranks multiplying at once share the
-// cores instead of oversubscribing them. SetThreads caps the number per product (exec sets it
-// to the cores its ranks leave free).
+// other product holds: every product of at least 32K multiply-adds counts its caller as a busy
+// core, helpers start only while fewer than GOMAXPROCS are busy, and a helper stops taking blocks
+// once more are (another rank started a product), so ranks multiplying at once share the cores
+// instead of oversubscribing them. SetThreads caps the goroutines per product; a caller that
+// knows how many cores its ranks leave free (exec: GOMAXPROCS/ranks) may set it.
 package gemm

@@ -29,8 +29,8 @@ const ParallelMACs = 1 << 21
 var maxThreads atomic.Int32
 
 // SetThreads caps the goroutines one product may use at n (n <= 0 restores the default,
-// GOMAXPROCS) and returns the previous setting. exec calls it with the cores its ranks leave free:
-// with one rank per core, products run on their rank's goroutine.
+// GOMAXPROCS) and returns the previous setting. A caller that runs several ranks may set it to the
+// cores each rank has (with one rank per core, 1: products run on their rank's goroutine).
 func SetThreads(n int) int {
 	if n < 0 {
 		n = 0
