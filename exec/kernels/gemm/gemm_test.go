@@ -269,8 +269,8 @@ func TestSgemmPanics(t *testing.T) {
 	}
 }
 
-// TestImplementationUse checks that blas32.Use(Implementation{}) routes blas32.Gemm here: the
-// result is bit-identical to calling Sgemm directly.
+// TestImplementationUse checks Implementation through gonum's blas.Float32Level3 interface (what
+// blas32.Use installs): the result is bit-identical to calling Sgemm directly.
 func TestImplementationUse(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const m, n, k = 13, 18, 21
