@@ -30,6 +30,7 @@
 // other product holds: every product of at least 32K multiply-adds counts its caller as a busy
 // core, helpers start only while fewer than GOMAXPROCS are busy, and a helper stops taking blocks
 // once more are (another rank started a product), so ranks multiplying at once share the cores
-// instead of oversubscribing them. SetThreads caps the goroutines per product; a caller that
+// instead of oversubscribing them; once two callers' products have overlapped, helpers stay off
+// for 100 ms, so ranks in lockstep (dp, tp) run each product on its own goroutine. SetThreads caps the goroutines per product; a caller that
 // knows how many cores its ranks leave free (exec: GOMAXPROCS/ranks) may set it.
 package gemm

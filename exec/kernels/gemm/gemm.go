@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Register tile and cache blocks (see the package comment for their source).
@@ -50,6 +51,21 @@ func Threads() int {
 // so that concurrent products together take no more than GOMAXPROCS: helpers start only on cores
 // not busy, and stop taking blocks once busy exceeds GOMAXPROCS (another rank started a product).
 var busy atomic.Int32
+
+// callers counts the goroutines inside tracked products as callers (not helpers). When two or
+// more are inside at once, several ranks are multiplying concurrently: contendedUntil is then set
+// contendedFor ahead, and no helper starts before it. Ranks that run in lockstep (dp, tp) overlap
+// their products nearly all the time, so they run each product on its own goroutine instead of
+// taking a core the other rank is about to need; a single rank (or ranks idle in communication for
+// long) gets the free cores.
+var (
+	callers        atomic.Int32
+	contendedUntil atomic.Int64 // time.Now().UnixNano()
+)
+
+// contendedFor is how long helpers stay off after products overlapped: many short products' worth,
+// so that lockstep ranks never see the gap between two of their products as free cores.
+const contendedFor = 100 * time.Millisecond
 
 // trackMACs is the size from which a product counts in busy: about a microsecond of work, so that
 // the shared counter costs nothing noticeable (tiny attention products skip it).
@@ -106,6 +122,10 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	if m*n*k >= trackMACs {
 		busy.Add(1) // the caller's own core
 		defer busy.Add(-1)
+		if callers.Add(1) > 1 {
+			contendedUntil.Store(time.Now().Add(contendedFor).UnixNano())
+		}
+		defer callers.Add(-1)
 	}
 	if threads := min(Threads(), (m+mr-1)/mr); m*n*k >= ParallelMACs && threads > 1 {
 		p.runParallel(threads)
@@ -296,7 +316,7 @@ func (p problem) runParallel(threads int) {
 // starts, within one unit.
 func parallelFor(threads, units int, fn func(u, worker int)) {
 	helpers := 0
-	if threads > 1 && units > 1 {
+	if threads > 1 && units > 1 && time.Now().UnixNano() >= contendedUntil.Load() {
 		helpers = acquire(min(threads, units) - 1)
 	}
 	if helpers == 0 {
