@@ -14,6 +14,7 @@ import (
 
 	"github.com/tpsim/tpsim/exec/comm"
 	"github.com/tpsim/tpsim/exec/kernels"
+	"github.com/tpsim/tpsim/exec/kernels/gemm"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
@@ -198,6 +199,10 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 	}
 	batch := makeBatch(p, cfg.Seed)
 	n := world.Size()
+	// Every rank is a goroutine: a product may use only the cores the ranks leave free (with a
+	// rank per core, it runs on its rank's goroutine).
+	prev := gemm.SetThreads(max(1, runtime.GOMAXPROCS(0)/n))
+	defer gemm.SetThreads(prev)
 	ranks := make([]*rank, n)
 	t0 := time.Now()
 	var mu sync.Mutex
