@@ -3,6 +3,8 @@ package search
 import (
 	"testing"
 
+	"github.com/tpsim/tpsim/program"
+
 	"github.com/tpsim/tpsim/strategies"
 )
 
@@ -100,5 +102,54 @@ func BenchmarkEvaluateFastPathVsDerived(b *testing.B) {
 			}
 			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "candidates/s")
 		})
+	}
+}
+
+// benchTop is the acceptance case's closed-form top DefaultSimTop, lowered.
+func benchTop(b *testing.B) (*Evaluator, []*program.Program) {
+	b.Helper()
+	ev := benchSpace(b)
+	evals := EvaluateParallel(ev, 0)
+	res, err := RankExact(ev, evals, Time, DefaultSimTop)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lows := &lowerings{m: ev.Model}
+	var ps []*program.Program
+	for _, i := range res.Top {
+		p, err := lows.get(ev.Space.Strategy(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	return ev, ps
+}
+
+// BenchmarkSimulateTop simulates the acceptance case's top DefaultSimTop Programs (lowered
+// beforehand) on one goroutine.
+func BenchmarkSimulateTop(b *testing.B) {
+	ev, ps := benchTop(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range ps {
+			if _, err := simulateProgram(p, ev.HW); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkLowerTop lowers the acceptance case's top DefaultSimTop strategies on one goroutine.
+func BenchmarkLowerTop(b *testing.B) {
+	ev, ps := benchTop(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		lows := &lowerings{m: ev.Model}
+		for _, p := range ps {
+			if _, err := lows.get(p.Strategy); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
