@@ -167,6 +167,12 @@ func (b *builder) sendRecv(x ValueID, to *Stage) ValueID {
 	xv := *b.v(x)
 	bytes := xv.Bytes()
 	b.emit(Op{Kind: OpSend, Module: "pp", In: []ValueID{x}, Dim: strategies.DimPP, Group: 2, Peer: to.Index, SentBytes: bytes, FullBytes: bytes, MemBytes: bytes})
+	if to.Forward == nil {
+		// The next stage holds about as many layers as this one: room for as many ops and
+		// values, so that appending does not copy them over and over.
+		to.Forward = make([]Op, 0, len(from.Forward)+len(from.Forward)/8+8)
+		to.Values = make([]Value, 0, len(from.Values)+len(from.Values)/8+8)
+	}
 	b.stage = to
 	y := b.val(xv.Name+".recv", xv.Shape, xv.Place)
 	if b.needsGrad[vkey{from.Index, x}] {
