@@ -2,6 +2,7 @@ package search
 
 import (
 	"testing"
+	"time"
 
 	"github.com/tpsim/tpsim/program"
 
@@ -78,6 +79,34 @@ func BenchmarkPlan(b *testing.B) {
 			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "candidates/s")
 		})
 	}
+}
+
+// BenchmarkPlanSideBySide runs, in each iteration, the planner on the acceptance case twice: the
+// closed form alone (sim=off, the search before the simulator re-ranked it) and the whole
+// pipeline (closed form, then the simulator re-ranking the best DefaultSimTop), and reports
+// each one's candidates per second and the ratio of their times.
+func BenchmarkPlanSideBySide(b *testing.B) {
+	m := preset(b, "gpt3-175b")
+	hw := a100(b)
+	var took [2]time.Duration
+	n := 0
+	for b.Loop() {
+		for j, mode := range []string{SimOff, SimAuto} {
+			t0 := time.Now()
+			pl, err := Plan(m, hw, Request{GPUs: 256, GlobalBatch: 512, Objective: Time, Top: 10, Sim: mode})
+			if err != nil {
+				b.Fatal(err)
+			}
+			took[j] += time.Since(t0)
+			if j == 0 {
+				n += len(pl.Ev.Space.Candidates)
+			}
+		}
+	}
+	b.ReportMetric(float64(n)/took[0].Seconds(), "closed-form-candidates/s")
+	b.ReportMetric(float64(n)/took[1].Seconds(), "full-pipeline-candidates/s")
+	b.ReportMetric(took[1].Seconds()/took[0].Seconds(), "full/closed-form")
+	b.ReportMetric(took[1].Seconds()/float64(b.N), "full-s/op")
 }
 
 // BenchmarkEvaluateFastPathVsDerived prices every candidate of the acceptance case on one
