@@ -22,8 +22,9 @@ const (
 )
 
 // SimBudget is the most simulator events (SimEvents) SimAuto spends: about 2 s of one core at
-// the simulator's 0.6 us per event (a pipeline's task is one event, so the 50 best of GPT-3 175B
-// on 256 GPUs take about 700,000; ZeRO-3 with overlap is op by op and takes far more).
+// the simulator's 0.6 us per event (a pipeline's task is one event, so
+// the 50 best of GPT-3 175B on 256 GPUs take 466,000, estimated at 523,000; ZeRO-3 with overlap
+// is op by op and takes far more).
 const SimBudget = 3_000_000
 
 // DefaultSimTop is how many of the closed form's best candidates the planner simulates.
