@@ -152,9 +152,10 @@ func Simulate(p *program.Program, c Coster, opt Options) (*Result, error) {
 	st := p.Strategy
 	pp := st.Mesh.PP
 	b := &builder{p: p, c: c, opt: opt}
+	var tasks []program.Task
 	for r := 0; r < pp; r++ {
-		tasks, err := program.Schedule(st.Schedule, pp, st.VPP, p.Microbatches, r)
-		if err != nil {
+		var err error
+		if tasks, err = program.AppendSchedule(tasks[:0], st.Schedule, pp, st.VPP, p.Microbatches, r); err != nil {
 			return nil, err
 		}
 		b.rank(r, tasks)
@@ -196,6 +197,8 @@ type builder struct {
 	recvs  []recv
 	tasks  map[taskKey]taskCostT
 	slab   []node
+	// depSlab holds the first two dependencies of nodes (dep).
+	depSlab []int
 }
 
 // alloc places n in the builder's slab of nodes (one allocation per 1024 of them).
@@ -205,6 +208,20 @@ func (b *builder) alloc(n node) *node {
 	}
 	b.slab = append(b.slab, n)
 	return &b.slab[len(b.slab)-1]
+}
+
+// dep makes n wait for node d. A node's first dependencies share one slab (most nodes have one
+// or two: the op before and a pipeline send); more move to a slice of their own.
+func (b *builder) dep(n *node, d int) {
+	if n.deps == nil {
+		if len(b.depSlab)+2 > cap(b.depSlab) {
+			b.depSlab = make([]int, 0, 2048)
+		}
+		i := len(b.depSlab)
+		b.depSlab = b.depSlab[:i+2]
+		n.deps = b.depSlab[i : i : i+2]
+	}
+	n.deps = append(n.deps, d)
 }
 
 func (b *builder) add(n *node) int {
@@ -226,7 +243,7 @@ func (b *builder) rank(r int, tasks []program.Task) {
 	prev := -1 // last main-sequence node
 	dep := func(n *node, d int) {
 		if d >= 0 {
-			n.deps = append(n.deps, d)
+			b.dep(n, d)
 		}
 	}
 	// producers of each parameter's gradient in the last backward of each chunk
@@ -495,7 +512,7 @@ func (b *builder) link() {
 		k := r.key
 		i := (k.from*2+int(k.phase))*b.p.Microbatches + k.micro
 		if k.from >= 0 && k.from < len(b.p.Stages) && k.micro >= 0 && k.micro < b.p.Microbatches && b.sends[i] > 0 && b.sendTo[i] == k.to {
-			b.nodes[r.node].deps = append(b.nodes[r.node].deps, b.sends[i]-1)
+			b.dep(b.nodes[r.node], b.sends[i]-1)
 		}
 	}
 }
