@@ -195,7 +195,7 @@ type builder struct {
 	sends  []int
 	sendTo []int
 	recvs  []recv
-	tasks  map[taskKey]taskCostT
+	tasks  []taskCostT // per stage and phase (2 s + phase), priced on first use
 	slab   []node
 	// depSlab holds the first two dependencies of nodes (dep).
 	depSlab []int
@@ -464,28 +464,27 @@ func (b *builder) segments(r int, s *program.Stage, t program.Task, lastGrad map
 	return ids
 }
 
-type taskKey struct {
-	stage int
-	phase program.Phase
-}
-
 // taskCostT is the time of one task's ops when they run one after the other.
 type taskCostT struct {
 	compute, comm units.Seconds
 	ok            bool // no op overlaps another, a receive only first and a send only last
+	priced        bool
 }
 
 // taskCost prices the forward or backward task of stage s once for all its microbatches.
 func (b *builder) taskCost(s *program.Stage, phase program.Phase) taskCostT {
-	k := taskKey{s.Index, phase}
-	if tc, ok := b.tasks[k]; ok {
+	if b.tasks == nil {
+		b.tasks = make([]taskCostT, 2*len(b.p.Stages))
+	}
+	k := 2*s.Index + int(phase)
+	if tc := b.tasks[k]; tc.priced {
 		return tc
 	}
 	ops := s.Forward
 	if phase == program.Backward {
 		ops = s.Backward
 	}
-	tc := taskCostT{ok: len(ops) > 0}
+	tc := taskCostT{ok: len(ops) > 0, priced: true}
 	st := b.p.Strategy
 	for i := range ops {
 		op := &ops[i]
@@ -498,9 +497,6 @@ func (b *builder) taskCost(s *program.Stage, phase program.Phase) taskCostT {
 		default:
 			tc.compute += b.c.Compute(op)
 		}
-	}
-	if b.tasks == nil {
-		b.tasks = map[taskKey]taskCostT{}
 	}
 	b.tasks[k] = tc
 	return tc
