@@ -123,6 +123,7 @@ type stageSum struct {
 	live            units.Bytes // StageLive: most bytes live at once, saved and transient
 	comm            units.Bytes // StageComm: the largest gradient bucket (tp or dp reduction)
 	params, partial int64       // local parameter elements; those with tp-partial gradients
+	partialLen      int64       // the elements of each tensor with a tp-partial gradient (h)
 	optCompute      units.Seconds
 	optComm         units.Seconds // blocking: tp gradient all-reduce, tied embedding over pp, ZeRO-1/2 parameter gather
 	dpComm          units.Seconds // gradient reduction over dp
@@ -336,7 +337,7 @@ func (x *xf) stages(n int64, nv int, stages *[nKinds]stageSum, have *[nKinds]boo
 		first, last := k == kOnly || k == kFirst, k == kOnly || k == kLast
 		s.tally = layers
 		s.params = n * layerElems
-		s.partial = n * layerPartial
+		s.partial, s.partialLen = n*layerPartial, x.h
 		var w walker
 		if first {
 			s.addScaled(&pre, 1)
@@ -506,7 +507,13 @@ func bucketCost(p *pricer, st strategies.Strategy, g int64) func(units.Bytes) un
 // (Rajbhandari et al. 2020 §5), which writes the parameters in place (no buffer: StageComm).
 func optimizerCosts(p *pricer, s *stageSum, st strategies.Strategy, g, tp, pb, gb, ob int64, pk *packer, tied units.Bytes) {
 	if s.partial > 0 && tp > 1 {
-		n := units.Bytes(s.partial * gb)
+		elems := s.partial
+		if st.ZeRO == 3 {
+			// ZeRO-3 reduce-scattered these gradients over dp in backward: each rank
+			// all-reduces its chunk of every tensor (program.OptimizerOps).
+			elems = s.partial / s.partialLen * ((s.partialLen + g - 1) / g)
+		}
+		n := units.Bytes(elems * gb)
 		d := p.collective(program.OpAllReduce, int(tp), 1, n)
 		s.optComm += d
 		s.optTime[dimTP] += d

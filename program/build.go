@@ -167,6 +167,12 @@ func (b *builder) sendRecv(x ValueID, to *Stage) ValueID {
 	xv := *b.v(x)
 	bytes := xv.Bytes()
 	b.emit(Op{Kind: OpSend, Module: "pp", In: []ValueID{x}, Dim: strategies.DimPP, Group: 2, Peer: to.Index, SentBytes: bytes, FullBytes: bytes, MemBytes: bytes})
+	if to.Forward == nil {
+		// The next stage holds about as many layers as this one: room for as many ops and
+		// values, so that appending does not copy them over and over.
+		to.Forward = make([]Op, 0, len(from.Forward)+len(from.Forward)/8+8)
+		to.Values = make([]Value, 0, len(from.Values)+len(from.Values)/8+8)
+	}
 	b.stage = to
 	y := b.val(xv.Name+".recv", xv.Shape, xv.Place)
 	if b.needsGrad[vkey{from.Index, x}] {
@@ -474,12 +480,20 @@ func (p *Program) OptimizerOps(index, nv int, params []Param) []Op {
 		op.Phase, op.Fwd = Optimizer, -1
 		ops = append(ops, op)
 	}
+	g := st.Mesh.DP * st.Mesh.CP
 	var partial []string
 	var partialElems int64
 	for _, q := range params {
 		if q.PartialTP && tp > 1 {
 			partial = append(partial, q.Name)
-			partialElems += q.Elems()
+			if st.ZeRO == 3 {
+				// ZeRO-3 reduce-scattered the gradient over dp in backward: the rank all-reduces
+				// its chunk (the first ranks' chunks are one element longer when g does not
+				// divide the tensor: exec's comm.ChunkBounds).
+				partialElems += ceilDiv(q.Elems(), int64(g))
+			} else {
+				partialElems += q.Elems()
+			}
 		}
 	}
 	if len(partial) > 0 {
@@ -489,7 +503,6 @@ func (p *Program) OptimizerOps(index, nv int, params []Param) []Op {
 		emit(Op{Kind: OpAllReduce, Module: "grads", Params: partial, Dim: strategies.DimTP, Group: tp,
 			SentBytes: 2 * n * units.Bytes(tp-1) / units.Bytes(tp), FullBytes: n, MemBytes: n})
 	}
-	g := st.Mesh.DP * st.Mesh.CP
 	if g > 1 && st.ZeRO < 3 {
 		// Buckets in reverse registration order, as DDP fills them during backward.
 		var bucket []string

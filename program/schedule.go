@@ -2,6 +2,7 @@ package program
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tpsim/tpsim/strategies"
 )
@@ -22,6 +23,7 @@ func Schedule(kind string, p, v, m, r int) ([]Task, error) {
 
 // AppendSchedule appends Schedule's tasks to out.
 func AppendSchedule(out []Task, kind string, p, v, m, r int) ([]Task, error) {
+	out = slices.Grow(out, 2*m*max(v, 1)) // every microbatch's forward and backward on each chunk
 	switch kind {
 	case strategies.ScheduleGPipe:
 		for j := 0; j < m; j++ {

@@ -2,6 +2,9 @@ package search
 
 import (
 	"testing"
+	"time"
+
+	"github.com/tpsim/tpsim/program"
 
 	"github.com/tpsim/tpsim/strategies"
 )
@@ -78,6 +81,34 @@ func BenchmarkPlan(b *testing.B) {
 	}
 }
 
+// BenchmarkPlanSideBySide runs, in each iteration, the planner on the acceptance case twice: the
+// closed form alone (sim=off, the search before the simulator re-ranked it) and the whole
+// pipeline (closed form, then the simulator re-ranking the best DefaultSimTop), and reports
+// each one's candidates per second and the ratio of their times.
+func BenchmarkPlanSideBySide(b *testing.B) {
+	m := preset(b, "gpt3-175b")
+	hw := a100(b)
+	var took [2]time.Duration
+	n := 0
+	for b.Loop() {
+		for j, mode := range []string{SimOff, SimAuto} {
+			t0 := time.Now()
+			pl, err := Plan(m, hw, Request{GPUs: 256, GlobalBatch: 512, Objective: Time, Top: 10, Sim: mode})
+			if err != nil {
+				b.Fatal(err)
+			}
+			took[j] += time.Since(t0)
+			if j == 0 {
+				n += len(pl.Ev.Space.Candidates)
+			}
+		}
+	}
+	b.ReportMetric(float64(n)/took[0].Seconds(), "closed-form-candidates/s")
+	b.ReportMetric(float64(n)/took[1].Seconds(), "full-pipeline-candidates/s")
+	b.ReportMetric(took[1].Seconds()/took[0].Seconds(), "full/closed-form")
+	b.ReportMetric(took[1].Seconds()/float64(b.N), "full-s/op")
+}
+
 // BenchmarkEvaluateFastPathVsDerived prices every candidate of the acceptance case on one
 // goroutine with the hand-written fast path for even stages (what the search uses) and with the
 // derived closed form alone, fresh (its memo empty) each time, side by side.
@@ -100,5 +131,54 @@ func BenchmarkEvaluateFastPathVsDerived(b *testing.B) {
 			}
 			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "candidates/s")
 		})
+	}
+}
+
+// benchTop is the acceptance case's closed-form top DefaultSimTop, lowered.
+func benchTop(b *testing.B) (*Evaluator, []*program.Program) {
+	b.Helper()
+	ev := benchSpace(b)
+	evals := EvaluateParallel(ev, 0)
+	res, err := RankExact(ev, evals, Time, DefaultSimTop)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lows := &lowerings{m: ev.Model}
+	var ps []*program.Program
+	for _, i := range res.Top {
+		p, err := lows.get(ev.Space.Strategy(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	return ev, ps
+}
+
+// BenchmarkSimulateTop simulates the acceptance case's top DefaultSimTop Programs (lowered
+// beforehand) on one goroutine.
+func BenchmarkSimulateTop(b *testing.B) {
+	ev, ps := benchTop(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range ps {
+			if _, err := simulateProgram(p, ev.HW); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkLowerTop lowers the acceptance case's top DefaultSimTop strategies on one goroutine.
+func BenchmarkLowerTop(b *testing.B) {
+	ev, ps := benchTop(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		lows := &lowerings{m: ev.Model}
+		for _, p := range ps {
+			if _, err := lows.get(p.Strategy); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }

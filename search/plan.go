@@ -22,8 +22,9 @@ const (
 )
 
 // SimBudget is the most simulator events (SimEvents) SimAuto spends: about 2 s of one core at
-// the simulator's 0.6 us per event (a pipeline's task is one event, so the 50 best of GPT-3 175B
-// on 256 GPUs take about 700,000; ZeRO-3 with overlap is op by op and takes far more).
+// the simulator's 0.6 us per event (a pipeline's task is one event, so
+// the 50 best of GPT-3 175B on 256 GPUs take 466,000, estimated at 523,000; ZeRO-3 with overlap
+// is op by op and takes far more).
 const SimBudget = 3_000_000
 
 // DefaultSimTop is how many of the closed form's best candidates the planner simulates.
@@ -114,8 +115,7 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 		return nil, err
 	}
 	order := res.Top
-	lows := &lowerings{m: m}
-	sims := simulateTop(ev, lows, res, req.Sim, simTop)
+	sims := simulateTop(ev, res, req.Sim, simTop)
 	nsim := 0
 	for _, s := range sims {
 		if s > 0 {
@@ -143,6 +143,7 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 	out := &Output{Model: m.Name, Hardware: hw.Name, GPUs: req.GPUs, GlobalBatch: space.Base.GBS, Seq: space.Base.Seq,
 		Objective: res.Objective, Fix: req.Fix.String(), Searched: res.Searched, Feasible: res.Feasible, Rejected: res.Rejected,
 		Top: []Entry{}, Front: []Point{}, Simulated: nsim, TimeSource: source}
+	lows := &lowerings{m: m}
 	simOf := map[int]units.Seconds{}
 	for j, s := range sims {
 		if s > 0 {
@@ -277,13 +278,27 @@ type lowering struct {
 	err  error
 }
 
-// get returns st's Program (a shallow copy that carries st's overlap and schedule).
-func (l *lowerings) get(st strategies.Strategy) (*program.Program, error) {
+// lowerKey is the strategy st lowers as: overlap and schedule change the Program's timeline, not
+// the Program.
+func lowerKey(st strategies.Strategy) strategies.Strategy {
 	k := st
 	k.Overlap, k.Schedule = true, strategies.Schedule1F1B
 	if st.VPP > 1 {
 		k.Schedule = strategies.ScheduleInterleaved
 	}
+	return k
+}
+
+// as is p carrying st's overlap and schedule (a shallow copy).
+func as(p *program.Program, st strategies.Strategy) *program.Program {
+	q := *p
+	q.Strategy.Overlap, q.Strategy.Schedule = st.Overlap, st.Schedule
+	return &q
+}
+
+// get returns st's Program (a shallow copy that carries st's overlap and schedule).
+func (l *lowerings) get(st strategies.Strategy) (*program.Program, error) {
+	k := lowerKey(st)
 	l.mu.Lock()
 	if l.all == nil {
 		l.all = map[strategies.Strategy]*lowering{}
@@ -298,36 +313,55 @@ func (l *lowerings) get(st strategies.Strategy) (*program.Program, error) {
 	if lw.err != nil {
 		return nil, lw.err
 	}
-	q := *lw.p
-	q.Strategy.Overlap, q.Strategy.Schedule = st.Overlap, st.Schedule
-	return &q, nil
+	return as(lw.p, st), nil
 }
 
 // simulateTop simulates the top candidates the mode allows, in parallel. A zero entry was not
-// simulated.
-func simulateTop(ev *Evaluator, lows *lowerings, res *Result, mode string, k int) []units.Seconds {
+// simulated. Candidates that lower to one Program (they differ only in overlap or schedule) are
+// simulated one after the other on one lowering, which is dropped once they are done: the
+// Programs of the whole top are never held at once.
+func simulateTop(ev *Evaluator, res *Result, mode string, k int) []units.Seconds {
 	n := simCount(ev, res.Top[:min(k, len(res.Top))], mode)
 	sims := make([]units.Seconds, n)
 	if n < 2 {
 		return sims[:0]
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var groups [][]int // indices into the top, by lowering, in the order of their first
+	at := map[strategies.Strategy]int{}
 	for j := 0; j < n; j++ {
-		wg.Add(1)
-		go func(j int) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			q, err := lows.get(ev.Space.Strategy(res.Top[j]))
-			if err != nil {
-				return
-			}
-			if s, err := simulateProgram(q, ev.HW); err == nil {
-				sims[j] = s
-			}
-		}(j)
+		key := lowerKey(ev.Space.Strategy(res.Top[j]))
+		g, ok := at[key]
+		if !ok {
+			g = len(groups)
+			at[key] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], j)
 	}
+	var wg sync.WaitGroup
+	next := make(chan []int)
+	for range min(runtime.GOMAXPROCS(0), len(groups)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g := range next {
+				first := ev.Space.Strategy(res.Top[g[0]])
+				p, err := program.Lower(ev.Model, lowerKey(first))
+				if err != nil {
+					continue
+				}
+				for _, j := range g {
+					if s, err := simulateProgram(as(p, ev.Space.Strategy(res.Top[j])), ev.HW); err == nil {
+						sims[j] = s
+					}
+				}
+			}
+		}()
+	}
+	for _, g := range groups {
+		next <- g
+	}
+	close(next)
 	wg.Wait()
 	return sims
 }

@@ -336,14 +336,15 @@ func Rank(space *strategies.Space, evals []Eval, objective string, k int) (*Resu
 	}
 	r := &ranker{evals: evals, objective: Time}
 	byMem := &ranker{evals: evals, objective: Memory}
+	var unpriced, oom int
 	for i := range evals {
 		e := &evals[i]
 		switch {
 		case !e.Priced:
-			res.Rejected[RejectNotPriced]++
+			unpriced++
 			continue
 		case !e.Feasible:
-			res.Rejected[RejectOOM]++
+			oom++
 			continue
 		}
 		res.Feasible++
@@ -353,6 +354,12 @@ func Rank(space *strategies.Space, evals []Eval, objective string, k int) (*Resu
 		if res.Smallest < 0 || byMem.less(i, res.Smallest) {
 			res.Smallest = i
 		}
+	}
+	if unpriced > 0 {
+		res.Rejected[RejectNotPriced] += unpriced
+	}
+	if oom > 0 {
+		res.Rejected[RejectOOM] += oom
 	}
 	if res.Feasible == 0 {
 		return res, nil

@@ -10,17 +10,24 @@ import (
 	"github.com/tpsim/tpsim/units"
 )
 
-// eventsPerLayer is about how many simulator events one microbatch costs per transformer layer:
-// the forward and backward ops of a layer and their collectives (measured: 46 to 49 on GPT-3 175B
-// and Llama-2 7B under 1F1B and ZeRO-3; recompute adds the forward again, so 60 covers it).
+// eventsPerLayer is about how many simulator events one microbatch costs per transformer layer
+// when the simulator lays the ops out one by one (ZeRO-3 with overlap): the forward and backward
+// ops of a layer and their collectives (measured: 46 to 49 on GPT-3 175B and Llama-2 7B under
+// ZeRO-3; recompute adds the forward again, so 60 covers it).
 const eventsPerLayer = 60
 
-// SimEvents estimates the events sim.Simulate processes for st on m: a task (one microbatch's
-// forward or backward on one model chunk) whose ops do not overlap is one event, so a pipeline
-// costs about 2 x microbatches x pp x vpp events plus the ops of each chunk's last backward
-// (layers x eventsPerLayer in all), which feed the DDP buckets; ZeRO-3 with overlap prefetches
-// inside every task, so every op is an event, about microbatches x layers x eventsPerLayer. It
-// lets a caller decide what it can afford to simulate before building the Program.
+// bucketEventsPerLayer is about how many events a layer adds beyond the tasks elsewhere: the runs
+// of its last backward up to each DDP bucket's last gradient, and its optimizer ops (measured:
+// 9.7 on GPT-3 175B's best pipelines on 256 GPUs, fewer on Llama-2 7B; 10 covers them).
+const bucketEventsPerLayer = 10
+
+// SimEvents estimates, from above, the events sim.Simulate processes for st on m: a task (one
+// microbatch's forward or backward on one model chunk) whose ops do not overlap is one event, so
+// a pipeline costs about 2 x microbatches x pp x vpp events plus, for each layer, the runs of
+// each chunk's last backward that feed the DDP buckets and the optimizer's ops
+// (bucketEventsPerLayer); ZeRO-3 with overlap prefetches inside every task, so every op is an
+// event, about microbatches x layers x eventsPerLayer. It lets a caller decide what it can
+// afford to simulate before building the Program.
 func SimEvents(m *model.Model, st strategies.Strategy) int {
 	st = st.Resolve(m)
 	layers := 4
@@ -34,7 +41,7 @@ func SimEvents(m *model.Model, st strategies.Strategy) int {
 	if st.ZeRO == 3 && st.Overlap {
 		return mb*layers*eventsPerLayer + 1000
 	}
-	return 2*mb*st.Mesh.PP*max(st.VPP, 1) + layers*eventsPerLayer + 1000
+	return 2*mb*st.Mesh.PP*max(st.VPP, 1) + layers*bucketEventsPerLayer + 1000
 }
 
 // Simulate lowers st on m to a Program and simulates one step on hw (program.Lower,

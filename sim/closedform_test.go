@@ -217,3 +217,53 @@ func TestZeRO3ReductionsFollowTheirGradients(t *testing.T) {
 		t.Errorf("bubble %v without a pipeline", res.Bubble)
 	}
 }
+
+// A chunk's last backward laid out in runs up to each DDP bucket's last gradient starts every
+// bucket when op by op would: on a model whose gradients fill many 1 MB buckets per stage, the
+// simulated step and its breakdown equal the op-by-op timeline's, and overlap shortens the step
+// (the buckets but the last hide behind the backward).
+func TestBucketRunsEqualOpByOp(t *testing.T) {
+	gpt, err := model.Transformer{Hidden: 512, Layers: 4, Heads: 8, KVHeads: 8, HeadDim: 64, FFN: 2048, Vocab: 256, Seq: 32,
+		Bias: true, Learned: true, Batch: 16}.Build("gpt", "gpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw, err := hardware.Load("a100-80g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"dp=4,bucket_mb=1", "dp=2,tp=2,sp=on,bucket_mb=1", "pp=2,dp=2,gbs=16,bucket_mb=1",
+		"pp=2,dp=2,vpp=2,schedule=interleaved,gbs=16,bucket_mb=2", "pp=2,dp=2,zero=1,gbs=16,recompute=full,bucket_mb=1"} {
+		p := lowerT(t, gpt, f)
+		buckets := 0
+		for _, op := range p.Stages[0].Optimizer {
+			if op.Dim == strategies.DimDP && (op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter) {
+				buckets++
+			}
+		}
+		if buckets < 4 {
+			t.Fatalf("%s: %d buckets on stage 0; the test needs several", f, buckets)
+		}
+		c, _ := costmodel.NewCoster(p, hw)
+		runs, err := Simulate(p, c, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops, err := Simulate(p, c, Options{Spans: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !near(ops.Step, runs.Step) || !near(ops.Compute, runs.Compute) || !near(ops.CommExposed, runs.CommExposed) || !near(ops.Bubble, runs.Bubble) {
+			t.Errorf("%s: op by op %+v, in runs %+v", f, ops, runs)
+		}
+		off := lowerT(t, gpt, f+",overlap=off")
+		c, _ = costmodel.NewCoster(off, hw)
+		o, err := Simulate(off, c, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(runs.Step < o.Step) {
+			t.Errorf("%s: overlap on %v, off %v: the buckets hide nothing", f, runs.Step, o.Step)
+		}
+	}
+}

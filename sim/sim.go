@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"math"
 
 	"github.com/tpsim/tpsim/program"
@@ -97,22 +96,55 @@ type event struct {
 	n   int // node that ends
 }
 
+// eventHeap is a binary min-heap of events by (t, seq); seq is unique, so the order in which
+// events leave it is fixed by their keys alone.
 type eventHeap []event
 
 func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
+
+func (h eventHeap) less(i, j int) bool {
 	if h[i].t != h[j].t {
 		return h[i].t < h[j].t
 	}
 	return h[i].seq < h[j].seq
 }
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *eventHeap) push(ev event) {
+	*h = append(*h, ev)
+	q := *h
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+func (h *eventHeap) pop() event {
+	q := *h
+	n := len(q) - 1
+	top := q[0]
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && q.less(r, l) {
+			j = r
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
+	*h = q
+	return top
 }
 
 // Simulate lays one step of p out on a timeline, pricing ops with c.
@@ -120,9 +152,10 @@ func Simulate(p *program.Program, c Coster, opt Options) (*Result, error) {
 	st := p.Strategy
 	pp := st.Mesh.PP
 	b := &builder{p: p, c: c, opt: opt}
+	var tasks []program.Task
 	for r := 0; r < pp; r++ {
-		tasks, err := program.Schedule(st.Schedule, pp, st.VPP, p.Microbatches, r)
-		if err != nil {
+		var err error
+		if tasks, err = program.AppendSchedule(tasks[:0], st.Schedule, pp, st.VPP, p.Microbatches, r); err != nil {
 			return nil, err
 		}
 		b.rank(r, tasks)
@@ -138,6 +171,17 @@ type p2pKey struct {
 	phase           program.Phase
 }
 
+// recv is a pipeline receive waiting for the send of key.
+type recv struct {
+	node int
+	key  p2pKey
+}
+
+func (b *builder) send(k p2pKey, id int) {
+	i := (k.from*2+int(k.phase))*b.p.Microbatches + k.micro
+	b.sends[i], b.sendTo[i] = id+1, k.to
+}
+
 type builder struct {
 	p     *program.Program
 	c     Coster
@@ -146,10 +190,15 @@ type builder struct {
 	main  [][]int // per rank, main-sequence node ids in order
 	comm  [][]int // per rank, comm-stream node ids in issue order
 	rs    [][]int // per rank, ZeRO-3 gradient reduce-scatters in issue order (their own stream)
-	sends map[p2pKey]int
-	recvs map[p2pKey]int
-	tasks map[taskKey]taskCostT
-	slab  []node
+	// sends[(from*2+phase)*m+micro] is 1 + the node of stage from's send of that microbatch's
+	// phase (its peer in sendTo); recvs lists the receives, linked to their sends by link.
+	sends  []int
+	sendTo []int
+	recvs  []recv
+	tasks  []taskCostT // per stage and phase (2 s + phase), priced on first use
+	slab   []node
+	// depSlab holds the first two dependencies of nodes (dep).
+	depSlab []int
 }
 
 // alloc places n in the builder's slab of nodes (one allocation per 1024 of them).
@@ -161,6 +210,20 @@ func (b *builder) alloc(n node) *node {
 	return &b.slab[len(b.slab)-1]
 }
 
+// dep makes n wait for node d. A node's first dependencies share one slab (most nodes have one
+// or two: the op before and a pipeline send); more move to a slice of their own.
+func (b *builder) dep(n *node, d int) {
+	if n.deps == nil {
+		if len(b.depSlab)+2 > cap(b.depSlab) {
+			b.depSlab = make([]int, 0, 2048)
+		}
+		i := len(b.depSlab)
+		b.depSlab = b.depSlab[:i+2]
+		n.deps = b.depSlab[i : i : i+2]
+	}
+	n.deps = append(n.deps, d)
+}
+
 func (b *builder) add(n *node) int {
 	n.critDep = -1
 	b.nodes = append(b.nodes, n)
@@ -170,8 +233,9 @@ func (b *builder) add(n *node) int {
 // rank builds the nodes of pipeline rank r.
 func (b *builder) rank(r int, tasks []program.Task) {
 	if b.sends == nil {
-		n := 2 * len(tasks) * b.p.Strategy.Mesh.PP
-		b.sends, b.recvs = make(map[p2pKey]int, n), make(map[p2pKey]int, n)
+		n := 2 * len(b.p.Stages) * b.p.Microbatches
+		b.sends, b.sendTo = make([]int, n), make([]int, n)
+		b.recvs = make([]recv, 0, len(tasks)*b.p.Strategy.Mesh.PP)
 	}
 	p, st := b.p, b.p.Strategy
 	pp := st.Mesh.PP
@@ -179,7 +243,7 @@ func (b *builder) rank(r int, tasks []program.Task) {
 	prev := -1 // last main-sequence node
 	dep := func(n *node, d int) {
 		if d >= 0 {
-			n.deps = append(n.deps, d)
+			b.dep(n, d)
 		}
 	}
 	// producers of each parameter's gradient in the last backward of each chunk
@@ -198,8 +262,18 @@ func (b *builder) rank(r int, tasks []program.Task) {
 		if t.Backward {
 			ops, phase = s.Backward, program.Backward
 		}
-		if !b.opt.Spans && b.opt.Cores == 0 && len(gathers) == 0 && !(t.Backward && ti == lastB[t.Chunk]) {
-			if tc := b.taskCost(s, phase); tc.ok {
+		lastBackward := t.Backward && ti == lastB[t.Chunk]
+		if !b.opt.Spans && b.opt.Cores == 0 && len(gathers) == 0 {
+			if tc := b.taskCost(s, phase); tc.ok && lastBackward && st.Overlap {
+				// The chunk's last backward produces the gradients the DDP buckets wait for: one
+				// node for each run of ops up to a bucket's last gradient.
+				for _, id := range b.segments(r, s, t, lastGrad) {
+					dep(b.nodes[id], prev)
+					main = append(main, id)
+					prev = id
+				}
+				continue
+			} else if tc.ok {
 				// No op of the task overlaps another: one node for all of it, from its receive
 				// (first op) to its send (last op), as long as the ops one after the other.
 				n := b.alloc(node{op: &ops[len(ops)-1], rank: r, stage: s.Index, micro: t.Micro, task: true,
@@ -207,13 +281,13 @@ func (b *builder) rank(r int, tasks []program.Task) {
 				id := b.add(n)
 				dep(n, prev)
 				if first := &ops[0]; first.Kind == program.OpRecv {
-					b.recvs[p2pKey{first.Peer, s.Index, t.Micro, phase}] = id
+					b.recvs = append(b.recvs, recv{id, p2pKey{first.Peer, s.Index, t.Micro, phase}})
 				}
 				if last := &ops[len(ops)-1]; last.Kind == program.OpSend {
-					b.sends[p2pKey{s.Index, last.Peer, t.Micro, phase}] = id
+					b.send(p2pKey{s.Index, last.Peer, t.Micro, phase}, id)
 				}
-				// Not the chunk's last backward: the DDP buckets wait for that one's ops, which
-				// produce every gradient of the chunk last.
+				// Not the chunk's last backward (or nothing overlaps the buckets, which then wait
+				// for the whole backward).
 				main = append(main, id)
 				prev = id
 				continue
@@ -259,9 +333,9 @@ func (b *builder) rank(r int, tasks []program.Task) {
 			gathers = gathers[:0]
 			switch op.Kind {
 			case program.OpSend:
-				b.sends[p2pKey{s.Index, op.Peer, t.Micro, phase}] = id
+				b.send(p2pKey{s.Index, op.Peer, t.Micro, phase}, id)
 			case program.OpRecv:
-				b.recvs[p2pKey{op.Peer, s.Index, t.Micro, phase}] = id
+				b.recvs = append(b.recvs, recv{id, p2pKey{op.Peer, s.Index, t.Micro, phase}})
 			}
 			if t.Backward {
 				if op.Param != "" {
@@ -319,28 +393,98 @@ func (b *builder) rank(r int, tasks []program.Task) {
 	b.rs = append(b.rs, rs)
 }
 
-type taskKey struct {
-	stage int
-	phase program.Phase
+// segments lays out the last backward of stage s on rank r (task t), whose ops do not overlap,
+// as one node for each run of ops that ends with the last gradient of a DDP bucket (and one for
+// the ops after the last such run), each lasting as its ops one after the other; lastGrad maps
+// every parameter the backward produces a gradient of to its run's node. It returns the nodes in
+// order, each yet to be made to wait for the one before.
+func (b *builder) segments(r int, s *program.Stage, t program.Task, lastGrad map[string]int) []int {
+	ops := s.Backward
+	at := make(map[string]int, 2*len(s.Params)) // parameter -> index of the op producing its gradient last
+	for i := range ops {
+		if op := &ops[i]; op.Param != "" || op.Bias != "" {
+			if op.Param != "" {
+				at[op.Param] = i
+			}
+			if op.Bias != "" {
+				at[op.Bias] = i
+			}
+		}
+	}
+	end := make([]bool, len(ops)) // ops that end a run
+	end[len(ops)-1] = true
+	for i := range s.Optimizer {
+		op := &s.Optimizer[i]
+		if op.Dim != strategies.DimDP || (op.Kind != program.OpAllReduce && op.Kind != program.OpReduceScatter) {
+			continue
+		}
+		last := -1
+		for _, name := range op.Params {
+			if j, ok := at[name]; ok && j > last {
+				last = j
+			}
+		}
+		if last >= 0 {
+			end[last] = true
+		}
+	}
+	var ids []int
+	var compute, comm units.Seconds
+	first := 0
+	for i := range ops {
+		op := &ops[i]
+		if op.Kind.IsComm() {
+			comm += b.c.Comm(op)
+		} else {
+			compute += b.c.Compute(op)
+		}
+		if !end[i] {
+			continue
+		}
+		n := b.alloc(node{op: op, rank: r, stage: s.Index, micro: t.Micro, task: true,
+			cost: compute + comm, computePart: compute, commPart: comm})
+		id := b.add(n)
+		if f := &ops[first]; f.Kind == program.OpRecv {
+			b.recvs = append(b.recvs, recv{id, p2pKey{f.Peer, s.Index, t.Micro, program.Backward}})
+		}
+		if op.Kind == program.OpSend {
+			b.send(p2pKey{s.Index, op.Peer, t.Micro, program.Backward}, id)
+		}
+		for j := first; j <= i; j++ {
+			if q := &ops[j]; q.Param != "" {
+				lastGrad[q.Param] = id
+			}
+			if q := &ops[j]; q.Bias != "" {
+				lastGrad[q.Bias] = id
+			}
+		}
+		ids = append(ids, id)
+		compute, comm, first = 0, 0, i+1
+	}
+	return ids
 }
 
 // taskCostT is the time of one task's ops when they run one after the other.
 type taskCostT struct {
 	compute, comm units.Seconds
 	ok            bool // no op overlaps another, a receive only first and a send only last
+	priced        bool
 }
 
 // taskCost prices the forward or backward task of stage s once for all its microbatches.
 func (b *builder) taskCost(s *program.Stage, phase program.Phase) taskCostT {
-	k := taskKey{s.Index, phase}
-	if tc, ok := b.tasks[k]; ok {
+	if b.tasks == nil {
+		b.tasks = make([]taskCostT, 2*len(b.p.Stages))
+	}
+	k := 2*s.Index + int(phase)
+	if tc := b.tasks[k]; tc.priced {
 		return tc
 	}
 	ops := s.Forward
 	if phase == program.Backward {
 		ops = s.Backward
 	}
-	tc := taskCostT{ok: len(ops) > 0}
+	tc := taskCostT{ok: len(ops) > 0, priced: true}
 	st := b.p.Strategy
 	for i := range ops {
 		op := &ops[i]
@@ -354,18 +498,17 @@ func (b *builder) taskCost(s *program.Stage, phase program.Phase) taskCostT {
 			tc.compute += b.c.Compute(op)
 		}
 	}
-	if b.tasks == nil {
-		b.tasks = map[taskKey]taskCostT{}
-	}
 	b.tasks[k] = tc
 	return tc
 }
 
 // link makes every pipeline receive wait for its send.
 func (b *builder) link() {
-	for k, recv := range b.recvs {
-		if send, ok := b.sends[k]; ok {
-			b.nodes[recv].deps = append(b.nodes[recv].deps, send)
+	for _, r := range b.recvs {
+		k := r.key
+		i := (k.from*2+int(k.phase))*b.p.Microbatches + k.micro
+		if k.from >= 0 && k.from < len(b.p.Stages) && k.micro >= 0 && k.micro < b.p.Microbatches && b.sends[i] > 0 && b.sendTo[i] == k.to {
+			b.dep(b.nodes[r.node], b.sends[i]-1)
 		}
 	}
 }
@@ -395,12 +538,29 @@ func (e *engine) run() {
 	nr := len(e.main)
 	e.mainNext, e.commNext, e.rsNext = make([]int, nr), make([]int, nr), make([]int, nr)
 	e.commBusy, e.mainBusy, e.rsBusy = make([]bool, nr), make([]bool, nr), make([]bool, nr)
-	for i, n := range e.nodes {
+	// The waiters of every node in one slice, each node's in the order of the nodes.
+	count := make([]int, len(e.nodes)+1)
+	for _, n := range e.nodes {
 		n.pending = len(n.deps)
 		for _, d := range n.deps {
-			e.nodes[d].waiters = append(e.nodes[d].waiters, i)
+			count[d+1]++
 		}
 	}
+	for i := 1; i < len(count); i++ {
+		count[i] += count[i-1]
+	}
+	all := make([]int, count[len(e.nodes)])
+	fill := append([]int(nil), count[:len(e.nodes)]...)
+	for i, n := range e.nodes {
+		for _, d := range n.deps {
+			all[fill[d]] = i
+			fill[d]++
+		}
+	}
+	for i, n := range e.nodes {
+		n.waiters = all[count[i]:count[i+1]:count[i+1]]
+	}
+	touched := make([]bool, nr)
 	for r := 0; r < nr; r++ {
 		e.tryStart(r)
 	}
@@ -411,7 +571,7 @@ func (e *engine) run() {
 		if e.events.Len() == 0 {
 			break
 		}
-		ev := heap.Pop(&e.events).(event)
+		ev := e.events.pop()
 		n := e.nodes[ev.n]
 		if n.done || (n.compute && e.opt.Cores > 0 && ev.t != n.end) {
 			continue // a stale processor-sharing estimate
@@ -430,16 +590,24 @@ func (e *engine) run() {
 		default:
 			e.mainBusy[n.rank] = false
 		}
+		// Only the ranks of this node and its waiters can start something now (every other
+		// rank's streams and dependencies are as they were after the last event); they are
+		// tried in rank order, as trying every rank would.
+		touched[n.rank] = true
 		for _, w := range n.waiters {
 			m := e.nodes[w]
 			m.pending--
+			touched[m.rank] = true
 			if n.end >= m.ready {
 				m.ready = n.end
 				m.critDep = ev.n
 			}
 		}
-		for r := range e.main {
-			e.tryStart(r)
+		for r := range touched {
+			if touched[r] {
+				touched[r] = false
+				e.tryStart(r)
+			}
 		}
 	}
 }
@@ -488,7 +656,7 @@ func (e *engine) start(id int) {
 }
 
 func (e *engine) push(t units.Seconds, id int) {
-	heap.Push(&e.events, event{t, e.seq, id})
+	e.events.push(event{t, e.seq, id})
 	e.seq++
 }
 

@@ -266,10 +266,15 @@ func (p *Plan) Resolve(m *model.Model, sp bool) (map[string]Style, error) {
 		out[""] = p.Whole
 		return out, nil
 	}
+	dots := make([]int, len(all)) // levels of each module's name, counted once
+	for i, x := range all {
+		dots[i] = strings.Count(x.FQN, ".")
+	}
 	for _, r := range p.Rules {
 		n := 0
-		for _, x := range all {
-			if x.FQN == "" || !matchFQN(r.Pattern, x.FQN) {
+		pd := strings.Count(r.Pattern, ".")
+		for i, x := range all {
+			if x.FQN == "" || dots[i] != pd || !matchLevels(r.Pattern, x.FQN) {
 				continue
 			}
 			if err := checkStyle(m, x.FQN, x.Module, r.Style); err != nil {
@@ -285,11 +290,9 @@ func (p *Plan) Resolve(m *model.Model, sp bool) (map[string]Style, error) {
 	return out, nil
 }
 
-// matchFQN reports whether pattern matches fqn level by level, "*" matching any one name.
-func matchFQN(pattern, fqn string) bool {
-	if strings.Count(pattern, ".") != strings.Count(fqn, ".") {
-		return false
-	}
+// matchLevels reports whether pattern matches fqn, a name of as many levels, level by level,
+// "*" matching any one name.
+func matchLevels(pattern, fqn string) bool {
 	for pattern != "" || fqn != "" {
 		p, prest, _ := strings.Cut(pattern, ".")
 		n, nrest, _ := strings.Cut(fqn, ".")
@@ -342,11 +345,11 @@ func linearNames(m *model.Model) []string {
 }
 
 func checkStyle(m *model.Model, fqn string, x *model.Module, st Style) error {
-	name := fqn
-	if name == "" {
-		name = "the root " + string(x.Kind)
-	} else {
-		name = fmt.Sprintf("module %q (%s)", fqn, x.Kind)
+	name := func() string {
+		if fqn == "" {
+			return "the root " + string(x.Kind)
+		}
+		return fmt.Sprintf("module %q (%s)", fqn, x.Kind)
 	}
 	switch st {
 	case Colwise, Rowwise:
@@ -357,11 +360,11 @@ func checkStyle(m *model.Model, fqn string, x *model.Module, st Style) error {
 				example = fmt.Sprintf("; a map plan works, e.g. \"%s=colwise,%s=rowwise\"", lin[0], lin[len(lin)-1])
 			}
 			return fmt.Errorf("strategies: %s cannot be %s: ColwiseParallel and RowwiseParallel apply to Linear and Embedding modules; Linear/Embedding modules: %s%s",
-				name, st, strings.Join(shorten(lin), ", "), example)
+				name(), st, strings.Join(shorten(lin), ", "), example)
 		}
 	case SequenceStyle:
 		if x.Kind != model.KindLayerNorm && x.Kind != model.KindRMSNorm {
-			return fmt.Errorf("strategies: %s cannot be sequence: SequenceParallel applies to LayerNorm and RMSNorm modules", name)
+			return fmt.Errorf("strategies: %s cannot be sequence: SequenceParallel applies to LayerNorm and RMSNorm modules", name())
 		}
 	}
 	return nil
