@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Step time of `tpsim exec` against PyTorch on the CPU (../shared/peers/torch_ref.py) on the same
+# Step time of `tpsim exec` against PyTorch on the CPU (scripts/peers/torch_ref.py) on the same
 # MLPs, SGD and MSE, run one after the other here:
 #   seed-mlp  100 -> 1000 -> 10, batch 10 (the tensor-parallel tutorial's; latency-bound)
 #   mlp-big   1024 -> 4096 -> 1024, batch 512 (tpsim --model mlp:1024,4096,1024 --batch 512; GEMM-bound)
@@ -19,14 +19,9 @@
 # (libblas3), some 40x slower at these shapes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ref=${TORCH_REF:-}
-if [ -z "$ref" ]; then # the shared folder beside the checkout (main) or beside its worktree folder
-	for d in ../shared ../../shared; do
-		if [ -f "$d/peers/torch_ref.py" ]; then ref=$d/peers/torch_ref.py && break; fi
-	done
-fi
+ref=${TORCH_REF:-scripts/peers/torch_ref.py} # the PyTorch peer, shipped with the repository
 if [ ! -f "$ref" ]; then
-	echo "vs_torch.sh: torch_ref.py not found; set TORCH_REF to shared/peers/torch_ref.py" >&2
+	echo "vs_torch.sh: $ref not found; set TORCH_REF to a copy of torch_ref.py" >&2
 	exit 2
 fi
 py=${PYTHON:-/usr/bin/python3}
