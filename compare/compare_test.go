@@ -228,17 +228,17 @@ func TestMeasuredSample(t *testing.T) {
 	fwd, opt := program.Forward.String(), program.Optimizer.String()
 	res := &exec.Result{Ranks: []exec.RankResult{
 		{Events: []exec.OpEvent{ev(0, true, fwd, 100*ms), ev(1, false, fwd, 6*ms), ev(1, true, fwd, 2*ms), ev(1, false, opt, 2*ms)},
-			PeakBytes: map[string]int64{"peak": 10}, CommBytes: map[string]int64{"dp": 3}},
+			PeakBytes: map[string]int64{"peak": 10, "params": 5}, CommBytes: map[string]int64{"dp": 3}},
 		{Events: []exec.OpEvent{ev(1, false, fwd, 2*ms), ev(1, true, fwd, 6*ms), ev(1, false, opt, 2*ms)},
-			PeakBytes: map[string]int64{"peak": 12}, CommBytes: map[string]int64{"dp": 4}},
+			PeakBytes: map[string]int64{"peak": 12, "params": 3}, CommBytes: map[string]int64{"dp": 4}},
 	}}
 	s := MeasuredSample([]*exec.Result{res}, 40*ms, 1)
 	// compute 8, comm 8, optimizer 4 of 20 ms of ops; step 40 ms.
 	if s.Time.Step != 0.04 || s.Time.Compute != 0.016 || s.Time.CommExposed != 0.016 || s.Time.Optimizer != 0.008 {
 		t.Errorf("time %+v, want 16/16/8 ms of 40", s.Time)
 	}
-	if s.Memory["peak"] != 12 || s.CommBytes["dp"] != 3.5 {
-		t.Errorf("memory %v (want the most loaded rank, 12), bytes %v (want the mean, 3.5)", s.Memory, s.CommBytes)
+	if s.Memory["peak"] != 12 || s.Memory["params"] != 3 || s.CommBytes["dp"] != 3.5 {
+		t.Errorf("memory %v (want the most loaded rank's, peak 12 and params 3, as the cost model reports), bytes %v (want the mean, 3.5)", s.Memory, s.CommBytes)
 	}
 }
 

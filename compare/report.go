@@ -120,7 +120,9 @@ var CSVHeader = []string{"strategy", "mesh", "ranks", "rounds",
 	"pred_comm_share", "meas_comm_share", "comm_share_error",
 	"pred_params_b", "meas_params_b", "pred_grads_b", "meas_grads_b", "pred_optimizer_b", "meas_optimizer_b",
 	"pred_activations_b", "meas_activations_b", "pred_workspace_b", "meas_workspace_b", "pred_peak_b", "meas_peak_b",
-	"pred_dp_bytes", "meas_dp_bytes", "pred_tp_bytes", "meas_tp_bytes", "max_other_cpu_share", "max_rel_diff_vs_single"}
+	"pred_dp_bytes", "meas_dp_bytes", "pred_tp_bytes", "meas_tp_bytes", "max_other_cpu_share", "max_rel_diff_vs_single",
+	"pred_pp_bytes", "meas_pp_bytes", "pred_bubble_s", "sim_bubble_s", "meas_bubble_s", "pred_zero_gather_s", "meas_zero_gather_s",
+	"pred_recompute_s", "meas_recompute_s", "memory_errors"}
 
 // num is reports.Number: integers as integers, other numbers at full precision.
 func num(v float64) string { return reports.Number(v) }
@@ -130,6 +132,10 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	var out [][]string
 	for _, r := range rows {
 		p, m := r.Predicted, r.Measured
+		simBubble := 0.0
+		if r.Simulated != nil {
+			simBubble = r.Simulated.Phases[PhaseBubble]
+		}
 		other := -1.0
 		for _, s := range r.OtherCPU {
 			other = max(other, s)
@@ -141,7 +147,10 @@ func WriteCSV(w io.Writer, rows []Row) error {
 			num(r.Errors.CommSharePred), num(r.Errors.CommShareMeas), num(r.Errors.CommShareErr),
 			num(p.Memory["params"]), num(m.Memory["params"]), num(p.Memory["grads"]), num(m.Memory["grads"]), num(p.Memory["optimizer"]), num(m.Memory["optimizer"]),
 			num(p.Memory["activations"]), num(m.Memory["activations"]), num(p.Memory["workspace"]), num(m.Memory["workspace"]), num(p.Memory["peak"]), num(m.Memory["peak"]),
-			num(p.CommBytes["dp"]), num(m.CommBytes["dp"]), num(p.CommBytes["tp"]), num(m.CommBytes["tp"]), num(other), num(r.MaxRelDiff)})
+			num(p.CommBytes["dp"]), num(m.CommBytes["dp"]), num(p.CommBytes["tp"]), num(m.CommBytes["tp"]), num(other), num(r.MaxRelDiff),
+			num(p.CommBytes["pp"]), num(m.CommBytes["pp"]), num(p.Phases[PhaseBubble]), num(simBubble), num(m.Phases[PhaseBubble]),
+			num(p.Phases[PhaseGather]), num(m.Phases[PhaseGather]), num(p.Phases[PhaseRecompute]), num(m.Phases[PhaseRecompute]),
+			strconv.Itoa(len(r.MemoryErrors))})
 	}
 	return reports.CSV(w, CSVHeader, out)
 }
@@ -168,6 +177,34 @@ func TableRows(rows []Row) ([]string, [][]string) {
 	return header, out
 }
 
+// PhaseRows are the rows of the mechanisms table: one line per row and mechanism it has.
+func PhaseRows(rows []Row) ([]string, [][]string) {
+	header := []string{"strategy", "mesh", "mechanism", "predicted", "simulated", "measured", "error"}
+	var out [][]string
+	for _, r := range rows {
+		for _, ph := range phasesOf(r.Predicted, r.Measured) {
+			sim := "-"
+			if r.Simulated != nil {
+				if v, ok := r.Simulated.Phases[ph]; ok {
+					sim = msText(v)
+				}
+			}
+			meas, errText := "not matched", "-"
+			if v, ok := r.Measured.Phases[ph]; ok {
+				meas = msText(v)
+				if v > 0 {
+					errText = fmt.Sprintf("%+.0f%%", 100*(r.Predicted.Phases[ph]-v)/v)
+				}
+			}
+			out = append(out, []string{r.Strategy, r.Mesh, phaseTitle[ph], msText(r.Predicted.Phases[ph]), sim, meas, errText})
+		}
+	}
+	return header, out
+}
+
+// phaseTitle names each mechanism in tables and figures.
+var phaseTitle = map[string]string{PhaseBubble: "pipeline bubble", PhaseGather: "ZeRO all-gathers", PhaseRecompute: "recompute"}
+
 type errWriter struct {
 	w   io.Writer
 	err error
@@ -190,11 +227,24 @@ func (e *errWriter) Write(b []byte) (int, error) {
 
 // accuracyLine is the one-line summary of the accuracy, for the terminal.
 func accuracyLine(s Summary) string {
-	return fmt.Sprintf("step time: mean absolute error %.1f%% (simulator %.1f%%), worst %.1f%% (%s); exposed-communication share of the step off by %.0f points on average, worst %.0f (%s); comm bytes max error %.0f B; params/grads/optimizer/activations max error %.2g%%, peak %.1f%%",
+	line := fmt.Sprintf("step time: mean absolute error %.1f%% (simulator %.1f%%), worst %.1f%% (%s); exposed-communication share of the step off by %.0f points on average, worst %.0f (%s); comm bytes max error %.0f B; params/grads/optimizer/activations max error %.2g%%, peak %.1f%%",
 		100*s.StepTimeMAPE, 100*s.SimStepTimeMAPE, 100*s.StepTimeMaxAPE, s.WorstStepTimeStrategy,
 		100*s.CommShareMeanAbsErr, 100*s.CommShareMaxAbsErr, s.WorstCommShareRow, s.CommBytesMaxAbsError,
 		100*max(s.MemoryMaxRelError["params"], s.MemoryMaxRelError["grads"], s.MemoryMaxRelError["optimizer"], s.MemoryMaxRelError["activations"]),
 		100*s.MemoryMaxRelError["peak"])
+	var ph []string
+	for _, k := range reports.PhaseNames {
+		if v, ok := s.PhaseMaxRelError[k]; ok {
+			ph = append(ph, fmt.Sprintf("%s %.0f%%", phaseTitle[k], 100*v))
+		}
+	}
+	if len(ph) > 0 {
+		line += "; mechanisms' time max error: " + strings.Join(ph, ", ")
+	}
+	if s.MemoryErrorRows > 0 {
+		line += fmt.Sprintf("; MEMORY ERRORS in %d rows", s.MemoryErrorRows)
+	}
+	return line
 }
 
 // WriteTable prints the comparison for the terminal: the table, the accuracy, the load warnings,
@@ -211,7 +261,21 @@ func WriteTable(w io.Writer, res *Results, dir string) error {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	tw.Flush()
+	if ph, prow := PhaseRows(res.Rows); len(prow) > 0 {
+		ew.printf("\n")
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(ph, "\t"))
+		for _, r := range prow {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+		tw.Flush()
+	}
 	ew.printf("\n%s\n", accuracyLine(res.Summary))
+	for _, r := range res.Rows {
+		for _, e := range r.MemoryErrors {
+			ew.printf("memory error: %s: %s\n", r.Label(), e)
+		}
+	}
 	for _, wn := range res.Load.Warnings {
 		ew.printf("warning: %s\n", wn)
 	}
@@ -260,6 +324,22 @@ func WriteReport(w io.Writer, res *Results, figs []Figure) error {
 	ew.printf("- Memory per rank, largest relative error by category: %s. Workspace includes kernel scratch that the Program does not list, so it is measured above the prediction.\n", strings.Join(parts, ", "))
 	ew.printf("- Every strategy's losses and parameters after %d steps match single-device training to a relative difference of %.2g or less.\n", res.Steps, s.MaxRelDiffVsSingle)
 	ew.printf("\nWhere the prediction is off, and why: %s\n", ExplainErrors(res))
+	if ph, prow := PhaseRows(res.Rows); len(prow) > 0 {
+		ew.printf("\n## Pipeline bubble, ZeRO gathers and recompute\n\n")
+		ew.printf("Time per rank per step of each mechanism a row has: predicted by the cost model (the bubble as it prices the step; gathers and replayed forward ops at its price of each op, every microbatch's, averaged over pipeline ranks), simulated (the bubble), and measured from exec's timeline (the time of those ops on every rank after the warm-up, as a share of the op time times the measured step).\n\n")
+		if err := reports.Markdown(ew, ph, prow); err != nil {
+			return err
+		}
+	}
+	ew.printf("\n## Memory errors\n\n")
+	if s.MemoryErrorRows == 0 {
+		ew.printf("None: on every row exec found no memory held other than the Program declares, and %s bytes per rank are as predicted.\n", strings.Join(ExactMemory, ", "))
+	}
+	for _, r := range res.Rows {
+		for _, e := range r.MemoryErrors {
+			ew.printf("- **%s**: %s\n", r.Label(), e)
+		}
+	}
 	ew.printf("\n## Load on this machine\n\n")
 	l := res.Load
 	var per []string
@@ -307,6 +387,9 @@ func ExplainErrors(res *Results) string {
 		if math.Abs(p.CommExposed-m.CommExposed) > math.Abs(d) {
 			part, d = "communication", p.CommExposed-m.CommExposed
 		}
+		if math.Abs(p.Bubble-m.Bubble) > math.Abs(d) {
+			part, d = "the pipeline bubble", p.Bubble-m.Bubble
+		}
 		if math.Abs(p.Optimizer-m.Optimizer) > math.Abs(d) {
 			part, d = "the optimizer", p.Optimizer-m.Optimizer
 		}
@@ -327,6 +410,8 @@ func pick(part string, t reports.StepTime) float64 {
 		return t.CommExposed
 	case "the optimizer":
 		return t.Optimizer
+	case "the pipeline bubble":
+		return t.Bubble
 	}
 	return t.Compute
 }

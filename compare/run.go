@@ -44,11 +44,12 @@ const warmup = 1
 
 type state struct {
 	Point
-	pred  *costmodel.Result
-	sim   *sim.Result
-	runs  []*exec.Result
-	steps []time.Duration
-	other []float64
+	phases map[string]float64
+	pred   *costmodel.Result
+	sim    *sim.Result
+	runs   []*exec.Result
+	steps  []time.Duration
+	other  []float64
 }
 
 // Run predicts every point with res.Profile (the cost model and the simulator, from the Program
@@ -83,6 +84,7 @@ func Run(ctx context.Context, res *Results, pts []Point, o Options) (*Timeline, 
 		if err != nil {
 			return nil, err
 		}
+		s.phases = PredictedPhases(pt.Program, coster, s.pred)
 		if s.sim, err = sim.Simulate(pt.Program, coster, sim.Options{Spans: true}); err != nil {
 			return nil, err
 		}
@@ -148,7 +150,7 @@ rounds:
 			s.runs, s.other = s.runs[:res.RoundsDone], s.other[:res.RoundsDone]
 			s.steps = s.steps[:res.RoundsDone*(s.Config.Steps-warmup)]
 		}
-		row := MakeRow(RowInput{Strategy: s.Strategy, Mesh: s.Mesh, Pred: s.pred, Sim: s.sim, Runs: s.runs, Steps: s.steps, OtherCPU: s.other, Warmup: warmup}, ref, hw)
+		row := MakeRow(RowInput{Strategy: s.Strategy, Mesh: s.Mesh, Pred: s.pred, Sim: s.sim, Runs: s.runs, Steps: s.steps, OtherCPU: s.other, Warmup: warmup, PredPhases: s.phases}, ref, hw)
 		say("%s %s predicted %s, measured %s (%+.0f%%, spread ±%.0f%%)", s.Strategy, s.Mesh,
 			msText(row.Predicted.Time.Step), msText(row.Measured.Time.Step), 100*(row.Predicted.Time.Step-row.Measured.Time.Step)/row.Measured.Time.Step, 50*row.Spread.Rel)
 		res.Rows = append(res.Rows, row)

@@ -299,6 +299,16 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 	if interrupted {
 		return errInterrupted
 	}
+	if n := res.Summary.MemoryErrorRows; n > 0 {
+		var rows []string
+		for _, r := range res.Rows {
+			if len(r.MemoryErrors) > 0 {
+				rows = append(rows, r.Label())
+			}
+		}
+		return fmt.Errorf("memory errors in %d of %d rows (%s): the memory the ranks held differs from the prediction or from what the Program declares; see \"memory error\" above and report.md in %s",
+			n, len(res.Rows), strings.Join(rows, ", "), o.Out)
+	}
 	return nil
 }
 
