@@ -3,6 +3,8 @@ package compare
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -103,8 +105,31 @@ func TestMechanismRows(t *testing.T) {
 		gptPoint(t, "recompute", "dp=1", familyApply(t, "recompute")),
 	}
 	res := &Results{Profile: hw, Load: NewLoad(-1)}
-	if _, err := Run(t.Context(), res, pts, Options{Rounds: 1}); err != nil {
+	tl, err := Run(t.Context(), res, pts, Options{Rounds: 1})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The timeline is the first pipeline row's, with its receives drawn as the bubble.
+	if tl == nil || !strings.Contains(tl.Titles[1], "measured pp pp=2") {
+		t.Fatalf("timeline %+v, want pp pp=2's", tl)
+	}
+	bubbles := 0
+	for _, sp := range tl.Spans[1] {
+		if sp.Cat == PhaseBubble {
+			bubbles++
+		}
+	}
+	if bubbles == 0 {
+		t.Error("the measured pipeline timeline has no bubble spans")
+	}
+	dir := t.TempDir()
+	if err := WriteFiles(dir, res, tl); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"mechanisms.svg", "mechanisms.png", "timeline.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
 	}
 	want := map[string]string{"pp": PhaseBubble, "gpipe": PhaseBubble, "zero3": PhaseGather, "recompute": PhaseRecompute}
 	for _, r := range res.Rows {

@@ -73,7 +73,8 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// DrawFigures draws the five comparison figures of rows into dir.
+// DrawFigures draws the comparison figures of rows into dir: the five of every comparison, and
+// the mechanisms figure (bubble, ZeRO gathers, recompute) when a row has any of them.
 func DrawFigures(dir, name string, rows []reports.Row) ([]Figure, error) {
 	list := []struct {
 		base, caption string
@@ -97,6 +98,18 @@ func DrawFigures(dir, name string, rows []reports.Row) ([]Figure, error) {
 			}},
 		{"scaling", "Step time against the number of ranks, per strategy",
 			func() (*reports.Figure, error) { return reports.Scaling("Step time vs ranks\n"+name, rows) }},
+	}
+	for _, r := range rows {
+		if len(phasesOf(r.Predicted, r.Measured)) > 0 {
+			list = append(list, struct {
+				base, caption string
+				make          func() (*reports.Figure, error)
+			}{"mechanisms", "Time per rank per step of the pipeline bubble, ZeRO's parameter all-gathers and recompute's replayed forward, predicted (P), simulated (S, the bubble) and measured (M)",
+				func() (*reports.Figure, error) {
+					return reports.PhaseTimes("Pipeline bubble, ZeRO gathers and recompute: predicted vs measured\n"+name, rows)
+				}})
+			break
+		}
 	}
 	var out []Figure
 	for _, f := range list {
