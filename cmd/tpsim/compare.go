@@ -299,17 +299,24 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 	if interrupted {
 		return errInterrupted
 	}
-	if n := res.Summary.MemoryErrorRows; n > 0 {
-		var rows []string
-		for _, r := range res.Rows {
-			if len(r.MemoryErrors) > 0 {
-				rows = append(rows, r.Label())
-			}
-		}
-		return fmt.Errorf("memory errors in %d of %d rows (%s): the memory the ranks held differs from the prediction or from what the Program declares; see \"memory error\" above and report.md in %s",
-			n, len(res.Rows), strings.Join(rows, ", "), o.Out)
+	return memoryErrorsErr(res, o.Out)
+}
+
+// memoryErrorsErr is compare's failure when rows have memory errors (exit status 1, after the
+// files and the table are written), nil when none has.
+func memoryErrorsErr(res *compare.Results, out string) error {
+	n := res.Summary.MemoryErrorRows
+	if n == 0 {
+		return nil
 	}
-	return nil
+	var rows []string
+	for _, r := range res.Rows {
+		if len(r.MemoryErrors) > 0 {
+			rows = append(rows, r.Label())
+		}
+	}
+	return fmt.Errorf("memory errors in %d of %d rows (%s): the memory the ranks held differs from the prediction or from what the Program declares; see \"memory error\" above and report.md in %s",
+		n, len(res.Rows), strings.Join(rows, ", "), out)
 }
 
 // skippedText lists skipped rows one per line.
