@@ -89,6 +89,8 @@ type Coster struct {
 	peak units.FLOPsPerSecond
 	// slowdown of compute when the program's ranks share cores (1 on devices of their own).
 	slowdown float64
+	// fp8 is the FP8 peak when the program's Linear products run in FP8 (precision=fp8), else 0.
+	fp8 units.FLOPsPerSecond
 }
 
 // NewCoster returns a Coster for p on hw; it fails when hw lacks the precision's peak.
@@ -104,7 +106,24 @@ func NewCoster(p *program.Program, hw *hardware.Hardware) (*Coster, error) {
 	if err := CheckFlash(p.Strategy, hw); err != nil {
 		return nil, err
 	}
-	return &Coster{P: p, HW: hw, peak: peak, slowdown: hw.ComputeSlowdown(p.Strategy.Mesh.Devices())}, nil
+	c := &Coster{P: p, HW: hw, peak: peak, slowdown: hw.ComputeSlowdown(p.Strategy.Mesh.Devices())}
+	if p.Strategy.Precision == strategies.PrecisionFP8 {
+		fp8, err := hw.PeakFor("fp8")
+		if err != nil || hw.Efficiency.FP8GEMM <= 0 {
+			return nil, fmt.Errorf("costmodel: precision=fp8 needs hardware %q to give an FP8 peak (device.peak_flops.fp8) and the achieved fraction of its FP8 products (efficiency.fp8_gemm_fraction); use precision=mixed, or set them (the h100 presets cite theirs)", hw.Name)
+		}
+		c.fp8 = fp8
+	}
+	return c, nil
+}
+
+// IsFP8 reports whether op runs its products in FP8 under precision=fp8: every Linear of the
+// transformer blocks, forward, backward and recompute (Transformer Engine's FP8 recipe runs the
+// forward, data-gradient and weight-gradient GEMMs in FP8; so do torchao's Float8 linears), but
+// not the output head, which both keep in BF16 (Megatron-Core's output layer is not a TE
+// module; torchtitan's Float8 conversion skips "output").
+func (c *Coster) IsFP8(op *program.Op) bool {
+	return c.fp8 > 0 && op.Kind == program.OpLinear && op.Module != "head"
 }
 
 // CheckFlash refuses FlashAttention on hardware that gives no efficiency for it, naming the fix.
@@ -169,11 +188,17 @@ func (c *Coster) Compute(op *program.Op) units.Seconds {
 		flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * flashFraction(c.P.Strategy, hw)))
 		return c.shared(op, max(flop, mem, kernel))
 	}
-	eff := 1.0
-	if op.Kind == program.OpLinear || op.Kind == program.OpAttention {
+	eff, peak := 1.0, c.peak
+	switch {
+	case c.IsFP8(op):
+		// FP8 products at the FP8 peak times their own achieved fraction (amax and cast kernels
+		// included), with the size curve of the BF16 GEMMs: eff(f) = FP8GEMM f/(f + f_half).
+		f := float64(gemmSize(op))
+		eff, peak = hw.Efficiency.FP8GEMM*f/(f+float64(hw.Efficiency.GEMMHalfFLOPs)), c.fp8
+	case op.Kind == program.OpLinear || op.Kind == program.OpAttention:
 		eff = hw.GEMMEfficiency(gemmSize(op))
 	}
-	flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * eff))
+	flop := units.Seconds(float64(op.FLOPs) / (float64(peak) * eff))
 	if op.Kind == program.OpAttention {
 		// The Program's attention is unfused: its two batched products and its passes over the
 		// s x s scores (softmax, dropout) are separate kernels, one after the other (Megatron-LM's
@@ -304,54 +329,6 @@ func (c *Coster) link(level, steps int, bytes units.Bytes) units.Seconds {
 	return units.Seconds(steps)*l.Latency + units.Seconds(float64(bytes)/(float64(l.Bandwidth)*l.Efficiency))
 }
 
-// CollectiveTime prices a ring collective of a full tensor of n bytes over g ranks spaced stride
-// devices apart on hw.
-func CollectiveTime(hw *hardware.Hardware, kind program.OpKind, g, stride int, n units.Bytes) units.Seconds {
-	if g <= 1 {
-		return 0
-	}
-	// steps of the ring algorithm and fraction of n each rank sends (DESIGN.md table).
-	ring := func(level, g int, n units.Bytes) units.Seconds {
-		if g <= 1 {
-			return 0
-		}
-		l := hw.Levels[level]
-		steps, frac := g-1, float64(g-1)/float64(g)
-		if kind == program.OpAllReduce {
-			steps, frac = 2*(g-1), 2*float64(g-1)/float64(g)
-		}
-		return units.Seconds(steps)*l.Latency + units.Seconds(frac*float64(n)/(float64(l.Bandwidth)*l.Efficiency))
-	}
-	span := (g-1)*stride + 1
-	level := hw.LevelFor(span)
-	inner := hw.Levels[0].Size
-	if level == 0 || inner <= 0 || stride >= inner || inner%stride != 0 {
-		return ring(level, g, n)
-	}
-	// k members share a node, q nodes. Bandwidth: NCCL runs one ring per NIC, each carrying
-	// 1/k of the data across nodes, so the bytes move as in the hierarchical algorithm: inside the
-	// node at its rate, across at each GPU's own NIC for n/k (reduce-scatter inside, all-reduce
-	// across, all-gather inside; this is why nccl-tests measure about 192 GB/s of all-reduce bus
-	// bandwidth per DGX-A100 node, collectives.json dgx_a100_multinode_allreduce_192).
-	// Latency: a ring still has p-1 steps (2(p-1) for all-reduce), each as slow as the slowest
-	// link it crosses (NCCL's tuning model, src/graph/tuning.cc: nsteps x hwLat of the network).
-	k := inner / stride
-	if g%k != 0 {
-		return ring(level, g, n)
-	}
-	q := g / k
-	bw := func(level, g int, n units.Bytes) units.Seconds {
-		l := hw.Levels[level]
-		return units.Seconds(float64(g-1) / float64(g) * float64(n) / (float64(l.Bandwidth) * l.Efficiency))
-	}
-	outer := hw.Levels[level]
-	steps := units.Seconds(g - 1)
-	if kind == program.OpAllReduce {
-		return 2*steps*outer.Latency + 2*bw(0, k, n) + 2*bw(level, q, n/units.Bytes(k))
-	}
-	return steps*outer.Latency + bw(level, q, n/units.Bytes(k)) + bw(0, k, n)
-}
-
 // compose prices every stage of the Coster's Program and composes the step.
 func (c *Coster) compose(t *Totals) ([]Memory, error) {
 	p := c.P
@@ -387,7 +364,7 @@ func assumptions(st strategies.Strategy, hw *hardware.Hardware, peak units.FLOPs
 	}
 	a = append(a,
 		fmt.Sprintf("GEMM efficiency %.3g x f/(f + %.3g FLOPs) of %v peak; elementwise ops at %.2g of %v",
-			hw.Efficiency.GEMMMax, float64(hw.Efficiency.GEMMHalfFLOPs), peak, hw.Efficiency.MemMax, hw.Device.MemBandwidth))
+			hw.Efficiency.GEMMLimit(), float64(hw.Efficiency.GEMMHalfFLOPs), peak, hw.Efficiency.MemMax, hw.Device.MemBandwidth))
 	switch {
 	case attention && st.FusedAttention():
 		k, _ := flashKernel(st)

@@ -200,7 +200,7 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals, o composeOpts) (
 			var lay layerPack
 			for k := range nKinds {
 				if haves[j][k] {
-					pk := packer{cap: st.BucketBytes, gb: gb}
+					pk := packer{cap: st.BucketBytes, gb: gb, cost: bucketCost(&p, st, g)}
 					if g > 1 && st.ZeRO < 3 {
 						x.packStage(&pk, k, n, nv, &lay)
 					}
@@ -225,7 +225,7 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals, o composeOpts) (
 		mlpStage(&p, c, st, eb, pb, gb, s)
 		var buf [64]int64
 		params := mlpParams(c, tp, buf[:0])
-		pk := packer{cap: st.BucketBytes, gb: gb}
+		pk := packer{cap: st.BucketBytes, gb: gb, cost: bucketCost(&p, st, g)}
 		for i := len(params) - 1; i >= 0; i-- {
 			s.params += params[i]
 			pk.add(params[i])
@@ -401,7 +401,7 @@ func (x *xf) packStage(pk *packer, k int, n int64, nv int, lay *layerPack) {
 		from := *pk
 		x.packLayers(pk, n)
 		if from.be == 0 {
-			*lay = layerPack{ok: true, be: pk.be, n: pk.n - from.n, maxB: pk.maxB, last: pk.last}
+			*lay = layerPack{ok: true, be: pk.be, n: pk.n - from.n, maxB: pk.maxB, last: pk.last, t: pk.t - from.t}
 		}
 	}
 	if first {
@@ -425,6 +425,7 @@ func (x *xf) packLayers(pk *packer, n int64) {
 		if pk.be == before.be && pk.n > before.n {
 			// The bucket state repeats: every remaining layer fills the same buckets.
 			pk.n += int(n-i-1) * (pk.n - before.n)
+			pk.t += units.Seconds(n-i-1) * (pk.t - before.t)
 			return
 		}
 	}
@@ -437,6 +438,7 @@ type layerPack struct {
 	be         int64
 	n          int
 	maxB, last int64
+	t          units.Seconds
 }
 
 func (l *layerPack) apply(pk *packer) {
@@ -445,6 +447,7 @@ func (l *layerPack) apply(pk *packer) {
 		pk.last = l.last
 	}
 	pk.n += l.n
+	pk.t += l.t
 	pk.be = l.be
 }
 
@@ -456,6 +459,10 @@ type packer struct {
 	n       int   // buckets closed
 	maxB    int64 // elements of the largest
 	last    int64 // elements of the last closed
+	// cost prices one bucket of so many bytes (the data-parallel collective, as Coster.Comm
+	// prices it); t sums it over the buckets closed. Nil cost: no reduction to price.
+	cost func(units.Bytes) units.Seconds
+	t    units.Seconds
 }
 
 func (pk *packer) add(elems int64) {
@@ -470,9 +477,25 @@ func (pk *packer) flush() {
 		return
 	}
 	pk.n++
+	if pk.cost != nil {
+		pk.t += pk.cost(units.Bytes(pk.be * pk.gb))
+	}
 	pk.maxB = max(pk.maxB, pk.be)
 	pk.last = pk.be
 	pk.be = 0
+}
+
+// bucketCost prices one gradient bucket's data-parallel reduction: an all-reduce, or a
+// reduce-scatter under ZeRO-1/2; nil when there is none (one data-parallel rank, or ZeRO-3).
+func bucketCost(p *pricer, st strategies.Strategy, g int64) func(units.Bytes) units.Seconds {
+	if g <= 1 || st.ZeRO >= 3 {
+		return nil
+	}
+	kind := program.OpReduceScatter
+	if st.ZeRO == 0 {
+		kind = program.OpAllReduce
+	}
+	return func(n units.Bytes) units.Seconds { return p.collective(kind, int(g), p.stride, n) }
 }
 
 // optimizerCosts adds a stage's once-per-step ops: the tensor-parallel all-reduce of gradients
@@ -497,10 +520,9 @@ func optimizerCosts(p *pricer, s *stageSum, st strategies.Strategy, g, tp, pb, g
 		if st.ZeRO == 0 {
 			kind = program.OpAllReduce
 		}
-		// Ring collectives are affine in their size (CollectiveTime), so the buckets together take
-		// the time of one collective of all gradients plus the fixed cost of each further bucket.
+		// Each bucket is one collective, priced as Coster.Comm prices it (packer.cost).
 		all := units.Bytes(total * gb)
-		d := p.collective(kind, int(g), p.stride, all) + units.Seconds(pk.n-1)*p.collective(kind, int(g), p.stride, 0)
+		d := pk.t
 		s.dpComm += d
 		s.optTime[dimDP] += d
 		s.lastBucket = p.collective(kind, int(g), p.stride, units.Bytes(pk.last*gb))

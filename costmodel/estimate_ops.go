@@ -40,7 +40,7 @@ type pricer struct {
 	overhead units.Seconds
 	invMem   float64 // seconds per byte of memory traffic at the achieved bandwidth
 	invPeak  float64 // seconds per FLOP at peak
-	invGEMM  float64 // seconds per FLOP at the GEMM efficiency's limit, GEMMMax x peak
+	invGEMM  float64 // seconds per FLOP at the GEMM efficiency's limit, GEMMLimit x peak
 	halfGEMM float64 // GEMMHalfFLOPs
 	invFlash float64 // seconds per FLOP of the FlashAttention kernel at its fraction of peak; 0 for eager attention
 	tp       int     // tensor-parallel group
@@ -49,16 +49,6 @@ type pricer struct {
 	stride   int     // stride of the cp and dp groups
 	ppLvl    int     // the level joining neighbouring pipeline stages
 	ppEnds   int     // the level joining the first and the last pipeline ranks
-	// Collective times by kind, group and stride: CollectiveTime is affine in the bytes (latency
-	// steps plus bytes over bandwidth, at every level), so a + b n.
-	cls  [8]collClass
-	ncls int
-}
-
-type collClass struct {
-	kind      program.OpKind
-	g, stride int
-	a, b      units.Seconds
 }
 
 func newPricer(hw *hardware.Hardware, peak units.FLOPsPerSecond, st strategies.Strategy) pricer {
@@ -70,34 +60,22 @@ func newPricer(hw *hardware.Hardware, peak units.FLOPsPerSecond, st strategies.S
 	}
 	return pricer{invFlash: invFlash, hw: hw, peak: peak, slowdown: units.Seconds(hw.ComputeSlowdown(mesh.Devices())), overhead: e.OpOverhead,
 		invMem: 1 / (float64(hw.Device.MemBandwidth) * e.MemMax), invPeak: 1 / float64(peak),
-		invGEMM: 1 / (float64(peak) * e.GEMMMax), halfGEMM: float64(e.GEMMHalfFLOPs),
+		invGEMM: 1 / (float64(peak) * e.GEMMLimit()), halfGEMM: float64(e.GEMMHalfFLOPs),
 		tp: mesh.TP, cp: mesh.CP, g: mesh.DP * mesh.CP, stride: mesh.TP, ppLvl: PipelineLevel(hw, mesh),
 		ppEnds: hw.LevelFor((mesh.PP-1)*mesh.DP*mesh.CP*mesh.TP + 1)}
 }
 
-// collective is CollectiveTime(hw, kind, g, stride, n).
+// collective is CollectiveTime(hw, kind, g, stride, n): the same price as Coster.Comm's, which
+// is not affine in n (NCCL's protocol changes with the size), so it is not linearized.
 func (p *pricer) collective(kind program.OpKind, g, stride int, n units.Bytes) units.Seconds {
-	for i := range p.ncls {
-		c := &p.cls[i]
-		if c.g == g && c.stride == stride && c.kind == kind {
-			return c.a + c.b*units.Seconds(n)
-		}
-	}
-	const big = 1 << 40
-	a := CollectiveTime(p.hw, kind, g, stride, 0)
-	b := (CollectiveTime(p.hw, kind, g, stride, big) - a) / big
-	if p.ncls < len(p.cls) {
-		p.cls[p.ncls] = collClass{kind, g, stride, a, b}
-		p.ncls++
-	}
-	return a + b*units.Seconds(n)
+	return CollectiveTime(p.hw, kind, g, stride, n)
 }
 
 // The roofline of Coster.Compute: max(FLOPs / (peak x eff), bytes / achieved bandwidth), times
 // the slowdown of shared cores, plus a fixed time per op.
 
 // gemmTime is an op of k GEMMs of f FLOPs each touching mem bytes: with the efficiency
-// eff(f) = GEMMMax f/(f + f_half) (package hardware), k f/(peak eff(f)) = k (f + f_half)/(GEMMMax peak).
+// eff(f) = GEMMLimit f/(f + f_half) (package hardware), k f/(peak eff(f)) = k (f + f_half)/(GEMMLimit peak).
 func (p *pricer) gemmTime(k, f, mem float64) units.Seconds {
 	return p.slowdown * (units.Seconds(max(k*(f+p.halfGEMM)*p.invGEMM, mem*p.invMem)) + p.overhead)
 }

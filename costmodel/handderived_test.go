@@ -81,7 +81,9 @@ func TestInFlightActivationsHandDerived(t *testing.T) {
 }
 
 // Collectives on two levels (alpha-beta per level, efficiency 1): 8 GPUs per node joined at
-// 100 GB/s with 1 us per ring step, nodes joined at 10 GB/s with 10 us per step.
+// 100 GB/s with 1 us per ring step, nodes joined at 10 GB/s with 10 us per step. The levels'
+// names are no GPU link's, so CollectiveTime prices the plain ring (the host profile's path);
+// NCCL's protocol model on top of the same bytes and steps is checked by hand in nccl_test.go.
 //   - All-gather of n = 8 GB inside one node, g = 8: 7 steps of 1 us and 7/8 n at 100 GB/s:
 //     7e-6 + 0.07 s.
 //   - All-reduce of n = 8 GB over g = 16 consecutive GPUs (two nodes): hierarchical, the
@@ -92,8 +94,8 @@ func TestInFlightActivationsHandDerived(t *testing.T) {
 //     30 steps of 10 us and 2 x 15/16 n at 10 GB/s: 3e-4 + 1.5 s.
 func TestHierarchicalCollectiveHandDerived(t *testing.T) {
 	hw := &hardware.Hardware{Name: "two-level", Levels: []hardware.Level{
-		{Name: "nvlink", Size: 8, Bandwidth: 100e9, Latency: 1e-6, Efficiency: 1},
-		{Name: "ib", Size: 0, Bandwidth: 10e9, Latency: 10e-6, Efficiency: 1},
+		{Name: "fast", Size: 8, Bandwidth: 100e9, Latency: 1e-6, Efficiency: 1},
+		{Name: "slow", Size: 0, Bandwidth: 10e9, Latency: 10e-6, Efficiency: 1},
 	}}
 	for _, c := range []struct {
 		name      string

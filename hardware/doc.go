@@ -13,16 +13,17 @@
 //
 // # Model
 //
-// A GEMM of f FLOPs runs at GEMMEfficiency(f) = GEMMMax * f/(f+GEMMHalfFLOPs) of the peak for its
-// dtype, i.e. it takes a fixed GEMMHalfFLOPs/(GEMMMax*peak) plus f/(GEMMMax*peak). An
+// A GEMM of f FLOPs runs at GEMMEfficiency(f) = GEMMLimit * f/(f+GEMMHalfFLOPs) of the peak for its
+// dtype, i.e. it takes a fixed GEMMHalfFLOPs/(GEMMLimit*peak) plus f/(GEMMLimit*peak). An
 // elementwise op moving b bytes takes b/(MemMax*MemBandwidth). The fused FlashAttention kernel
 // runs its FLOPs at FlashMax of the peak (Flash1Max for its first generation), or is bound by its
-// bytes, whichever is slower. A
-// collective among ranks that LevelFor (or LevelOf) places at level l uses l's Latency per ring
-// step and
-// Bandwidth*Efficiency per device; a ring all-reduce of n bytes over p ranks takes
-// 2(p-1)*Latency + 2(p-1)/p * n/(Bandwidth*Efficiency) (Thakur, Rabenseifner and Gropp 2005,
-// Sec. 4; the 2(p-1)/p bus factor as in nccl-tests doc/PERFORMANCE.md).
+// bytes, whichever is slower. A collective among ranks that LevelFor (or LevelOf) places at
+// level l moves its bytes at Bandwidth*Efficiency per device (the Simple protocol's bus
+// bandwidth); a ring all-reduce of n bytes over p ranks sends 2(p-1)/p * n (the bus factor of
+// nccl-tests doc/PERFORMANCE.md). On GPU links (levels named nvlink, pcie, ib, roce, ...)
+// costmodel adds NCCL's latencies and protocol bandwidth shares (costmodel/nccl.go); on other
+// levels (the host profile) a ring step costs Latency, as in Thakur, Rabenseifner and Gropp
+// 2005, Sec. 4.
 //
 // # Invariants
 //
@@ -33,14 +34,17 @@
 //     grow strictly outward and each is a multiple of the one inside it (units nest); the last
 //     level's Size is 0, meaning unbounded. Bandwidth and Latency are positive.
 //   - Every efficiency (each level's, GEMMMax, MemMax) is in (0, 1]; GEMMHalfFLOPs is positive;
-//     FlashMax and Flash1Max are 0 (no figure for that kernel) or in (0, 1].
+//     FlashMax and Flash1Max are 0 (no figure for that kernel) or in (0, 1]; so are GEMMAchieved
+//     (0: the ceiling GEMMMax) and FP8GEMM (0: no FP8 figure); GEMMAchievedByStack's keys name
+//     software stacks and its values are in (0, 1]. GEMMLimit = GEMMMax x GEMMAchieved, and
+//     Efficiency.ForStack(stack) takes the stack's GEMMAchieved where it gives one.
 //
 // Numbers are finite. Validate reports every violation, one per line, prefixed "hardware:",
 // naming the JSON field and the fix.
 //
 // # Presets
 //
-// The presets a100-80g, h100-sxm and h200 are JSON files embedded from presets/; Save writes one
+// The presets a100-80g, h100-96g, h100-sxm and h200 are JSON files embedded from presets/; Save writes one
 // out so that a user can copy and edit it, and Load reads it back. Each preset cites the source
 // of every number in its "sources" map (keyed by JSON path, levels by name), drawing on
 // shared/validation/hardware.json and collectives.json; a test checks that the figures match

@@ -46,8 +46,21 @@ type Level struct {
 
 // Efficiency says how much of the device's peaks real kernels reach.
 type Efficiency struct {
-	// GEMMMax is the achieved fraction of peak FLOP/s for large GEMMs, in (0, 1].
+	// GEMMMax is the achieved fraction of peak FLOP/s for large GEMMs, in (0, 1]: the ceiling a
+	// matmul shape sweep reaches (the best shape, alone on the device).
 	GEMMMax float64 `json:"gemm_max_fraction"`
+	// GEMMAchieved is the fraction of that ceiling the GEMMs of real training steps reach (shapes
+	// as the model gives them, clocks under load, kernels sharing the device with communication),
+	// in (0, 1]; 0 means 1, the ceiling. Presets fit it on published runs (tpsim fit) and cite it.
+	GEMMAchieved float64 `json:"gemm_achieved_fraction,omitempty"`
+	// GEMMAchievedByStack is GEMMAchieved for runs of one software stack ("megatron-lm",
+	// "deepspeed", "llm-foundry", ...), where published runs say which stack ran and it differs;
+	// ForStack applies it. Presets fit it with tpsim fit.
+	GEMMAchievedByStack map[string]float64 `json:"gemm_achieved_fraction_by_stack,omitempty"`
+	// FP8GEMM is the achieved fraction of the FP8 peak of the FP8 matrix products of
+	// precision=fp8 (Transformer Engine, Float8 linears), the amax and cast kernels' overhead
+	// included, in (0, 1]; 0 when not known for the device (precision=fp8 is then refused).
+	FP8GEMM float64 `json:"fp8_gemm_fraction,omitempty"`
 	// GEMMHalfFLOPs is the GEMM size at which half of GEMMMax is reached:
 	// eff(f) = GEMMMax * f/(f+GEMMHalfFLOPs). Equivalently a GEMM of f FLOPs takes a fixed
 	// GEMMHalfFLOPs/(GEMMMax*peak) plus f/(GEMMMax*peak).
@@ -212,6 +225,17 @@ func (h *Hardware) problems() []string {
 	if !fraction(e.MemMax) {
 		add("efficiency.mem_max_fraction = %g must be in (0, 1]: the achieved fraction of memory bandwidth for elementwise ops, e.g. 0.84", e.MemMax)
 	}
+	if e.GEMMAchieved != 0 && !fraction(e.GEMMAchieved) {
+		add("efficiency.gemm_achieved_fraction = %g must be in (0, 1], or 0 for the ceiling: the fraction of gemm_max_fraction real training GEMMs reach, e.g. 0.75", e.GEMMAchieved)
+	}
+	for _, k := range sortedKeys(e.GEMMAchievedByStack) {
+		if v := e.GEMMAchievedByStack[k]; strings.TrimSpace(k) == "" || !fraction(v) {
+			add("efficiency.gemm_achieved_fraction_by_stack[%q] = %g: name the software stack and give a fraction in (0, 1] of gemm_max_fraction, e.g. {\"megatron-lm\": 0.8}", k, v)
+		}
+	}
+	if e.FP8GEMM != 0 && !fraction(e.FP8GEMM) {
+		add("efficiency.fp8_gemm_fraction = %g must be in (0, 1], or 0 when no figure is known: the achieved fraction of the FP8 peak of FP8 matrix products, e.g. 0.5", e.FP8GEMM)
+	}
 	if e.FlashMax != 0 && !fraction(e.FlashMax) {
 		add("efficiency.flash_attention_fraction = %g must be in (0, 1], or 0 when the device has no FlashAttention kernel: the achieved fraction of peak of its forward and backward, e.g. 0.6", e.FlashMax)
 	}
@@ -285,17 +309,34 @@ func (h *Hardware) PeakFor(dtype string) (units.FLOPsPerSecond, error) {
 	return 0, fmt.Errorf("hardware: %s has no peak FLOP/s for dtype %q; it has %s (add it under device.peak_flops)", h.Name, dtype, list)
 }
 
+// ForStack is e with the GEMM achieved fraction of the software stack when e gives one for it.
+func (e Efficiency) ForStack(stack string) Efficiency {
+	if v, ok := e.GEMMAchievedByStack[stack]; ok && stack != "" {
+		e.GEMMAchieved = v
+	}
+	return e
+}
+
+// GEMMLimit is the fraction of peak large GEMMs reach in training: GEMMMax x GEMMAchieved (the
+// sweep's ceiling when GEMMAchieved is 0).
+func (e Efficiency) GEMMLimit() float64 {
+	if e.GEMMAchieved > 0 {
+		return e.GEMMMax * e.GEMMAchieved
+	}
+	return e.GEMMMax
+}
+
 // GEMMEfficiency returns the achieved fraction of peak FLOP/s for a GEMM of f FLOPs:
-// GEMMMax * f/(f+GEMMHalfFLOPs). It is 0 for f <= 0 (or NaN) and tends to GEMMMax for large f.
+// GEMMLimit * f/(f+GEMMHalfFLOPs). It is 0 for f <= 0 (or NaN) and tends to GEMMLimit for large f.
 func (h *Hardware) GEMMEfficiency(f units.FLOPs) float64 {
 	e := h.Efficiency
 	switch {
 	case !(f > 0):
 		return 0
 	case math.IsInf(float64(f), 1):
-		return e.GEMMMax
+		return e.GEMMLimit()
 	}
-	return e.GEMMMax * float64(f) / float64(f+e.GEMMHalfFLOPs)
+	return e.GEMMLimit() * float64(f) / float64(f+e.GEMMHalfFLOPs)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

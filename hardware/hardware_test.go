@@ -26,7 +26,7 @@ func mustPreset(t testing.TB, name string) *Hardware {
 }
 
 func TestNames(t *testing.T) {
-	want := []string{"a100-80g", "h100-sxm", "h200"}
+	want := []string{"a100-80g", "h100-96g", "h100-sxm", "h200"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -69,7 +70,14 @@ func unknownModel(name string) error {
 // a path separator, or names an existing file or directory that is not a preset; a directory stands
 // for its config.json. A model read from a file is named by its "name" field, else by the file
 // (".../Llama-2-7b-hf/config.json" is "Llama-2-7b-hf", "llama.json" is "llama").
+//
+// "mlp:D0,D1,...,Dn" is an MLP of ReLU-separated Linear layers D0 -> D1 -> ... -> Dn (as an
+// {"mlp": {"dims": [...]}} model file) at batch 1, named by the argument; commands set the batch
+// with --batch (tpsim exec --model mlp:1024,4096,1024 --batch 512).
 func Load(nameOrPath string) (*Model, error) {
+	if dims, ok := strings.CutPrefix(nameOrPath, "mlp:"); ok {
+		return mlpFromName(nameOrPath, dims)
+	}
 	isPath := strings.HasSuffix(nameOrPath, ".json") || strings.ContainsRune(nameOrPath, '/') ||
 		strings.ContainsRune(nameOrPath, filepath.Separator)
 	if !isPath {
@@ -93,6 +101,19 @@ func Load(nameOrPath string) (*Model, error) {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	return decodeConfig(data, "", nameFromPath(path), path)
+}
+
+// mlpFromName builds the model of Load's "mlp:D0,D1,...,Dn" form; dims is the part after "mlp:".
+func mlpFromName(name, dims string) (*Model, error) {
+	var ds []int
+	for _, f := range strings.Split(dims, ",") {
+		d, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("model: %q: width %q is not an integer; write mlp:D0,D1,...,Dn, e.g. mlp:1024,4096,1024", name, f)
+		}
+		ds = append(ds, d)
+	}
+	return MLP(name, KindReLU, 1, ds...)
 }
 
 // nameFromPath names a model after its file: the directory of a config.json, else the file name

@@ -297,3 +297,30 @@ func TestLoad(t *testing.T) {
 		t.Errorf("Load(\"missing.json\") error %v; want one that says it does not exist and lists the presets", err)
 	}
 }
+
+// TestLoadMLPName checks the "mlp:D0,...,Dn" form: the same model as the {"mlp": ...} file form,
+// and clear errors for bad widths.
+func TestLoadMLPName(t *testing.T) {
+	m, err := Load("mlp:1024,4096,1024")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Spec{Name: "mlp:1024,4096,1024", MLP: &MLPSpec{Dims: []int{1024, 4096, 1024}, Batch: 1}}.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1024*4096 + 4096 + 4096*1024 + 1024 parameters, by hand.
+	if m.Name != want.Name || m.Params() != 8_393_728 || want.Params() != 8_393_728 || m.Batch != 1 || m.InDim != 1024 {
+		t.Errorf("Load(mlp:1024,4096,1024) = %q, %d params, batch %d, in %d; want %q, 8393728, 1, 1024", m.Name, m.Params(), m.Batch, m.InDim, want.Name)
+	}
+	for arg, wantErr := range map[string]string{
+		"mlp:1024,x,1024": `width "x" is not an integer`,
+		"mlp:1024":        "needs at least an input and an output width",
+		"mlp:1024,0":      "widths must be positive",
+		"mlp:":            `width "" is not an integer`,
+	} {
+		if _, err := Load(arg); err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("Load(%q) error %v; want one containing %q", arg, err, wantErr)
+		}
+	}
+}

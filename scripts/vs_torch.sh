@@ -1,20 +1,75 @@
 #!/usr/bin/env bash
 # Step time of `tpsim exec` against PyTorch on the CPU (../shared/peers/torch_ref.py) on the same
-# MLP shapes (seed-mlp: 100 -> 1000 -> 10, batch 10, SGD, MSE), run one after the other here.
-# Needs Debian's PyTorch: apt-get install -y python3-torch (run with /usr/bin/python3).
-# Prints one line per strategy: both medians and tpsim's time as a fraction of PyTorch's.
+# MLPs, SGD and MSE, run one after the other here:
+#   seed-mlp  100 -> 1000 -> 10, batch 10 (the tensor-parallel tutorial's; latency-bound)
+#   mlp-big   1024 -> 4096 -> 1024, batch 512 (tpsim --model mlp:1024,4096,1024 --batch 512; GEMM-bound)
+# for single, dp=2 and tp=2 (fc1 column-parallel, fc2 row-parallel in both).
+#
+# Threads are pinned, because torch.set_num_threads does not limit Debian's OpenBLAS (it still runs
+# 2 threads): OPENBLAS_NUM_THREADS and OMP_NUM_THREADS for PyTorch, GOMAXPROCS for tpsim.
+#   per_core     every rank gets one core: 1 thread per process for PyTorch, GOMAXPROCS = ranks
+#                for tpsim (its GEMM then runs on its rank's goroutine).
+#   per_machine  a single process gets both cores (2 BLAS threads, GOMAXPROCS=2); with 2 ranks the
+#                machine is already one core per rank, so dp and tp run as per_core.
+# Each configuration runs REPEAT pairs of whole processes (tpsim then PyTorch) and prints the
+# medians of both step times (ms) and the min/median/max over pairs of the ratio tpsim/torch.
+#
+# Needs Debian's PyTorch with OpenBLAS: apt-get install -y python3-torch libopenblas0-pthread (run
+# with /usr/bin/python3). Without libopenblas0-pthread, torch falls back to the reference BLAS
+# (libblas3), some 40x slower at these shapes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ref=${TORCH_REF:-../shared/peers/torch_ref.py}
+ref=${TORCH_REF:-}
+if [ -z "$ref" ]; then # the shared folder beside the checkout (main) or beside its worktree folder
+	for d in ../shared ../../shared; do
+		if [ -f "$d/peers/torch_ref.py" ]; then ref=$d/peers/torch_ref.py && break; fi
+	done
+fi
+if [ ! -f "$ref" ]; then
+	echo "vs_torch.sh: torch_ref.py not found; set TORCH_REF to shared/peers/torch_ref.py" >&2
+	exit 2
+fi
 py=${PYTHON:-/usr/bin/python3}
-steps=${STEPS:-200}
+repeat=${REPEAT:-3}
+models=${MODELS:-"seed mlp-big"}
 go build -o /tmp/tpsim-vs-torch ./cmd/tpsim
-printf "%-8s %-6s %12s %12s %8s\n" strategy ranks tpsim_ms torch_ms ratio
-for s in "single 1 dp=1" "dp 2 dp=2" "tp 2 tp=2"; do
-	set -- $s
-	t=$(/tmp/tpsim-vs-torch exec --model seed-mlp --mesh "$3" --plan "0=colwise,2=rowwise" --steps "$steps" --json 2>/dev/null |
-		"$py" -c 'import json,sys; print(json.load(sys.stdin)["time_s"]["step"])')
-	p=$("$py" "$ref" --strategy "$1" --world "$2" --steps "$steps" --warmup 20 | tail -1 |
-		"$py" -c 'import json,sys; print(json.load(sys.stdin)["step_s_median"])')
-	"$py" -c "print('%-8s %-6s %12.3f %12.3f %8.2f' % ('$1', '$2', $t*1e3, $p*1e3, $t/$p))"
+
+# model name -> tpsim --model/--batch, torch_ref shape flags, steps, warm-up steps.
+model_args() {
+	case $1 in
+	seed) echo "seed-mlp|10|--inp 100 --hidden 1000 --out 10 --batch 10|${STEPS:-200}|20" ;;
+	mlp-big) echo "mlp:1024,4096,1024|512|--inp 1024 --hidden 4096 --out 1024 --batch 512|${STEPS_BIG:-10}|2" ;;
+	*) echo "unknown model $1" >&2; exit 2 ;;
+	esac
+}
+
+stats() { # ratios... -> "min median max"
+	"$py" -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print("%.2f %.2f %.2f" % (min(v), statistics.median(v), max(v)))' "$@"
+}
+median() {
+	"$py" -c 'import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"
+}
+
+printf "%-8s %-8s %-11s %5s %10s %10s %20s\n" model strategy threads ranks tpsim_ms torch_ms "ratio min/med/max"
+for name in $models; do
+	IFS='|' read -r tmodel batch tshape steps warm <<<"$(model_args "$name")"
+	for cfg in "single 1 dp=1 per_core" "single 1 dp=1 per_machine" "dp 2 dp=2 per_core" "tp 2 tp=2 per_core"; do
+		set -- $cfg
+		strategy=$1 ranks=$2 mesh=$3 mode=$4
+		if [ "$mode" = per_core ]; then blas=1 procs=$ranks; else blas=2 procs=2; fi
+		tts=() pts=() ratios=()
+		for _ in $(seq "$repeat"); do
+			# tpsim's first step is its warm-up; give it as many as torch's.
+			t=$(GOMAXPROCS=$procs /tmp/tpsim-vs-torch exec --model "$tmodel" --batch "$batch" --mesh "$mesh" \
+				--plan "0=colwise,2=rowwise" --steps $((steps + 1)) --json 2>/dev/null |
+				"$py" -c 'import json,sys; print(json.load(sys.stdin)["time_s"]["step"])')
+			p=$(OPENBLAS_NUM_THREADS=$blas OMP_NUM_THREADS=$blas "$py" "$ref" --strategy "$strategy" --world "$ranks" \
+				$tshape --threads "$blas" --steps "$steps" --warmup "$warm" | tail -1 |
+				"$py" -c 'import json,sys; print(json.load(sys.stdin)["step_s_median"])')
+			tts+=("$t") pts+=("$p") ratios+=("$("$py" -c "print($t/$p)")")
+		done
+		read -r lo mid hi <<<"$(stats "${ratios[@]}")"
+		printf "%-8s %-8s %-11s %5s %10.3f %10.3f %20s\n" "$name" "$strategy" "$mode" "$ranks" \
+			"$("$py" -c "print($(median "${tts[@]}")*1e3)")" "$("$py" -c "print($(median "${pts[@]}")*1e3)")" "$lo/$mid/$hi"
+	done
 done

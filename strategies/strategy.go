@@ -26,10 +26,13 @@ const (
 )
 
 // Precisions. Mixed is bf16 compute with fp32 master weights and Adam moments (Rajbhandari et al.
-// 2020 §3.1: 2 + 2 + 12 bytes per parameter); fp32 is what exec runs.
+// 2020 §3.1: 2 + 2 + 12 bytes per parameter); fp32 is what exec runs. FP8 is mixed with the
+// Linear layers' matrix products in FP8 (Transformer Engine, torchao Float8 linears): the same
+// bytes per parameter, the products at the hardware's FP8 rate (costmodel prices it).
 const (
 	PrecisionMixed = "mixed"
 	PrecisionFP32  = "fp32"
+	PrecisionFP8   = "fp8"
 )
 
 // Attention kernels. Eager runs the attention core as separate kernels (two batched products,
@@ -206,7 +209,7 @@ func (st *Strategy) set(k, v string) error {
 	case "schedule":
 		st.Schedule, err = oneOf(k, v, ScheduleGPipe, Schedule1F1B, ScheduleInterleaved)
 	case "precision":
-		st.Precision, err = oneOf(k, v, PrecisionMixed, PrecisionFP32)
+		st.Precision, err = oneOf(k, v, PrecisionMixed, PrecisionFP32, PrecisionFP8)
 	case "optimizer":
 		st.Optimizer, err = oneOf(k, v, OptimizerAdam, OptimizerSGD)
 	case "attn":

@@ -23,6 +23,10 @@ const (
 	// DefaultTop is how many candidates each plan keeps: the winner and two runners-up, enough
 	// for the explanation's "what the runner-up would save" and for the simulator to re-rank.
 	DefaultTop = 3
+	// DefaultSimTop is how many of each plan's best closed-form candidates the simulator
+	// re-ranks: fewer than tpsim plan's search.DefaultSimTop, because a study asks hundreds of
+	// plans (the llama3 study's 72 would take 2-4 minutes of CPU at 50).
+	DefaultSimTop = 5
 	// MaxGPUCounts bounds a range of GPU counts, so that a typo (step 1 to 16384) is an error,
 	// not a day of work.
 	MaxGPUCounts = 1000
@@ -52,6 +56,7 @@ type File struct {
 	WhatIfs  []WhatIf
 	Top      int
 	Sim      string
+	SimTop   int
 	Currency string
 	// Measure asks for measured step times beside the predicted ones on the host hardware.
 	Measure bool
@@ -101,7 +106,7 @@ type WhatIf struct {
 
 // Keys of each mapping, in the order the documentation lists them.
 var (
-	fileKeys     = []string{"name", "description", "models", "hardware", "gpus", "global_batch", "seq", "tokens", "objectives", "fix", "what_if", "top", "sim", "currency", "measure", "fit_search"}
+	fileKeys     = []string{"name", "description", "models", "hardware", "gpus", "global_batch", "seq", "tokens", "objectives", "fix", "what_if", "top", "sim", "sim_top", "currency", "measure", "fit_search"}
 	modelKeys    = []string{"model", "global_batch", "seq"}
 	hardwareKeys = []string{"hardware", "price_per_gpu_hour", "max_nodes", "max_gpus"}
 	whatIfKeys   = []string{"name", "hardware", "nvlink_domain", "inter_node_gbps", "hbm_gb"}
@@ -379,7 +384,7 @@ func Parse(data []byte, name string) (*File, error) {
 }
 
 func (p *parser) file(root *yaml.Node) *File {
-	f := &File{Top: DefaultTop, Sim: search.SimAuto, Objectives: []string{search.Time}, pos: map[string]Pos{}}
+	f := &File{Top: DefaultTop, Sim: search.SimAuto, SimTop: DefaultSimTop, Objectives: []string{search.Time}, pos: map[string]Pos{}}
 	if root == nil {
 		p.errorf(nil, "", "the study file is empty")
 		return f
@@ -479,6 +484,9 @@ func (p *parser) file(root *yaml.Node) *File {
 			}
 			f.Sim = s
 		}
+	}
+	if n := vals["sim_top"]; n != nil {
+		f.SimTop, _ = p.integer(n, "sim_top", 1, "closed-form candidates the simulator re-ranks")
 	}
 	if n := vals["currency"]; n != nil {
 		f.Currency, _ = p.str(n, "currency", "a currency code such as USD")

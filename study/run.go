@@ -38,6 +38,7 @@ type Job struct {
 	Objective      string
 	Top            int
 	Sim            string
+	SimTop         int
 	Probe          bool
 	Key            string
 }
@@ -99,7 +100,7 @@ func (st *Study) Jobs(version string) []Job {
 		}
 		for _, o := range st.File.Objectives {
 			j := Job{Cell: ci, Model: c.Model, Variant: c.Variant, GPUs: c.GPUs, GlobalBatch: c.GlobalBatch, Seq: c.Seq,
-				Objective: o, Top: st.File.Top, Sim: st.File.Sim}
+				Objective: o, Top: st.File.Top, Sim: st.File.Sim, SimTop: st.File.SimTop}
 			j.Key = st.key(j, version)
 			jobs = append(jobs, j)
 		}
@@ -118,7 +119,7 @@ func (st *Study) probe(model, variant, g int, version string) Job {
 	if m.Entry.Seq > 0 {
 		seq = m.Entry.Seq
 	}
-	j := Job{Cell: -1, Model: model, Variant: variant, GPUs: g, GlobalBatch: gbs, Seq: seq, Objective: search.Time, Top: 1, Sim: search.SimOff, Probe: true}
+	j := Job{Cell: -1, Model: model, Variant: variant, GPUs: g, GlobalBatch: gbs, Seq: seq, Objective: search.Time, Top: 1, Sim: search.SimOff, SimTop: 1, Probe: true}
 	j.Key = st.key(j, version)
 	return j
 }
@@ -130,7 +131,7 @@ func (st *Study) key(j Job, version string) string {
 	measure := f.Measure && v.Base == Host && !j.Probe
 	s := strings.Join([]string{"tpsim-study-job/1", version, "model=" + m.hash, "hardware=" + v.hash,
 		"gpus=" + strconv.Itoa(j.GPUs), "gbs=" + strconv.Itoa(j.GlobalBatch), "seq=" + strconv.Itoa(j.Seq),
-		"fix=" + f.Fix, "objective=" + j.Objective, "top=" + strconv.Itoa(j.Top), "sim=" + j.Sim,
+		"fix=" + f.Fix, "objective=" + j.Objective, "top=" + strconv.Itoa(j.Top), "sim=" + j.Sim, "sim_top=" + strconv.Itoa(j.SimTop),
 		"measure=" + strconv.FormatBool(measure), "probe=" + strconv.FormatBool(j.Probe)}, "\n")
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:16])
@@ -144,7 +145,7 @@ func (st *Study) Request(j Job) (search.Request, error) {
 		return search.Request{}, err
 	}
 	return search.Request{GPUs: j.GPUs, GlobalBatch: j.GlobalBatch, Seq: j.Seq, Objective: j.Objective,
-		Top: j.Top, Fix: fix, Sim: j.Sim, Workers: 1}, nil
+		Top: j.Top, Fix: fix, Sim: j.Sim, SimTop: j.SimTop, Workers: 1}, nil
 }
 
 // PlanArgs is the `tpsim plan` command line that asks the job's question; hwArg is what
@@ -157,7 +158,7 @@ func (st *Study) PlanArgs(j Job, hwArg string) []string {
 	if j.Seq > 0 {
 		args = append(args, "--seq", strconv.Itoa(j.Seq))
 	}
-	args = append(args, "--objective", j.Objective, "--top", strconv.Itoa(j.Top), "--sim", j.Sim)
+	args = append(args, "--objective", j.Objective, "--top", strconv.Itoa(j.Top), "--sim", j.Sim, "--sim-top", strconv.Itoa(j.SimTop))
 	if st.File.Fix != "" {
 		args = append(args, "--fix", st.File.Fix)
 	}

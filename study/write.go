@@ -446,10 +446,10 @@ func (rep *Report) intro() string {
 		gs[i] = strconv.Itoa(g)
 	}
 	return fmt.Sprintf("Models %s on %s at %s GPUs; %s, %s, %s; token budget %s; objectives %s. "+
-		"Each cell is one `tpsim plan` (closed-form search, top %d, simulator %s), whose command line is under the cell; "+
+		"Each cell is one `tpsim plan` (closed-form search, top %d, simulator %s re-ranking the best %d), whose command line is under the cell; "+
 		"time to train is the token budget over the winner's closed-form tokens/s, GPU-hours are GPUs x that time, cost is GPU-hours x the price per GPU-hour. tpsim build %s.",
 		strings.Join(models, ", "), strings.Join(hws, ", "), strings.Join(gs, ", "), gbs, seq, fix, tokens(f.Tokens), strings.Join(f.Objectives, ", "),
-		f.Top, f.Sim, rep.Version)
+		f.Top, f.Sim, f.SimTop, rep.Version)
 }
 
 // frontierText lists a model's frontier from fastest to cheapest.

@@ -55,6 +55,7 @@ func commandList() []command {
 		{"plan", "search every strategy for a model on N devices, rank them and explain the winner", runPlan},
 		{"study", "run a planning study: plan over models, hardware, what-ifs and GPU counts; HTML/Markdown/CSV report", runStudy},
 		{"validate", "check the cost model against published training runs (predicted vs published, APE per row)", runValidate},
+		{"fit", "fit the presets' declared achieved fractions on the published training runs (in-sample and leave-one-source-out MAPE)", runFit},
 		{"version", "print the module path, version and VCS revision tpsim was built from", runVersion},
 		{"completion", "print a shell completion script: tpsim completion bash|zsh|fish", runCompletion},
 	}

@@ -3,6 +3,8 @@ package comm
 import (
 	"context"
 	"testing"
+
+	"github.com/tpsim/tpsim/exec/kernels"
 )
 
 // The benchmarks run each collective on 4 goroutine ranks with 4 MiB of float32 per rank, beside
@@ -98,4 +100,63 @@ func BenchmarkCopy(b *testing.B) {
 		copy(dst, src)
 	}
 	reportBW(b, 1)
+}
+
+// BenchmarkRing64MiB measures the all-reduce at p=2 on 64 MiB per rank beside the memory ceiling
+// it is held to, in one run: copy (a plain copy of the 64 MiB on one goroutine, what moving the
+// data once costs) and add (dst += src over 64 MiB, a plain in-memory reduce). frac_copy is each
+// one's GB/s (busbw for the all-reduce) over copy's:
+//
+//	go test -run '^$' -bench Ring64MiB -benchtime 10x ./exec/comm
+func BenchmarkRing64MiB(b *testing.B) {
+	const n = 16 << 20 // 64 MiB of float32
+	const bytes = 4 * n
+	var copyBW float64
+	report := func(b *testing.B, busFactor float64) {
+		algbw := float64(bytes) * float64(b.N) / b.Elapsed().Seconds() / 1e9
+		b.ReportMetric(algbw*busFactor, "busbw_GB/s")
+		if copyBW == 0 {
+			copyBW = algbw
+		} else {
+			b.ReportMetric(algbw*busFactor/copyBW, "frac_copy")
+		}
+	}
+	src, dst := randData(0, n), randData(1, n)
+	b.Run("copy", func(b *testing.B) {
+		b.SetBytes(bytes)
+		for b.Loop() {
+			copy(dst, src)
+		}
+		report(b, 1)
+	})
+	b.Run("add", func(b *testing.B) {
+		b.SetBytes(bytes)
+		for b.Loop() {
+			kernels.AddInPlace(dst, src)
+		}
+		report(b, 1)
+	})
+	b.Run("allreduce_p2", func(b *testing.B) {
+		w, err := NewWorld([]Dim{{"dp", 2}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bufs := [][]float32{src, dst}
+		b.SetBytes(bytes)
+		b.ResetTimer()
+		err = w.Run(context.Background(), func(c *Comm) error {
+			g := group(c, "dp")
+			for range b.N {
+				if err := g.AllReduce(bufs[c.Rank()]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		report(b, 2*(2-1)/2.0)
+	})
 }

@@ -1,6 +1,11 @@
 package comm
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/tpsim/tpsim/exec/kernels"
+)
 
 // broadcastSegment is the pipeline segment of Broadcast, in elements (256 KiB of float32).
 const broadcastSegment = 1 << 16
@@ -23,13 +28,6 @@ func ChunkBounds(n, p, i int) (lo, hi int) {
 
 func mod(a, p int) int { return ((a % p) + p) % p }
 
-func addTo(dst, src []float32) {
-	src = src[:len(dst)]
-	for i := range dst {
-		dst[i] += src[i]
-	}
-}
-
 func (g *Group) panicf(kind Kind, format string, args ...any) {
 	panic(fmt.Sprintf("comm: %s on %s: ", kind, g) + fmt.Sprintf(format, args...))
 }
@@ -51,13 +49,10 @@ func (o *op) allReduce(buf []float32) error {
 	if err := o.checkAborted(); err != nil {
 		return err
 	}
-	m, err := o.reduceScatterRing(buf)
-	if err != nil {
+	if err := o.reduceScatterInPlace(buf); err != nil {
 		return err
 	}
-	lo, hi := ChunkBounds(len(buf), o.g.Size(), o.g.index)
-	copy(buf[lo:hi], m.data)
-	return o.allGatherRing(buf, m)
+	return o.allGatherRing(buf)
 }
 
 // ReduceScatter sets dst to chunk Index() (ChunkBounds(len(src), Size(), Index())) of the
@@ -82,62 +77,143 @@ func (o *op) reduceScatter(dst, src []float32) error {
 	if err := o.checkAborted(); err != nil {
 		return err
 	}
-	m, err := o.reduceScatterRing(src)
-	if err != nil {
-		return err
+	return o.reduceScatterRing(dst, src)
+}
+
+// The ring steps below follow Patarasuk and Yuan 2009, "Bandwidth optimal all-reduce algorithms
+// for clusters of workstations", section 3. The ranks share memory, so a step lends the sent chunk
+// (newRef) instead of copying it into a message: the receiver adds or copies straight from the
+// sender's buffer with the vectorised kernels.Add / AddInPlace and releases it, and the sender
+// waits for the release (waitAck) at the end of the step, before it writes that chunk again or
+// returns. A chunk is summed in the order r = c+1, c+2, ..., c (mod p) for chunk c as before, so the
+// result's bits do not depend on lending.
+
+// reduceScatterInPlace runs the p-1 steps of the ring reduce-scatter on buf in place: at step s
+// member r lends its partial sum of chunk r-1-s to r+1 and adds the partial of chunk r-2-s lent by
+// r-1 into its own buf. Afterwards chunk Index() of buf holds the full sum; the other chunks hold
+// partial sums.
+func (o *op) reduceScatterInPlace(buf []float32) error {
+	p, r, n := o.g.Size(), o.g.index, len(buf)
+	next, prev := mod(r+1, p), mod(r-1, p)
+	for s := range p - 1 {
+		lo, hi := ChunkBounds(n, p, mod(r-1-s, p))
+		out := newRef(buf[lo:hi])
+		if err := o.send(classCollective, next, out); err != nil {
+			return err
+		}
+		lo, hi = ChunkBounds(n, p, mod(r-2-s, p))
+		in, err := o.recv(classCollective, prev, hi-lo)
+		if err != nil {
+			o.reclaim(classCollective, next, out) // so that next no longer reads buf
+			return err
+		}
+		kernels.AddInPlace(buf[lo:hi], in.data)
+		o.release(prev, in)
+		if err := o.waitAck(classCollective, next, out); err != nil {
+			return err
+		}
 	}
-	copy(dst, m.data)
-	freeMsg(m)
 	return nil
 }
 
-// reduceScatterRing runs the p-1 steps of the ring reduce-scatter over src and returns a message
-// that holds the sum of chunk Index(); the caller owns it. At step s member r sends the partial sum
-// of chunk r-1-s to r+1 and adds its own src to the partial of chunk r-2-s from r-1, so chunk c
-// is summed in the order r = c+1, c+2, ..., c (mod p) (Patarasuk and Yuan 2009, "Bandwidth optimal
-// all-reduce algorithms for clusters of workstations", section 3).
-func (o *op) reduceScatterRing(src []float32) (*msg, error) {
+// reduceScatterRing runs the ring reduce-scatter of src (not modified) into dst, chunk Index() of
+// the sum. Step 0 lends chunk r-1 of src; a received lent chunk is added to this member's src into
+// a new message, a received owned message has src added into it in place, and either is forwarded
+// at the next step. The last step adds straight into dst when dst is disjoint from src or exactly
+// chunk Index() of it (no other member reads those elements); any other overlap goes through a
+// message that is copied into dst once the lent chunk is released.
+func (o *op) reduceScatterRing(dst, src []float32) error {
 	p, r, n := o.g.Size(), o.g.index, len(src)
 	next, prev := mod(r+1, p), mod(r-1, p)
 	lo, hi := ChunkBounds(n, p, mod(r-1, p))
-	out := newMsg(hi - lo)
-	copy(out.data, src[lo:hi])
+	out := newRef(src[lo:hi])
+	lent := out // the lent message not yet released, or nil
+	defer func() {
+		if lent != nil {
+			o.reclaim(classCollective, next, lent) // only on an error path
+		}
+	}()
 	for s := range p - 1 {
 		if err := o.send(classCollective, next, out); err != nil {
-			return nil, err
+			if out == lent {
+				lent = nil // not delivered
+			}
+			return err
 		}
 		lo, hi := ChunkBounds(n, p, mod(r-2-s, p))
 		in, err := o.recv(classCollective, prev, hi-lo)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		addTo(in.data, src[lo:hi])
-		out = in // forwarded at the next step; the receiver owns it
+		last := s == p-2
+		// Partial + own: the order of summation whichever way the partial came.
+		switch {
+		case last && (disjoint(dst, src) || same(dst, src[lo:hi])):
+			kernels.Add(dst, in.data, src[lo:hi])
+			o.release(prev, in)
+			out = nil
+		case in.lent:
+			out = newMsg(hi - lo)
+			kernels.Add(out.data, in.data, src[lo:hi])
+			o.release(prev, in)
+		default:
+			kernels.AddInPlace(in.data, src[lo:hi])
+			out = in
+		}
+		if lent != nil {
+			err := o.waitAck(classCollective, next, lent)
+			lent = nil
+			if err != nil {
+				if out != nil {
+					freeMsg(out)
+				}
+				return err
+			}
+		}
+		if last && out != nil {
+			copy(dst, out.data)
+			freeMsg(out)
+		}
 	}
-	return out, nil
+	return nil
 }
 
-// allGatherRing runs the p-1 steps of the ring all-gather: own holds chunk Index(), already in
-// dst, and is consumed. At step s member r sends chunk r-s to r+1 and receives chunk r-1-s from
-// r-1, which it forwards at the next step.
-func (o *op) allGatherRing(dst []float32, own *msg) error {
+// disjoint reports whether a and b share no element.
+func disjoint(a, b []float32) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return true
+	}
+	a0, b0 := uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&b[0]))
+	return a0+4*uintptr(len(a)) <= b0 || b0+4*uintptr(len(b)) <= a0
+}
+
+// same reports whether a and b are the same elements.
+func same(a, b []float32) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// allGatherRing runs the p-1 steps of the ring all-gather on dst, whose chunk Index() already holds
+// this member's part: at step s member r lends chunk r-s to r+1 and copies chunk r-1-s, lent by
+// r-1, into dst.
+func (o *op) allGatherRing(dst []float32) error {
 	p, r, n := o.g.Size(), o.g.index, len(dst)
 	next, prev := mod(r+1, p), mod(r-1, p)
-	out := own
 	for s := range p - 1 {
+		lo, hi := ChunkBounds(n, p, mod(r-s, p))
+		out := newRef(dst[lo:hi])
 		if err := o.send(classCollective, next, out); err != nil {
 			return err
 		}
-		lo, hi := ChunkBounds(n, p, mod(r-1-s, p))
+		lo, hi = ChunkBounds(n, p, mod(r-1-s, p))
 		in, err := o.recv(classCollective, prev, hi-lo)
 		if err != nil {
+			o.reclaim(classCollective, next, out) // so that next no longer reads dst
 			return err
 		}
 		copy(dst[lo:hi], in.data)
-		if s < p-2 {
-			out = in
-		} else {
-			freeMsg(in)
+		o.release(prev, in)
+		if err := o.waitAck(classCollective, next, out); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -165,10 +241,8 @@ func (o *op) allGather(dst, src []float32, lo, hi int) error {
 	if err := o.checkAborted(); err != nil {
 		return err
 	}
-	m := newMsg(len(src))
-	copy(m.data, src)
-	copy(dst[lo:hi], m.data)
-	return o.allGatherRing(dst, m)
+	copy(dst[lo:hi], src)
+	return o.allGatherRing(dst)
 }
 
 // Broadcast copies buf of member root (a group index) into buf of every member, pipelined along

@@ -21,14 +21,21 @@ const boxCap = 8
 const (
 	classCollective = 0
 	classP2P        = 1
+	// classAck carries lent messages (newRef) back from their receiver to their sender.
+	classAck = 2
 )
 
-// msg is one message: a payload owned by the message, never by a caller's buffer. The receiver
-// owns it after the channel hand-off; it either forwards it (ring steps) or frees it.
+// msg is one message. Its payload is either owned by the message (newMsg): the receiver owns it
+// after the channel hand-off and either forwards it (ring steps) or frees it; or lent (newRef): data
+// is a slice of the sender's buffer, which the receiver reads in place and hands back with release,
+// and the sender neither writes that slice nor returns before waitAck has it back. The channel
+// hand-offs order the sender's writes before the receiver's reads, and those before the sender's
+// next writes.
 type msg struct {
 	kind Kind
 	seq  int64 // the sender's collective number on the group (0 for point-to-point)
 	data []float32
+	lent bool
 }
 
 // pools[c] holds messages whose payload capacity is 1<<c elements.
@@ -52,8 +59,23 @@ func newMsg(n int) *msg {
 }
 
 func freeMsg(m *msg) {
+	if m.lent {
+		m.data = nil // never pool the sender's buffer
+		refPool.Put(m)
+		return
+	}
 	m.data = m.data[:cap(m.data)]
 	pools[sizeClass(cap(m.data))].Put(m)
+}
+
+// refPool holds the message headers of lent payloads.
+var refPool = sync.Pool{New: func() any { return &msg{lent: true} }}
+
+// newRef returns a message that lends data, a slice of the caller's buffer, to its receiver.
+func newRef(data []float32) *msg {
+	m := refPool.Get().(*msg)
+	m.data = data
+	return m
 }
 
 // groupRun is a group's state during one run: arrival counters and mailboxes.
@@ -211,6 +233,85 @@ func (o *op) send(class, to int, m *msg) error {
 	return nil
 }
 
+// release hands a received message back: a lent one to its sender (group member from), which waits
+// for it in waitAck; an owned one to the pools.
+func (o *op) release(from int, m *msg) {
+	if !m.lent {
+		freeMsg(m)
+		return
+	}
+	select {
+	case o.gr.box(classAck, o.g.index, from) <- m:
+	default:
+		// Cannot happen: a sender lends one message at a time per peer and waits for it.
+	}
+}
+
+// waitAck waits until group member to has released m, a lent message this call sent it on class,
+// so that the caller may write the lent slice again or return. A receiver releases a message right
+// after reading it, so once it has taken m the wait is short and ends only with the release (or the
+// receiver's return, after which it reads nothing): an abort does not end it. Before that, the
+// timeout takes m back out of the mailbox and fails the call.
+func (o *op) waitAck(class, to int, m *msg) error {
+	select {
+	case got := <-o.gr.box(classAck, to, o.g.index):
+		return o.acked(to, m, got)
+	case <-o.st.exited[o.g.gs.ranks[to]]:
+	case <-o.timeout:
+		if o.takeBack(class, to, m) {
+			return o.fail(to, whyTimeout)
+		}
+	}
+	return o.awaitRelease(to, m)
+}
+
+// reclaim ends a lend on an error path: it takes m back if the receiver has not taken it yet and
+// otherwise waits for the release. Either way nobody reads the lent slice afterwards.
+func (o *op) reclaim(class, to int, m *msg) {
+	if !o.takeBack(class, to, m) {
+		o.awaitRelease(to, m)
+	}
+}
+
+// takeBack takes m out of the mailbox to group member to if it is still there.
+func (o *op) takeBack(class, to int, m *msg) bool {
+	select {
+	case got := <-o.gr.box(class, o.g.index, to):
+		if got == m {
+			freeMsg(m)
+			return true
+		}
+		// An earlier message, which cannot be there: a sender waits for each lend's release
+		// before it sends again. The run is failing; drop it.
+	default:
+	}
+	return false
+}
+
+// awaitRelease waits for the release of m by group member to, or for its return.
+func (o *op) awaitRelease(to int, m *msg) error {
+	box := o.gr.box(classAck, to, o.g.index)
+	select {
+	case got := <-box:
+		return o.acked(to, m, got)
+	case <-o.st.exited[o.g.gs.ranks[to]]:
+		select {
+		case got := <-box: // released before it returned
+			return o.acked(to, m, got)
+		default:
+			return o.fail(to, whyExited)
+		}
+	}
+}
+
+func (o *op) acked(to int, m, got *msg) error {
+	if got != m {
+		return o.errorf(ErrMismatch, nil, "rank %d released a message this call did not lend it", o.g.gs.ranks[to])
+	}
+	freeMsg(m)
+	return nil
+}
+
 // recv takes the next message from group member from and checks that it belongs to this call and
 // holds n elements (any number if n < 0).
 func (o *op) recv(class, from, n int) (*msg, error) {
@@ -243,12 +344,12 @@ func (o *op) recv(class, from, n int) (*msg, error) {
 		if m.kind == want {
 			what = fmt.Sprintf("a message of its %s number %d on this group while this rank is at number %d", m.kind, m.seq, o.seq)
 		}
-		freeMsg(m)
+		o.release(from, m)
 		return nil, o.errorf(ErrMismatch, nil, "rank %d sent %s (the ranks of the group called operations in different orders)", sender, what)
 	}
 	if n >= 0 && len(m.data) != n {
 		got := len(m.data)
-		freeMsg(m)
+		o.release(from, m)
 		return nil, o.errorf(ErrMismatch, nil, "rank %d sent %d elements where %d were expected (buffer lengths differ across ranks)", sender, got, n)
 	}
 	return m, nil

@@ -3,7 +3,6 @@ package kernels
 import (
 	"math"
 
-	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 )
 
@@ -121,7 +120,7 @@ func (d AttnDims) scale() float32 { return float32(1 / math.Sqrt(float64(d.HeadD
 // headScores writes the scaled scores Q_h K_gᵀ / sqrt(HeadDim) of sequence b, query head h
 // (key/value head g) into p [Seq, Seq], above the diagonal included.
 func headScores(p blas32.General, q, k []float32, d AttnDims, b, h, g int, scale float32) {
-	blas32.Gemm(blas.NoTrans, blas.Trans, scale, headMat(q, d, b, h, d.Heads), headMat(k, d, b, g, d.KVHeads), 0, p)
+	gemmGeneral(false, true, scale, headMat(q, d, b, h, d.Heads), headMat(k, d, b, g, d.KVHeads), 0, p)
 }
 
 // attnForwardHead computes sequence b, query head h (key/value head g): the causal softmax of the
@@ -138,7 +137,7 @@ func attnForwardHead(o, lse, q, k, v []float32, p blas32.General, d AttnDims, b,
 		}
 		clear(row[i+1:])
 	}
-	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, p, headMat(v, d, b, g, d.KVHeads), 0, headMat(o, d, b, h, d.Heads))
+	gemmGeneral(false, false, 1, p, headMat(v, d, b, g, d.KVHeads), 0, headMat(o, d, b, h, d.Heads))
 }
 
 // causalUniform fills probs with the causal softmax of all-zero scores (HeadDim = 0).
@@ -204,9 +203,9 @@ func attnBackwardHead(dq, dk, dv, do, q, k, v []float32, p, ds blas32.General, d
 	kg := headMat(k, d, b, g, d.KVHeads)
 	qh := headMat(q, d, b, h, d.Heads)
 	// dV_g += Pᵀ dO_h
-	blas32.Gemm(blas.Trans, blas.NoTrans, 1, p, dOh, 1, headMat(dv, d, b, g, d.KVHeads))
+	gemmGeneral(true, false, 1, p, dOh, 1, headMat(dv, d, b, g, d.KVHeads))
 	// dP = dO_h V_gᵀ, then dS = P ⊙ (dP − rowsum(P ⊙ dP)) in place.
-	blas32.Gemm(blas.NoTrans, blas.Trans, 1, dOh, vg, 0, ds)
+	gemmGeneral(false, true, 1, dOh, vg, 0, ds)
 	for i := range S {
 		pr := p.Data[i*S : i*S+i+1]
 		dr := ds.Data[i*S : (i+1)*S]
@@ -220,9 +219,9 @@ func attnBackwardHead(dq, dk, dv, do, q, k, v []float32, p, ds blas32.General, d
 		clear(dr[i+1:])
 	}
 	// dQ_h = scale · dS K_g
-	blas32.Gemm(blas.NoTrans, blas.NoTrans, scale, ds, kg, 0, headMat(dq, d, b, h, d.Heads))
+	gemmGeneral(false, false, scale, ds, kg, 0, headMat(dq, d, b, h, d.Heads))
 	// dK_g += scale · dSᵀ Q_h
-	blas32.Gemm(blas.Trans, blas.NoTrans, scale, ds, qh, 1, headMat(dk, d, b, g, d.KVHeads))
+	gemmGeneral(true, false, scale, ds, qh, 1, headMat(dk, d, b, g, d.KVHeads))
 }
 
 // AttentionForwardLSE is AttentionForward keeping, instead of the probabilities, the softmax's

@@ -8,16 +8,16 @@
 //     "[m, n]" has element (i, j) at index i*n+j. Activations are [rows, cols] with one row per
 //     token (rows = batch*seq) or per sample.
 //   - Linear weights are [out, in] as in torch.nn.Linear, so a Linear layer is y = x Wᵀ + b.
-//   - Kernels write into caller-provided dst slices and allocate nothing (the BLAS implementation
-//     behind MatMul may; see below). Shapes are checked on entry: a slice whose length does not
-//     match its stated dimensions is a programmer bug and panics with a message starting
-//     "kernels: ". Each function documents this as "It panics if ...".
-//   - Kernels start no goroutines and read no clock. Matrix products go through gonum's BLAS
-//     interface gonum.org/v1/gonum/blas/blas32 (blas32.Gemm on blas32.General), so a different
-//     implementation can be swapped in with blas32.Use. The default pure-Go implementation
-//     (gonum.org/v1/gonum/blas/gonum) splits a product over GOMAXPROCS worker goroutines once
-//     it has at least 4 blocks of 64×64 in the output (for example 256×128); smaller products
-//     run serially on the calling goroutine.
+//   - Kernels write into caller-provided dst slices and allocate nothing (a product large enough
+//     to split over goroutines allocates their bookkeeping). Shapes are checked on entry: a slice
+//     whose length does not match its stated dimensions is a programmer bug and panics with a
+//     message starting "kernels: " (or "gemm: " from the matrix multiply). Each function
+//     documents this as "It panics if ...".
+//   - Kernels read no clock. Matrix products (MatMul, the Linear kernels, attention) run
+//     package gemm's Sgemm, a blocked AVX2/FMA GEMM tested against gonum's pure-Go blas32. A
+//     product of at least gemm.ParallelMACs multiply-adds is split over the cores no other product
+//     holds, up to gemm.SetThreads; smaller products, and every other kernel, run on the calling
+//     goroutine.
 //   - Elementwise kernels allow dst to alias an input of the same shape (in-place use), as noted
 //     on each function. MatMul's dst must not alias a or b.
 //   - Row reductions (softmax sums, norm statistics, log-sum-exp, loss sums) accumulate in

@@ -15,7 +15,11 @@ func checkSame(fn string, dst []float32, names string, xs ...[]float32) {
 // It panics if the lengths differ.
 func Add(dst, a, b []float32) {
 	checkSame("Add", dst, "a, b", a, b)
-	for i := range dst {
+	v := vecLen(len(dst))
+	if v > 0 {
+		addAVX(&dst[0], &a[0], &b[0], v)
+	}
+	for i := v; i < len(dst); i++ {
 		dst[i] = a[i] + b[i]
 	}
 }
@@ -25,14 +29,22 @@ func Add(dst, a, b []float32) {
 // It panics if the lengths differ.
 func AddInPlace(dst, a []float32) {
 	checkSame("AddInPlace", dst, "a", a)
-	for i := range dst {
+	v := vecLen(len(dst))
+	if v > 0 {
+		addAVX(&dst[0], &dst[0], &a[0], v)
+	}
+	for i := v; i < len(dst); i++ {
 		dst[i] += a[i]
 	}
 }
 
 // Scale sets x *= alpha in place (BLAS scal).
 func Scale(alpha float32, x []float32) {
-	for i := range x {
+	v := vecLen(len(x))
+	if v > 0 {
+		scaleAVX(&x[0], v, alpha)
+	}
+	for i := v; i < len(x); i++ {
 		x[i] *= alpha
 	}
 }
@@ -84,8 +96,12 @@ func MulBackward(da, db, dy, a, b []float32) {
 // It panics if the lengths differ.
 func ReLU(dst, x []float32) {
 	checkSame("ReLU", dst, "x", x)
-	for i, v := range x {
-		if v > 0 {
+	v0 := vecLen(len(dst))
+	if v0 > 0 {
+		reluAVX(&dst[0], &x[0], v0)
+	}
+	for i := v0; i < len(dst); i++ {
+		if v := x[i]; v > 0 {
 			dst[i] = v
 		} else {
 			dst[i] = 0
@@ -99,8 +115,12 @@ func ReLU(dst, x []float32) {
 // It panics if the lengths differ.
 func ReLUBackward(dx, dy, x []float32) {
 	checkSame("ReLUBackward", dx, "dy, x", dy, x)
-	for i, v := range x {
-		if v > 0 {
+	v0 := vecLen(len(dx))
+	if v0 > 0 {
+		reluBackwardAVX(&dx[0], &dy[0], &x[0], v0)
+	}
+	for i := v0; i < len(dx); i++ {
+		if x[i] > 0 {
 			dx[i] = dy[i]
 		} else {
 			dx[i] = 0
@@ -120,15 +140,19 @@ const (
 //	gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³)))
 //
 // This is the form GPT-2 uses and PyTorch's nn.GELU(approximate='tanh'); it differs from the exact
-// erf form (PyTorch's default) by less than 1e-3. dst may alias x.
+// erf form (PyTorch's default) by less than 1e-3. It is computed in float32 as x / (1 + exp(-2u))
+// with u the argument of tanh (see gelu32; AVX2 where the CPU has it), within a few ulp of the
+// float64 formula (TestFastActivationAccuracy). dst may alias x.
 //
 // It panics if the lengths differ.
 func GELU(dst, x []float32) {
 	checkSame("GELU", dst, "x", x)
-	for i, v := range x {
-		u := float64(v)
-		t := math.Tanh(geluC * (u + geluA*u*u*u))
-		dst[i] = float32(0.5 * u * (1 + t))
+	v := vecLen(len(dst))
+	if v > 0 {
+		geluAVX(&dst[0], &x[0], v)
+	}
+	for i := v; i < len(dst); i++ {
+		dst[i] = gelu32(x[i])
 	}
 }
 
@@ -136,32 +160,32 @@ func GELU(dst, x []float32) {
 //
 //	gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t²) sqrt(2/pi) (1 + 3·0.044715 x²),  t = tanh(sqrt(2/pi) (x + 0.044715 x³))
 //
-// x is the forward input; dx may alias dy.
+// x is the forward input; dx may alias dy. It is computed in float32 as geluGrad32 does.
 //
 // It panics if the lengths differ.
 func GELUBackward(dx, dy, x []float32) {
 	checkSame("GELUBackward", dx, "dy, x", dy, x)
-	for i, v := range x {
-		u := float64(v)
-		t := math.Tanh(geluC * (u + geluA*u*u*u))
-		d := 0.5*(1+t) + 0.5*u*(1-t*t)*geluC*(1+3*geluA*u*u)
-		dx[i] = float32(float64(dy[i]) * d)
+	v := vecLen(len(dx))
+	if v > 0 {
+		geluBackwardAVX(&dx[0], &dy[0], &x[0], v)
+	}
+	for i := v; i < len(dx); i++ {
+		dx[i] = dy[i] * geluGrad32(x[i])
 	}
 }
 
-func sigmoid(u float64) float64 {
-	return 1 / (1 + math.Exp(-u))
-}
-
 // SiLU sets dst = x * sigmoid(x) (also called swish; the activation of SwiGLU, Shazeer 2020,
-// "GLU Variants Improve Transformer"). dst may alias x.
+// "GLU Variants Improve Transformer"), computed in float32 as x / (1 + exp(-x)). dst may alias x.
 //
 // It panics if the lengths differ.
 func SiLU(dst, x []float32) {
 	checkSame("SiLU", dst, "x", x)
-	for i, v := range x {
-		u := float64(v)
-		dst[i] = float32(u * sigmoid(u))
+	v := vecLen(len(dst))
+	if v > 0 {
+		siluAVX(&dst[0], &x[0], v)
+	}
+	for i := v; i < len(dst); i++ {
+		dst[i] = silu32(x[i])
 	}
 }
 
@@ -171,10 +195,12 @@ func SiLU(dst, x []float32) {
 // It panics if the lengths differ.
 func SiLUBackward(dx, dy, x []float32) {
 	checkSame("SiLUBackward", dx, "dy, x", dy, x)
-	for i, v := range x {
-		u := float64(v)
-		s := sigmoid(u)
-		dx[i] = float32(float64(dy[i]) * s * (1 + u*(1-s)))
+	v := vecLen(len(dx))
+	if v > 0 {
+		siluBackwardAVX(&dx[0], &dy[0], &x[0], v)
+	}
+	for i := v; i < len(dx); i++ {
+		dx[i] = dy[i] * siluGrad32(x[i])
 	}
 }
 
@@ -198,23 +224,19 @@ func softmaxRow(y, x []float32) float64 {
 		return math.Inf(-1)
 	}
 	mx := rowMax(x)
-	var sum float64
-	for j, v := range x {
-		e := math.Exp(float64(v - mx))
-		y[j] = float32(e)
-		sum += e
-	}
-	inv := 1 / sum
-	for j := range y {
-		y[j] = float32(float64(y[j]) * inv)
-	}
+	sum := expSum(y, x, mx)
+	Scale(float32(1/sum), y)
 	return float64(mx) + math.Log(sum)
 }
 
-// rowMax is the largest of the non-empty x.
+// rowMax is the largest of the non-empty x (NaN only if x[0] is NaN).
 func rowMax(x []float32) float32 {
 	mx := x[0]
-	for _, v := range x[1:] {
+	v := vecLen(len(x))
+	if v > 0 {
+		mx = max(mx, maxAVX(&x[0], v))
+	}
+	for _, v := range x[v:] {
 		if v > mx {
 			mx = v
 		}

@@ -3,8 +3,9 @@ package kernels
 import (
 	"fmt"
 
-	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/tpsim/tpsim/exec/kernels/gemm"
 )
 
 // panicf panics with a message prefixed "kernels: ". Callers only reach it on a failed check, so
@@ -29,22 +30,26 @@ func checkDims(fn string, dims ...int) {
 	}
 }
 
-// general wraps a dense row-major [r, c] matrix for blas32.
+// general wraps a dense row-major [r, c] matrix.
 func general(r, c int, data []float32) blas32.General {
 	return blas32.General{Rows: r, Cols: c, Stride: max(1, c), Data: data}
 }
 
-func trans(t bool) blas.Transpose {
-	if t {
-		return blas.Trans
+// gemmGeneral computes c = alpha*op(a)*op(b) + beta*c on strided matrices with package gemm, the
+// same contract as blas32.Gemm (which the tests of package gemm hold it to against gonum's).
+func gemmGeneral(transA, transB bool, alpha float32, a, b blas32.General, beta float32, c blas32.General) {
+	k := a.Cols
+	if transA {
+		k = a.Rows
 	}
-	return blas.NoTrans
+	gemm.Sgemm(transA, transB, c.Rows, c.Cols, k, alpha, a.Data, a.Stride, b.Data, b.Stride, beta, c.Data, c.Stride)
 }
 
 // MatMul computes dst = alpha*op(a)*op(b) + beta*dst, where dst is [m, n], op(a) is [m, k] and
 // op(b) is [k, n]. a is stored [m, k], or [k, m] if transA (op(a) = aᵀ); b is stored [k, n], or
 // [n, k] if transB. With beta = 0, dst is overwritten and its old contents (even NaN) are ignored.
-// It calls blas32.Gemm, so blas32.Use selects the implementation. dst must not alias a or b.
+// It runs package gemm's Sgemm (blocked, AVX2/FMA where the CPU has it, split over free cores
+// for large products). dst must not alias a or b.
 //
 // It panics if a dimension is negative or if len(dst) != m*n, len(a) != m*k or len(b) != k*n.
 func MatMul(dst, a, b []float32, m, k, n int, transA, transB bool, alpha, beta float32) {
@@ -52,12 +57,6 @@ func MatMul(dst, a, b []float32, m, k, n int, transA, transB bool, alpha, beta f
 	checkLen("MatMul", "dst", dst, m*n)
 	checkLen("MatMul", "a", a, m*k)
 	checkLen("MatMul", "b", b, k*n)
-	if k == 0 {
-		// Empty inner dimension: the product is zero. gonum's Sgemm rejects lda=1 with k=0, so
-		// apply beta here.
-		scaleBeta(dst, beta)
-		return
-	}
 	ar, ac := m, k
 	if transA {
 		ar, ac = k, m
@@ -66,20 +65,7 @@ func MatMul(dst, a, b []float32, m, k, n int, transA, transB bool, alpha, beta f
 	if transB {
 		br, bc = n, k
 	}
-	blas32.Gemm(trans(transA), trans(transB), alpha, general(ar, ac, a), general(br, bc, b), beta, general(m, n, dst))
-}
-
-// scaleBeta sets dst = beta*dst, treating beta = 0 as an overwrite with zeros (BLAS semantics).
-func scaleBeta(dst []float32, beta float32) {
-	switch beta {
-	case 1:
-	case 0:
-		clear(dst)
-	default:
-		for i := range dst {
-			dst[i] *= beta
-		}
-	}
+	gemmGeneral(transA, transB, alpha, general(ar, ac, a), general(br, bc, b), beta, general(m, n, dst))
 }
 
 // LinearForward computes y = x Wᵀ + b for a torch.nn.Linear layer: x is [m, in], w is [out, in],

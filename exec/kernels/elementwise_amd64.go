@@ -1,0 +1,36 @@
+//go:build amd64 && !purego
+
+package kernels
+
+// The AVX2 kernels of elementwise_amd64.s. Each handles n elements, n a multiple of 8; the Go
+// wrappers run the rest with the scalar float32 code of the same formulas.
+
+//go:noescape
+func geluAVX(dst, x *float32, n int)
+
+//go:noescape
+func geluBackwardAVX(dx, dy, x *float32, n int)
+
+//go:noescape
+func siluAVX(dst, x *float32, n int)
+
+//go:noescape
+func siluBackwardAVX(dx, dy, x *float32, n int)
+
+//go:noescape
+func expSumAVX(dst, x *float32, n int, shift float32) float64
+
+//go:noescape
+func reluAVX(dst, x *float32, n int)
+
+//go:noescape
+func reluBackwardAVX(dx, dy, x *float32, n int)
+
+//go:noescape
+func maxAVX(x *float32, n int) float32
+
+//go:noescape
+func scaleAVX(x *float32, n int, a float32)
+
+//go:noescape
+func addAVX(dst, a, b *float32, n int)

@@ -1,0 +1,218 @@
+package kernels
+
+import (
+	"math"
+	"testing"
+)
+
+// ulps is |got - want| in units of the last place of float32 at want.
+func ulps(got float32, want float64) float64 {
+	w := float32(want)
+	ulp := math.Float32frombits(math.Float32bits(w)+1) - w
+	if ulp == 0 || math.IsInf(float64(ulp), 0) {
+		ulp = math.Float32frombits(math.Float32bits(w)) - math.Float32frombits(math.Float32bits(w)-1)
+	}
+	return math.Abs(float64(got)-want) / math.Abs(float64(ulp))
+}
+
+// sweep is n evenly spaced float32 points of [lo, hi], with n a multiple of 8 plus 5 so that both
+// the AVX2 body and the scalar tail of a kernel see them.
+func sweep(lo, hi float64, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(lo + (hi-lo)*float64(i)/float64(n-1))
+	}
+	return x
+}
+
+// forBothPaths runs f with the AVX2 kernels (where the CPU has them) and with the portable
+// float32 code on every element.
+func forBothPaths(t *testing.T, f func(t *testing.T)) {
+	t.Run("default", f)
+	if useAVX {
+		useAVX = false
+		defer func() { useAVX = true }()
+		t.Run("portable", f)
+	}
+}
+
+// TestExp32Accuracy measures exp32 (and expSum's kernel) against math.Exp over its whole range:
+// the Cephes expf polynomial is accurate to about 1 ulp (its header quotes a peak relative error of
+// 1.7e-7 = 1.4 ulp over ±MAXLOG); we allow 2 ulp.
+func TestExp32Accuracy(t *testing.T) {
+	forBothPaths(t, func(t *testing.T) {
+		x := sweep(expLo, expHi, 1<<18+5)
+		y := make([]float32, len(x))
+		sum := expSum(y, x, 0)
+		var worst, s float64
+		for i, v := range x {
+			want := math.Exp(float64(v))
+			s += float64(y[i])
+			if u := ulps(y[i], want); u > worst {
+				worst = u
+			}
+			if e := exp32(v); ulps(e, want) > 2 {
+				t.Fatalf("exp32(%g) = %g, math.Exp %g: %.2f ulp", v, e, want, ulps(e, want))
+			}
+		}
+		t.Logf("max error %.2f ulp", worst)
+		if worst > 2 {
+			t.Errorf("expSum: max error %.2f ulp, want <= 2", worst)
+		}
+		if math.Abs(sum-s) > 1e-12*s {
+			t.Errorf("expSum returned %g, the sum of its outputs is %g", sum, s)
+		}
+		// Clamps: below the range 2⁻¹²⁶, above it exp(88), NaN stays NaN.
+		z := []float32{-1000, float32(math.Inf(-1)), 1000, float32(math.NaN()), 0, 0, 0, 0, -1000}
+		expSum(z, z, 0)
+		// float32(expLo) is 4e-6 below ln 2⁻¹²⁶, so the lower clamp gives 2⁻¹²⁶ to 1e-5 relative.
+		near := func(got float32, want float64) bool { return math.Abs(float64(got)-want) <= 1e-5*want }
+		if !near(z[0], 0x1p-126) || !near(z[1], 0x1p-126) || !near(z[8], 0x1p-126) || !near(z[2], math.Exp(88)) || !math.IsNaN(float64(z[3])) || z[4] != 1 {
+			t.Errorf("clamps: exp of [-1000 -Inf 1000 NaN 0 ... -1000] = %v", z)
+		}
+	})
+}
+
+// Float64 references: the formulas of GELU, GELUBackward, SiLU and SiLUBackward evaluated with
+// math.Exp at the float32 input. GELU's 0.5 (1 + tanh u) is written 1/(1 + exp(-2u)), the same
+// function exactly, because the tanh form cancels to 0 in float64 too once tanh u rounds to -1
+// (x < -9); TestGELUAndSiLUValues checks hand values where it does not cancel.
+func geluSigma(x float64) float64 {
+	return 1 / (1 + math.Exp(-2*geluC*(x+geluA*x*x*x)))
+}
+
+func geluRef(x float64) float64 { return x * geluSigma(x) }
+
+func geluGradRef(x float64) float64 {
+	s := geluSigma(x)
+	// 0.5 (1 + t) + 0.5 x (1 - t²) C (1 + 3a x²) with 1 + t = 2s, 1 - t² = 4 s (1 - s).
+	return s + 2*x*s*(1-s)*geluC*(1+3*geluA*x*x)
+}
+
+func siluRef(x float64) float64 { return x / (1 + math.Exp(-x)) }
+
+func siluGradRef(x float64) float64 {
+	s := 1 / (1 + math.Exp(-x))
+	return s * (1 + x*(1-s))
+}
+
+// TestFastActivationAccuracy measures the float32 activations against the float64 formulas. The
+// error is a few ulp where the function is well conditioned, and grows with the condition number
+// |x f'(x)/f(x)| where the output decays exponentially (GELU at x = -8 has condition number about
+// 70, SiLU at x = -20 about 20): rounding the float32 intermediate u = C(x + a x³) alone costs that
+// many ulp, so the bound is rtol·(1 + cond) with rtol = 4 ulp, plus an absolute 1e-30 for outputs
+// that underflow.
+func TestFastActivationAccuracy(t *testing.T) {
+	const u32 = 1.0 / (1 << 23) // one ulp at 1
+	cases := []struct {
+		name   string
+		lo, hi float64
+		kernel func(dst, x []float32)
+		ref    func(float64) float64
+	}{
+		{"GELU", -12, 12, GELU, geluRef},
+		{"GELUBackward", -12, 12, func(dst, x []float32) { one(dst); GELUBackward(dst, dst, x) }, geluGradRef},
+		{"SiLU", -40, 40, SiLU, siluRef},
+		{"SiLUBackward", -40, 40, func(dst, x []float32) { one(dst); SiLUBackward(dst, dst, x) }, siluGradRef},
+	}
+	forBothPaths(t, func(t *testing.T) {
+		for _, c := range cases {
+			x := sweep(c.lo, c.hi, 1<<16+5)
+			y := make([]float32, len(x))
+			c.kernel(y, x)
+			var worst float64
+			for i, v := range x {
+				xv := float64(v)
+				want := c.ref(xv)
+				h := 1e-4 * math.Max(1, math.Abs(xv))
+				cond := math.Abs(xv * (c.ref(xv+h) - c.ref(xv-h)) / (2 * h) / want)
+				if want == 0 {
+					cond = 0
+				}
+				err := math.Abs(float64(y[i]) - want)
+				tol := 4*u32*(1+cond)*math.Abs(want) + 1e-30
+				if err > tol {
+					t.Fatalf("%s(%g) = %g, float64 %g: error %g > %g (cond %.1f)", c.name, v, y[i], want, err, tol, cond)
+				}
+				if r := err / (u32 * (1 + cond) * math.Abs(want)); math.Abs(want) > 1e-30 && r > worst {
+					worst = r
+				}
+			}
+			t.Logf("%s: max error %.2f ulp·(1+cond)", c.name, worst)
+		}
+	})
+}
+
+func one(x []float32) {
+	for i := range x {
+		x[i] = 1
+	}
+}
+
+// TestReLUEdgeCases checks the vector and scalar ReLU on NaN, ±0, ±Inf and subnormals: x > 0
+// passes (and so does its gradient), everything else gives +0.
+func TestReLUEdgeCases(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	negz := float32(math.Copysign(0, -1))
+	x := []float32{nan, 0, negz, inf, -inf, 1e-45, -1e-45, 3, -3, nan, negz, 1e-45, 2, -inf, inf, 0, 7}
+	forBothPaths(t, func(t *testing.T) {
+		y := make([]float32, len(x))
+		ReLU(y, x)
+		dy := make([]float32, len(x))
+		for i := range dy {
+			dy[i] = float32(i + 1)
+		}
+		dx := make([]float32, len(x))
+		ReLUBackward(dx, dy, x)
+		for i, v := range x {
+			want, wantD := float32(0), float32(0)
+			if v > 0 {
+				want, wantD = v, dy[i]
+			}
+			if math.Float32bits(y[i]) != math.Float32bits(want) || dx[i] != wantD {
+				t.Errorf("x = %g: relu %g (bits %x), grad %g; want %g, %g", v, y[i], math.Float32bits(y[i]), dx[i], want, wantD)
+			}
+		}
+	})
+}
+
+// TestRowMaxNaN pins rowMax's NaN rule on both paths: a NaN is skipped unless it is the first
+// element (then the maximum is NaN), as the scalar x > max test gives.
+func TestRowMaxNaN(t *testing.T) {
+	nan := float32(math.NaN())
+	forBothPaths(t, func(t *testing.T) {
+		x := sweep(-3, 2, 19)
+		x[3], x[17] = nan, nan
+		x[12] = 5
+		if got := rowMax(x); got != 5 {
+			t.Errorf("rowMax with NaN inside = %g, want 5", got)
+		}
+		x[0] = nan
+		if got := rowMax(x); !math.IsNaN(float64(got)) {
+			t.Errorf("rowMax with NaN first = %g, want NaN", got)
+		}
+	})
+}
+
+// TestAddLengths checks Add and AddInPlace bit for bit against the scalar sum on lengths that
+// cover the 32-wide unrolled loop, the 8-wide loop and the scalar tail, in place and not.
+func TestAddLengths(t *testing.T) {
+	forBothPaths(t, func(t *testing.T) {
+		for _, n := range []int{0, 1, 7, 8, 31, 32, 33, 77, 200} {
+			a, b := sweep(-1, 2, n+2)[:n], sweep(3, -5, n+2)[:n]
+			want := make([]float32, n)
+			for i := range want {
+				want[i] = a[i] + b[i]
+			}
+			got := make([]float32, n)
+			Add(got, a, b)
+			acc := append([]float32(nil), a...)
+			AddInPlace(acc, b)
+			for i := range want {
+				if got[i] != want[i] || acc[i] != want[i] {
+					t.Fatalf("n=%d: element %d: Add %g, AddInPlace %g, want %g", n, i, got[i], acc[i], want[i])
+				}
+			}
+		}
+	})
+}

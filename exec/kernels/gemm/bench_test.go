@@ -1,0 +1,91 @@
+package gemm
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// peakGFLOPSPerCore is this machine's fp32 FMA peak per core: AMD Zen 3 issues two 256-bit FMAs a
+// cycle (AMD, "Software Optimization Guide for AMD EPYC 7003 Processors", pub. 56665, section
+// 2.11: two FMA pipes), 2×8×2 = 32 flops a cycle, at the ~3.1 GHz this VM's cores run
+// (99.5 GFLOP/s as measured and quoted in issue 15).
+const peakGFLOPSPerCore = 99.5
+
+// benchShapes are the squares of the acceptance criterion and the products of one training step of
+// the 1024-4096-1024 MLP at batch 512: forward x·W1ᵀ (512×1024 by 4096×1024ᵀ), backward-input
+// dy·W (512×4096×1024), weight gradient dyᵀ·x (4096×1024 from k=512).
+var benchShapes = []struct {
+	name    string
+	m, n, k int
+	tA, tB  bool
+}{
+	{"sq256", 256, 256, 256, false, false},
+	{"sq512", 512, 512, 512, false, false},
+	{"sq1024", 1024, 1024, 1024, false, false},
+	{"sq2048", 2048, 2048, 2048, false, false},
+	{"mlp_fwd_512x4096x1024_NT", 512, 4096, 1024, false, true},
+	{"mlp_dx_512x1024x4096_NN", 512, 1024, 4096, false, false},
+	{"mlp_dw_4096x1024x512_TN", 4096, 1024, 512, true, false},
+}
+
+// BenchmarkSgemm runs this package and gonum's Sgemm side by side on each shape, on one thread
+// (threads=1; gonum pinned with GOMAXPROCS=1, since it splits over GOMAXPROCS workers) and on all
+// cores, and reports GFLOP/s and the fraction of the per-core peak times the threads (wall time);
+// on one thread also frac_peak_cpu, the same over the thread's CPU time, which other processes
+// on a shared machine do not inflate:
+//
+//	go test -run '^$' -bench Sgemm -benchtime 3x ./exec/kernels/gemm
+func BenchmarkSgemm(b *testing.B) {
+	procs := runtime.GOMAXPROCS(0)
+	for _, s := range benchShapes {
+		a := make([]float32, s.m*s.k)
+		bb := make([]float32, s.k*s.n)
+		c := make([]float32, s.m*s.n)
+		for i := range a {
+			a[i] = float32(i%7) - 3
+		}
+		for i := range bb {
+			bb[i] = float32(i%5) - 2
+		}
+		lda, ldb := s.k, s.n
+		if s.tA {
+			lda = s.m
+		}
+		if s.tB {
+			ldb = s.k
+		}
+		for _, impl := range []string{"gemm", "gonum"} {
+			for _, threads := range []int{1, procs} {
+				if threads == 1 && procs == 1 && impl == "gonum" {
+					continue
+				}
+				b.Run(fmt.Sprintf("%s/%s/threads=%d", s.name, impl, threads), func(b *testing.B) {
+					defer SetThreads(SetThreads(threads))
+					if impl == "gonum" {
+						defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
+					}
+					// On one thread, also time the OS thread's CPU (see threadCPU).
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					cpu0 := threadCPU()
+					for b.Loop() {
+						if impl == "gemm" {
+							Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
+						} else {
+							ref.Sgemm(tr(s.tA), tr(s.tB), s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
+						}
+					}
+					cpu := threadCPU() - cpu0
+					flops := 2 * float64(s.m) * float64(s.n) * float64(s.k) * float64(b.N)
+					gf := flops / b.Elapsed().Seconds() / 1e9
+					b.ReportMetric(gf, "GFLOP/s")
+					b.ReportMetric(gf/(peakGFLOPSPerCore*float64(threads)), "frac_peak")
+					if impl == "gemm" && threads == 1 && cpu > 0 { // gonum runs workers on other threads
+						b.ReportMetric(flops/cpu.Seconds()/1e9/peakGFLOPSPerCore, "frac_peak_cpu")
+					}
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,36 @@
+// Package gemm is a float32 general matrix multiply, C = alpha*op(A)*op(B) + beta*C on row-major
+// matrices, near this CPU's fp32 peak in pure Go and Go assembly.
+//
+// # Algorithm
+//
+// It follows the BLIS layering (Van Zee and van de Geijn 2015, "BLIS: A Framework for Rapidly
+// Instantiating BLAS Functionality", ACM TOMS 41(3), figure 2; Goto and van de Geijn 2008,
+// "Anatomy of High-Performance Matrix Multiplication", ACM TOMS 34(3)): loops over NC columns
+// of C, KC of the inner dimension (packing a KC×NC block of op(B) into NR-column panels), MC rows
+// (packing an MC×KC block of op(A) into MR-row panels), then an MR×NR register-tile micro-kernel
+// over the packed panels. Packing zero-pads the panels to whole tiles, so the micro-kernel always
+// runs a full tile; tiles at the right and bottom edges are computed into a scratch tile and
+// merged into C.
+//
+// On amd64 with AVX2 and FMA (detected with CPUID at start-up; build tag purego disables the
+// assembly), the micro-kernel is a 6×16 tile in Go assembly: twelve 8-wide ymm accumulators, two
+// loads of B and six broadcasts of A per k step, as BLIS's Haswell/Zen sgemm kernel
+// (kernels/haswell/3/bli_gemm_haswell_asm_d6x16.c, "s6x16"). Elsewhere a portable Go kernel
+// runs the same blocked algorithm.
+//
+// Block sizes are BLIS's for AMD Zen 3 (config/zen3/bli_cntx_init_zen3.c, sgemm: MR=6, NR=16,
+// MC=144, KC=256, NC=4080): a KC×NR panel of B is 16 KiB and stays in the 32 KiB L1d, an MC×KC
+// block of A is 144 KiB and stays in the 512 KiB L2.
+//
+// # Threads
+//
+// Products of at least ParallelMACs multiply-adds are split over MC-row blocks of C (and the
+// packing of B over its panels) among up to Threads() goroutines, which pull blocks from a shared
+// counter; smaller products run on the calling goroutine. A product only takes cores that no
+// other product holds: every product of at least 32K multiply-adds counts its caller as a busy
+// core, helpers start only while fewer than GOMAXPROCS are busy, and a helper stops taking blocks
+// once more are (another rank started a product), so ranks multiplying at once share the cores
+// instead of oversubscribing them; once two callers' products have overlapped, helpers stay off
+// for 100 ms, so ranks in lockstep (dp, tp) run each product on its own goroutine. SetThreads caps the goroutines per product; a caller that
+// knows how many cores its ranks leave free (exec: GOMAXPROCS/ranks) may set it.
+package gemm

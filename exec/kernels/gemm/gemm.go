@@ -1,0 +1,505 @@
+package gemm
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Register tile and cache blocks (see the package comment for their source).
+const (
+	mr = 6
+	nr = 16
+	mc = 144
+	kc = 256
+	nc = 4080
+)
+
+// minRowBlock is the smallest row block a parallel product is cut into beyond what MC needs: four
+// register tiles high, so that packing and the loop overheads stay small against the tile work.
+const minRowBlock = 4 * mr
+
+// ParallelMACs is the size, in multiply-adds m*n*k, from which a product is split over several
+// goroutines. Below it (about 60 µs of work at 35 GFLOP/s) starting and joining helpers costs more
+// than it saves, so small products run on the calling goroutine.
+const ParallelMACs = 1 << 21
+
+// maxThreads caps the goroutines of one product; 0 means GOMAXPROCS.
+var maxThreads atomic.Int32
+
+// SetThreads caps the goroutines one product may use at n (n <= 0 restores the default,
+// GOMAXPROCS) and returns the previous setting. A caller that runs several ranks may set it to the
+// cores each rank has (with one rank per core, 1: products run on their rank's goroutine).
+func SetThreads(n int) int {
+	if n < 0 {
+		n = 0
+	}
+	return int(maxThreads.Swap(int32(n)))
+}
+
+// Threads is the current cap on goroutines per product.
+func Threads() int {
+	if n := int(maxThreads.Load()); n > 0 {
+		return n
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// busy counts the goroutines inside products of at least trackMACs (callers and their helpers),
+// so that concurrent products together take no more than GOMAXPROCS: helpers start only on cores
+// not busy, and stop taking blocks once busy exceeds GOMAXPROCS (another rank started a product).
+var busy atomic.Int32
+
+// callers counts the goroutines inside tracked products as callers (not helpers). When two or
+// more are inside at once, several ranks are multiplying concurrently: contendedUntil is then set
+// contendedFor ahead, and no helper starts before it. Ranks that run in lockstep (dp, tp) overlap
+// their products nearly all the time, so they run each product on its own goroutine instead of
+// taking a core the other rank is about to need; a single rank (or ranks idle in communication for
+// long) gets the free cores.
+var (
+	callers        atomic.Int32
+	contendedUntil atomic.Int64 // time.Now().UnixNano()
+)
+
+// contendedFor is how long helpers stay off after products overlapped: many short products' worth,
+// so that lockstep ranks never see the gap between two of their products as free cores.
+const contendedFor = 100 * time.Millisecond
+
+// trackMACs is the size from which a product counts in busy: about a microsecond of work, so that
+// the shared counter costs nothing noticeable (tiny attention products skip it).
+const trackMACs = 1 << 15
+
+// acquire reserves up to want helper goroutines among the cores not busy and returns how many;
+// each helper gives its reservation back with busy.Add(-1) when it stops.
+func acquire(want int) int {
+	procs := int32(runtime.GOMAXPROCS(0))
+	for {
+		cur := busy.Load()
+		n := min(int32(want), procs-cur)
+		if n <= 0 {
+			return 0
+		}
+		if busy.CompareAndSwap(cur, cur+n) {
+			return int(n)
+		}
+	}
+}
+
+// Sgemm computes C = alpha*op(A)*op(B) + beta*C for row-major matrices: op(A) is m×k, op(B) is
+// k×n and C is m×n. A is stored m×k with row stride lda (k×m if transA), B is stored k×n with row
+// stride ldb (n×k if transB), C has row stride ldc. This is the contract of gonum's
+// blas.Float32Level3 Sgemm (row-major BLAS), which the tests hold it to. With beta = 0, C is
+// overwritten and its old contents (even NaN) are ignored; with alpha = 0 or k = 0, A and B are not
+// read. C must not alias A or B.
+//
+// It panics, with a message starting "gemm: ", if a dimension is negative, a stride is smaller than
+// its row or a slice is too short for its matrix.
+func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm: negative dimension m=%d n=%d k=%d", m, n, k))
+	}
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	checkMat("A", a, ar, ac, lda)
+	checkMat("B", b, br, bc, ldb)
+	checkMat("C", c, m, n, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if alpha == 0 || k == 0 {
+		scaleC(c, m, n, ldc, beta)
+		return
+	}
+	p := problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc}
+	if m*n*k >= trackMACs {
+		busy.Add(1) // the caller's own core
+		defer busy.Add(-1)
+		if callers.Add(1) > 1 {
+			contendedUntil.Store(time.Now().Add(contendedFor).UnixNano())
+		}
+		defer callers.Add(-1)
+	}
+	if threads := min(Threads(), (m+mr-1)/mr); m*n*k >= ParallelMACs && threads > 1 {
+		p.runParallel(threads)
+	} else {
+		p.runSerial()
+	}
+}
+
+func checkMat(name string, s []float32, rows, cols, ld int) {
+	if ld < max(1, cols) {
+		panic(fmt.Sprintf("gemm: ld%s = %d is less than its %d columns", name, ld, cols))
+	}
+	if rows > 0 && cols > 0 && len(s) < (rows-1)*ld+cols {
+		panic(fmt.Sprintf("gemm: len(%s) = %d is less than the %d needed for %d×%d with stride %d", name, len(s), (rows-1)*ld+cols, rows, cols, ld))
+	}
+}
+
+// scaleC sets C = beta*C, with beta = 0 an overwrite with zeros.
+func scaleC(c []float32, m, n, ldc int, beta float32) {
+	for i := range m {
+		row := c[i*ldc : i*ldc+n]
+		switch beta {
+		case 1:
+		case 0:
+			clear(row)
+		default:
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+	}
+}
+
+type problem struct {
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    float32
+	a, b, c        []float32
+	lda, ldb, ldc  int
+}
+
+// freeBufs keeps packing buffers between products. A sync.Pool would lose them at every garbage
+// collection, and a training step allocates enough to collect often; re-faulting megabytes of
+// fresh pages then costs as much as a small product.
+var freeBufs struct {
+	sync.Mutex
+	list [][]float32
+}
+
+// maxFreeBufs bounds the buffers kept: one B and one A per goroutine of a few concurrent products.
+const maxFreeBufs = 16
+
+func getBuf(n int) []float32 {
+	freeBufs.Lock()
+	for i, b := range freeBufs.list {
+		if cap(b) >= n {
+			last := len(freeBufs.list) - 1
+			freeBufs.list[i] = freeBufs.list[last]
+			freeBufs.list = freeBufs.list[:last]
+			freeBufs.Unlock()
+			return b[:n]
+		}
+	}
+	freeBufs.Unlock()
+	return make([]float32, n)
+}
+
+func putBuf(b []float32) {
+	freeBufs.Lock()
+	if len(freeBufs.list) < maxFreeBufs {
+		freeBufs.list = append(freeBufs.list, b)
+	} else {
+		// Replace the smallest, so that the list converges on the sizes in use.
+		small := 0
+		for i, x := range freeBufs.list {
+			if cap(x) < cap(freeBufs.list[small]) {
+				small = i
+			}
+		}
+		if cap(b) > cap(freeBufs.list[small]) {
+			freeBufs.list[small] = b
+		}
+	}
+	freeBufs.Unlock()
+}
+
+// blocking is how a product is cut: row blocks of mb rows (a multiple of MR), the A buffer per
+// goroutine and the shared B buffer.
+type blocking struct {
+	blocks, mb int
+	lenA, lenB int
+}
+
+func (p *problem) blocking(threads int) blocking {
+	// Row blocks of C: as many as MC allows and, on several goroutines, at least 4 per goroutine
+	// (of at least minRowBlock rows), rounded up to a multiple of the goroutines and evened out.
+	// Small blocks keep a goroutine that the OS deschedules on a shared machine from holding up
+	// the others for long at the end of a step.
+	blocks := (p.m + mc - 1) / mc
+	if threads > 1 {
+		blocks = max(blocks, min(4*threads, p.m/minRowBlock))
+		blocks = (blocks + threads - 1) / threads * threads
+	}
+	mb := ((p.m+blocks-1)/blocks + mr - 1) / mr * mr
+	kmax := min(kc, p.k)
+	return blocking{
+		blocks: (p.m + mb - 1) / mb,
+		mb:     mb,
+		lenA:   mb * kmax,
+		lenB:   kmax * ((min(nc, p.n) + nr - 1) / nr * nr),
+	}
+}
+
+// step is one iteration of the two outer loops: columns [jc, jc+ncur) of C (panels NR-column
+// panels) and inner indices [pc, pc+kcur). Every step after the first over k accumulates into C.
+type step struct {
+	jc, ncur, panels, pc, kcur int
+	beta                       float32
+	accumulate                 bool
+}
+
+// forSteps calls f for each step of the blocked loops in order.
+func (p *problem) forSteps(f func(s step)) {
+	for jc := 0; jc < p.n; jc += nc {
+		ncur := min(nc, p.n-jc)
+		for pc := 0; pc < p.k; pc += kc {
+			s := step{jc: jc, ncur: ncur, panels: (ncur + nr - 1) / nr, pc: pc, kcur: min(kc, p.k-pc), beta: p.beta, accumulate: p.beta != 0}
+			if pc > 0 {
+				s.beta, s.accumulate = 1, true
+			}
+			f(s)
+		}
+	}
+}
+
+// rowBlock packs row block u of op(A) for step s into ap and multiplies it by the packed B.
+func (p *problem) rowBlock(s step, bl blocking, u int, ap, bp []float32) {
+	ic := u * bl.mb
+	mcur := min(bl.mb, p.m-ic)
+	p.packA(ap, ic, mcur, s.pc, s.kcur)
+	p.macro(ap, bp, ic, mcur, s.jc, s.ncur, s.kcur, s.beta, s.accumulate)
+}
+
+// runSerial executes the blocked product on the calling goroutine, allocating nothing once the
+// packing buffers are warm.
+func (p *problem) runSerial() {
+	bl := p.blocking(1)
+	bp, ap := getBuf(bl.lenB), getBuf(bl.lenA)
+	p.forSteps(func(s step) {
+		p.packB(bp, s.pc, s.kcur, s.jc, s.ncur, 0, s.panels)
+		for u := range bl.blocks {
+			p.rowBlock(s, bl, u, ap, bp)
+		}
+	})
+	putBuf(ap)
+	putBuf(bp)
+}
+
+// runParallel executes the blocked product on up to threads goroutines (the caller and the helpers
+// parallelFor finds cores for): for each step they pack B in chunks of panels, then take row blocks
+// in turn. It takes the problem by value so that the closures its goroutines share do not make the
+// caller's escape.
+func (p problem) runParallel(threads int) {
+	bl := p.blocking(threads)
+	threads = min(threads, bl.blocks)
+	bp := getBuf(bl.lenB)
+	defer putBuf(bp)
+	bufsA := make([][]float32, threads)
+	for i := range bufsA {
+		bufsA[i] = getBuf(bl.lenA)
+		defer putBuf(bufsA[i])
+	}
+	p.forSteps(func(s step) {
+		chunk := (s.panels + 2*threads - 1) / (2 * threads)
+		parallelFor(threads, (s.panels+chunk-1)/chunk, func(u, _ int) {
+			p.packB(bp, s.pc, s.kcur, s.jc, s.ncur, u*chunk, min(s.panels, (u+1)*chunk))
+		})
+		parallelFor(threads, bl.blocks, func(u, w int) {
+			p.rowBlock(s, bl, u, bufsA[w], bp)
+		})
+	})
+}
+
+// parallelFor runs fn(u, worker) for u in [0, units) on the caller (worker 0) and up to threads-1
+// helpers, as many as acquire finds free cores for, which take units in turn from a shared
+// counter; it returns when all are done. A helper stops taking units once busy exceeds GOMAXPROCS,
+// so a product that started while cores were free gives them back when another rank's product
+// starts, within one unit.
+func parallelFor(threads, units int, fn func(u, worker int)) {
+	helpers := 0
+	if threads > 1 && units > 1 && time.Now().UnixNano() >= contendedUntil.Load() {
+		helpers = acquire(min(threads, units) - 1)
+	}
+	if helpers == 0 {
+		for u := range units {
+			fn(u, 0)
+		}
+		return
+	}
+	procs := int32(runtime.GOMAXPROCS(0))
+	var next atomic.Int64
+	work := func(w int) {
+		for {
+			if w > 0 && busy.Load() > procs {
+				return
+			}
+			u := int(next.Add(1) - 1)
+			if u >= units {
+				return
+			}
+			fn(u, w)
+		}
+	}
+	var wg sync.WaitGroup
+	for w := 1; w <= helpers; w++ {
+		wg.Go(func() {
+			defer busy.Add(-1)
+			work(w)
+		})
+	}
+	work(0)
+	wg.Wait()
+}
+
+// packA packs op(A)[ic:ic+mcur, pc:pc+kcur] into MR-row panels: panel q holds, for each p, the MR
+// values op(A)[ic+q*MR+r, pc+p] at ap[q*MR*kcur + p*MR + r], rows past m zero.
+func (p *problem) packA(ap []float32, ic, mcur, pc, kcur int) {
+	for q := 0; q*mr < mcur; q++ {
+		dst := ap[q*mr*kcur : (q+1)*mr*kcur]
+		i0 := ic + q*mr
+		rows := min(mr, mcur-q*mr)
+		if p.transA {
+			// op(A)[i, p] = a[p*lda + i]: each p contributes a contiguous run of rows.
+			for l := range kcur {
+				src := p.a[(pc+l)*p.lda+i0:]
+				d := dst[l*mr : l*mr+mr]
+				if rows == mr {
+					copy(d, src[:mr])
+				} else {
+					copy(d, src[:rows])
+					clear(d[rows:])
+				}
+			}
+			continue
+		}
+		// op(A)[i, p] = a[i*lda + p]: gather one value from each of the rows.
+		if rows == mr {
+			a0 := p.a[(i0+0)*p.lda+pc:][:kcur]
+			a1 := p.a[(i0+1)*p.lda+pc:][:kcur]
+			a2 := p.a[(i0+2)*p.lda+pc:][:kcur]
+			a3 := p.a[(i0+3)*p.lda+pc:][:kcur]
+			a4 := p.a[(i0+4)*p.lda+pc:][:kcur]
+			a5 := p.a[(i0+5)*p.lda+pc:][:kcur]
+			for l := range kcur {
+				d := (*[mr]float32)(dst[l*mr:])
+				d[0], d[1], d[2], d[3], d[4], d[5] = a0[l], a1[l], a2[l], a3[l], a4[l], a5[l]
+			}
+			continue
+		}
+		clear(dst)
+		for r := range rows {
+			src := p.a[(i0+r)*p.lda+pc:][:kcur]
+			for l, v := range src {
+				dst[l*mr+r] = v
+			}
+		}
+	}
+}
+
+// packB packs panels [p0, p1) of op(B)[pc:pc+kcur, jc:jc+ncur] into NR-column panels: panel q
+// holds, for each p, the NR values op(B)[pc+p, jc+q*NR+j] at bp[q*NR*kcur + p*NR + j], columns
+// past n zero.
+func (p *problem) packB(bp []float32, pc, kcur, jc, ncur, p0, p1 int) {
+	for q := p0; q < p1; q++ {
+		dst := bp[q*nr*kcur : (q+1)*nr*kcur]
+		j0 := jc + q*nr
+		cols := min(nr, ncur-q*nr)
+		if !p.transB {
+			// op(B)[p, j] = b[p*ldb + j]: a contiguous run of columns per p.
+			for l := range kcur {
+				src := p.b[(pc+l)*p.ldb+j0:]
+				d := dst[l*nr : l*nr+nr]
+				if cols == nr {
+					copy(d, src[:nr])
+				} else {
+					copy(d, src[:cols])
+					clear(d[cols:])
+				}
+			}
+			continue
+		}
+		// op(B)[p, j] = b[j*ldb + p]: column j of the panel is a contiguous run of row j of b.
+		src := p.b[j0*p.ldb+pc:]
+		if cols == nr {
+			packBTransPanel(dst, src, p.ldb, kcur)
+			continue
+		}
+		clear(dst)
+		packBTransGo(dst, src, p.ldb, 0, kcur, cols)
+	}
+}
+
+// packBTransGo writes dst[l*NR+j] = src[j*lds+l] for j < cols and l0 <= l < kcur.
+func packBTransGo(dst, src []float32, lds, l0, kcur, cols int) {
+	if l0 >= kcur {
+		return
+	}
+	for j := range cols {
+		row := src[j*lds+l0 : j*lds+kcur]
+		for l, v := range row {
+			dst[(l0+l)*nr+j] = v
+		}
+	}
+}
+
+// macro multiplies the packed block ap (mcur×kcur) by the packed panels bp (kcur×ncur) into
+// C[ic:ic+mcur, jc:jc+ncur], tile by tile.
+func (p *problem) macro(ap, bp []float32, ic, mcur, jc, ncur, kcur int, beta float32, accumulate bool) {
+	var tile [mr * nr]float32
+	for jr := 0; jr < ncur; jr += nr {
+		cols := min(nr, ncur-jr)
+		bpan := bp[jr*kcur : jr*kcur+nr*kcur]
+		for ir := 0; ir < mcur; ir += mr {
+			rows := min(mr, mcur-ir)
+			apan := ap[ir*kcur : ir*kcur+mr*kcur]
+			off := (ic+ir)*p.ldc + jc + jr
+			if rows == mr && cols == nr {
+				microKernel(kcur, apan, bpan, p.c[off:], p.ldc, p.alpha, beta, accumulate)
+				continue
+			}
+			// Edge tile: compute the full tile into scratch, then merge the part inside C.
+			microKernel(kcur, apan, bpan, tile[:], nr, 1, 0, false)
+			for r := range rows {
+				crow := p.c[off+r*p.ldc:][:cols]
+				trow := tile[r*nr:][:cols]
+				if accumulate {
+					for j, v := range trow {
+						crow[j] = p.alpha*v + beta*crow[j]
+					}
+				} else {
+					for j, v := range trow {
+						crow[j] = p.alpha * v
+					}
+				}
+			}
+		}
+	}
+}
+
+// kernelGo is the portable micro-kernel: the same contract as the assembly kernel6x16.
+func kernelGo(k int, a, b, c []float32, ldc int, alpha, beta float32, accumulate bool) {
+	var acc [mr][nr]float32
+	a = a[:mr*k]
+	b = b[:nr*k]
+	for l := range k {
+		bl := (*[nr]float32)(b[l*nr:])
+		al := (*[mr]float32)(a[l*mr:])
+		for r, av := range al {
+			row := &acc[r]
+			for j, bv := range bl {
+				row[j] += av * bv
+			}
+		}
+	}
+	for r := range mr {
+		crow := (*[nr]float32)(c[r*ldc:])
+		if accumulate {
+			for j, v := range acc[r] {
+				crow[j] = alpha*v + beta*crow[j]
+			}
+		} else {
+			for j, v := range acc[r] {
+				crow[j] = alpha * v
+			}
+		}
+	}
+}

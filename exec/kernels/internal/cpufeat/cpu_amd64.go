@@ -1,0 +1,33 @@
+//go:build amd64 && !purego
+
+package cpufeat
+
+// cpuid executes CPUID with the given leaf (eax) and sub-leaf (ecx).
+//
+//go:noescape
+func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
+
+// xgetbv0 reads extended control register XCR0.
+//
+//go:noescape
+func xgetbv0() (eax, edx uint32)
+
+// hasAVX2FMA reports whether the CPU and the OS support AVX2 and FMA3 (Intel SDM vol. 2A, CPUID
+// leaf 1 ECX bits 12 FMA, 27 OSXSAVE, 28 AVX; leaf 7 EBX bit 5 AVX2; XCR0 bits 1-2 for the OS
+// saving xmm and ymm state).
+func hasAVX2FMA() bool {
+	maxLeaf, _, _, _ := cpuid(0, 0)
+	if maxLeaf < 7 {
+		return false
+	}
+	_, _, ecx1, _ := cpuid(1, 0)
+	const fma, osxsave, avx = 1 << 12, 1 << 27, 1 << 28
+	if ecx1&(fma|osxsave|avx) != fma|osxsave|avx {
+		return false
+	}
+	if xcr0, _ := xgetbv0(); xcr0&6 != 6 {
+		return false
+	}
+	_, ebx7, _, _ := cpuid(7, 0)
+	return ebx7&(1<<5) != 0
+}
