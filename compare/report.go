@@ -73,13 +73,32 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// DrawFigures draws the comparison figures of rows into dir: the five of every comparison, and
-// the mechanisms figure (bubble, ZeRO gathers, recompute) when a row has any of them.
+// figureSpec is one figure DrawFigures draws.
+type figureSpec struct {
+	base, caption string
+	make          func() (*reports.Figure, error)
+}
+
+// DrawFigures draws the comparison figures of rows into dir (figureSpecs).
 func DrawFigures(dir, name string, rows []reports.Row) ([]Figure, error) {
-	list := []struct {
-		base, caption string
-		make          func() (*reports.Figure, error)
-	}{
+	var out []Figure
+	for _, f := range figureSpecs(name, rows) {
+		fig, err := f.make()
+		if err != nil {
+			return nil, fmt.Errorf("figure %s: %v", f.base, err)
+		}
+		if err := reports.Save(fig, dir, f.base, reports.DefaultWidth, reports.DefaultHeight); err != nil {
+			return nil, err
+		}
+		out = append(out, Figure{f.base, f.caption})
+	}
+	return out, nil
+}
+
+// figureSpecs are the figures of rows: the five of every comparison, and the mechanisms figure
+// (bubble, ZeRO gathers, recompute) when a row has any of them.
+func figureSpecs(name string, rows []reports.Row) []figureSpec {
+	list := []figureSpec{
 		{"predicted_vs_measured", "Step time, predicted against measured, with the y = x line and a ±15% band",
 			func() (*reports.Figure, error) {
 				return reports.PredictedVsMeasured("Step time: predicted vs measured\n"+name, rows, reports.DefaultBand)
@@ -101,28 +120,14 @@ func DrawFigures(dir, name string, rows []reports.Row) ([]Figure, error) {
 	}
 	for _, r := range rows {
 		if len(phasesOf(r.Predicted, r.Measured)) > 0 {
-			list = append(list, struct {
-				base, caption string
-				make          func() (*reports.Figure, error)
-			}{"mechanisms", "Time per rank per step of the pipeline bubble, ZeRO's parameter all-gathers and recompute's replayed forward, predicted (P), simulated (S, the bubble) and measured (M)",
+			list = append(list, figureSpec{"mechanisms", "Time per rank per step of the pipeline bubble, ZeRO's parameter all-gathers and recompute's replayed forward, predicted (P), simulated (S, the bubble) and measured (M)",
 				func() (*reports.Figure, error) {
 					return reports.PhaseTimes("Pipeline bubble, ZeRO gathers and recompute: predicted vs measured\n"+name, rows)
 				}})
 			break
 		}
 	}
-	var out []Figure
-	for _, f := range list {
-		fig, err := f.make()
-		if err != nil {
-			return nil, fmt.Errorf("figure %s: %v", f.base, err)
-		}
-		if err := reports.Save(fig, dir, f.base, reports.DefaultWidth, reports.DefaultHeight); err != nil {
-			return nil, err
-		}
-		out = append(out, Figure{f.base, f.caption})
-	}
-	return out, nil
+	return list
 }
 
 // CSVHeader is the header of results.csv: seconds (_s) and shares at full precision, bytes (_b,
