@@ -276,6 +276,9 @@ func TestCSVPrecision(t *testing.T) {
 	r.Predicted.Memory = map[string]float64{"peak": 1717248}
 	r.Predicted.CommBytes = map[string]float64{"dp": 539648}
 	r.Measured.CommBytes = map[string]float64{"dp": 539648.5}
+	r.Predicted.Phases = map[string]float64{"bubble": 0.0051}
+	r.Measured.Phases = map[string]float64{"bubble": 0}
+	r.MemoryErrors = []string{"a", "b"}
 	var b bytes.Buffer
 	if err := WriteCSV(&b, []Row{r}); err != nil {
 		t.Fatal(err)
@@ -289,7 +292,9 @@ func TestCSVPrecision(t *testing.T) {
 		got[h] = recs[1][i]
 	}
 	for k, want := range map[string]string{"pred_peak_b": "1717248", "pred_dp_bytes": "539648", "meas_dp_bytes": "539648.5",
-		"meas_step_s": "0.0123456789012345", "ranks": "2", "rounds": "3"} {
+		"meas_step_s": "0.0123456789012345", "ranks": "2", "rounds": "3",
+		// A mechanism the row has is a number (0 included); one it has not is empty.
+		"pred_bubble_s": "0.0051", "meas_bubble_s": "0", "sim_bubble_s": "", "pred_zero_gather_s": "", "memory_errors": "2"} {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)
 		}

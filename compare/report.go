@@ -145,15 +145,24 @@ var CSVHeader = []string{"strategy", "mesh", "ranks", "rounds",
 // num is reports.Number: integers as integers, other numbers at full precision.
 func num(v float64) string { return reports.Number(v) }
 
+// phaseCell is the CSV cell of mechanism ph of s: empty when s does not have it (a row without a
+// pipeline has no bubble, which is not a bubble of 0 s).
+func phaseCell(s *reports.Sample, ph string) string {
+	if s == nil {
+		return ""
+	}
+	v, ok := s.Phases[ph]
+	if !ok {
+		return ""
+	}
+	return num(v)
+}
+
 // WriteCSV writes results.csv of rows.
 func WriteCSV(w io.Writer, rows []Row) error {
 	var out [][]string
 	for _, r := range rows {
 		p, m := r.Predicted, r.Measured
-		simBubble := 0.0
-		if r.Simulated != nil {
-			simBubble = r.Simulated.Phases[PhaseBubble]
-		}
 		other := -1.0
 		for _, s := range r.OtherCPU {
 			other = max(other, s)
@@ -166,8 +175,8 @@ func WriteCSV(w io.Writer, rows []Row) error {
 			num(p.Memory["params"]), num(m.Memory["params"]), num(p.Memory["grads"]), num(m.Memory["grads"]), num(p.Memory["optimizer"]), num(m.Memory["optimizer"]),
 			num(p.Memory["activations"]), num(m.Memory["activations"]), num(p.Memory["workspace"]), num(m.Memory["workspace"]), num(p.Memory["peak"]), num(m.Memory["peak"]),
 			num(p.CommBytes["dp"]), num(m.CommBytes["dp"]), num(p.CommBytes["tp"]), num(m.CommBytes["tp"]), num(other), num(r.MaxRelDiff),
-			num(p.CommBytes["pp"]), num(m.CommBytes["pp"]), num(p.Phases[PhaseBubble]), num(simBubble), num(m.Phases[PhaseBubble]),
-			num(p.Phases[PhaseGather]), num(m.Phases[PhaseGather]), num(p.Phases[PhaseRecompute]), num(m.Phases[PhaseRecompute]),
+			num(p.CommBytes["pp"]), num(m.CommBytes["pp"]), phaseCell(&p, PhaseBubble), phaseCell(r.Simulated, PhaseBubble), phaseCell(&m, PhaseBubble),
+			phaseCell(&p, PhaseGather), phaseCell(&m, PhaseGather), phaseCell(&p, PhaseRecompute), phaseCell(&m, PhaseRecompute),
 			strconv.Itoa(len(r.MemoryErrors))})
 	}
 	return reports.CSV(w, CSVHeader, out)
