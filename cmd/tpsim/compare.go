@@ -240,6 +240,9 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 		if err == nil {
 			err = pt.Apply(&cfg.Strategy)
 		}
+		// exec blocks its rank in every collective (nothing overlaps compute), so the
+		// prediction is made for that: overlap off, as exec runs it.
+		cfg.Strategy.Overlap = false
 		var prog *program.Program
 		if err == nil {
 			prog, err = exec.Lowered(cfg)
