@@ -181,3 +181,40 @@ func TestCompareMemoryErrorsExit(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 1 naming zero3 dp=2", code, errb.String())
 	}
 }
+
+// The mechanism families through the command line: pipelines of 2 microbatches per stage and
+// full recompute are laid out, predicted and measured, their bubble and recompute time are in
+// results.json and the mechanisms figure is drawn; no memory error, so exit 0.
+func TestCompareMechanismRows(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	args := []string{"compare", "--model", "gpt-tiny", "--meshes", "1,2", "--strategies", "pp,gpipe,recompute",
+		"--steps", "2", "--rounds", "1", "--hardware", "testdata/host.json", "--out", dir}
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res compare.Results
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"pp pp=2": "bubble", "gpipe pp=2": "bubble", "recompute dp=1": "recompute"}
+	if len(res.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d: %+v", len(res.Rows), len(want), res.Skipped)
+	}
+	for _, r := range res.Rows {
+		ph, ok := want[r.Label()]
+		if !ok || !(r.Predicted.Phases[ph] > 0) || !(r.Measured.Phases[ph] > 0) || len(r.MemoryErrors) != 0 {
+			t.Errorf("%s: %s predicted %v measured %v, memory errors %v", r.Label(), ph, r.Predicted.Phases, r.Measured.Phases, r.MemoryErrors)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mechanisms.svg")); err != nil {
+		t.Errorf("no mechanisms figure: %v", err)
+	}
+	if !strings.Contains(out.String(), "pipeline bubble") || !strings.Contains(out.String(), "recompute") {
+		t.Errorf("the table lacks the mechanisms:\n%s", out.String())
+	}
+}
