@@ -158,6 +158,12 @@ func TestMechanismRows(t *testing.T) {
 		if sum := mt.Compute + mt.CommExposed + mt.Bubble + mt.Optimizer; math.Abs(sum-mt.Step) > 1e-9*mt.Step {
 			t.Errorf("%s: measured parts sum to %g, step %g", r.Label(), sum, mt.Step)
 		}
+		if ph == PhaseGather {
+			// The simulator lays out the same gathers at the same price.
+			if sg := r.Simulated.Phases[PhaseGather]; math.Abs(sg-p) > 1e-9*p {
+				t.Errorf("%s: simulated gathers %g s, predicted %g s", r.Label(), sg, p)
+			}
+		}
 		if ph == PhaseBubble {
 			if r.Measured.Time.Bubble != m || r.Simulated.Phases[PhaseBubble] <= 0 || p != r.Predicted.Time.Bubble {
 				t.Errorf("%s: bubble %g in the breakdown, %g in the phases; simulated %v; predicted %g against the step's %g",

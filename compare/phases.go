@@ -5,6 +5,7 @@ import (
 	"github.com/tpsim/tpsim/exec"
 	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/reports"
+	"github.com/tpsim/tpsim/sim"
 	"github.com/tpsim/tpsim/strategies"
 )
 
@@ -68,6 +69,32 @@ func PredictedPhases(p *program.Program, c *costmodel.Coster, pred *costmodel.Re
 	}
 	if p.Strategy.Mesh.PP > 1 {
 		out[PhaseBubble] = float64(pred.Time.Bubble)
+	}
+	return out
+}
+
+// SimulatedPhases is the simulator's time of the mechanisms pred has: its bubble, and its ZeRO
+// gathers (every all-gather over dp it laid out, averaged over the pp pipeline ranks). The
+// simulator's spans do not say which ops are recomputed, so recompute is left to the prediction.
+func SimulatedPhases(r *sim.Result, pred map[string]float64, pp int) map[string]float64 {
+	var out map[string]float64
+	set := func(k string, v float64) {
+		if out == nil {
+			out = map[string]float64{}
+		}
+		out[k] = v
+	}
+	if _, ok := pred[PhaseBubble]; ok {
+		set(PhaseBubble, float64(r.Bubble))
+	}
+	if _, ok := pred[PhaseGather]; ok {
+		var g float64
+		for _, sp := range r.Spans {
+			if sp.Kind == program.OpAllGather && sp.Dim == strategies.DimDP {
+				g += float64(sp.End - sp.Start)
+			}
+		}
+		set(PhaseGather, g/float64(max(1, pp)))
 	}
 	return out
 }

@@ -182,6 +182,14 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	return reports.CSV(w, CSVHeader, out)
 }
 
+// pctText is a share as a percentage: two significant digits below 1%, whole percent above.
+func pctText(v float64) string {
+	if 100*v < 1 {
+		return fmt.Sprintf("%.2g%%", 100*v)
+	}
+	return fmt.Sprintf("%.0f%%", 100*v)
+}
+
 func msText(s float64) string { return fmt.Sprintf("%.3g ms", s*1e3) }
 
 // commas is reports.Commas: 1,234,567.
@@ -346,7 +354,7 @@ func WriteReport(w io.Writer, res *Results, figs []Figure) error {
 	sort.Strings(cats)
 	var parts []string
 	for _, k := range cats {
-		parts = append(parts, fmt.Sprintf("%s %.2g%%", k, 100*s.MemoryMaxRelError[k]))
+		parts = append(parts, fmt.Sprintf("%s %s", k, pctText(s.MemoryMaxRelError[k])))
 	}
 	ew.printf("- Memory per rank, largest relative error by category: %s. Workspace includes kernel scratch that the Program does not list, so it is measured above the prediction.\n", strings.Join(parts, ", "))
 	ew.printf("- Every strategy's losses and parameters after %d steps match single-device training to a relative difference of %.2g or less.\n", res.Steps, s.MaxRelDiffVsSingle)

@@ -286,9 +286,7 @@ func MakeRow(in RowInput, ref *exec.Result, hw *hardware.Hardware) Row {
 	row.Measured = MeasuredSample(in.Runs, exec.Median(in.Steps), in.Warmup)
 	row.Predicted.Phases = in.PredPhases
 	row.Simulated = SimulatedSample(in.Sim, row.Predicted)
-	if _, ok := in.PredPhases[PhaseBubble]; ok {
-		row.Simulated.Phases = map[string]float64{PhaseBubble: float64(in.Sim.Bubble)}
-	}
+	row.Simulated.Phases = SimulatedPhases(in.Sim, in.PredPhases, row.Ranks/max(1, in.Mesh.DP*in.Mesh.CP*in.Mesh.TP))
 	row.Simulated.Time, _ = SplitSharing(row.Simulated.Time, row.Ranks, hw, segs)
 	row.Plan = in.Pred.Plan
 	row.Rounds = len(in.Runs)
