@@ -240,6 +240,17 @@ func TestMeasuredSample(t *testing.T) {
 	if s.Memory["peak"] != 12 || s.Memory["params"] != 3 || s.CommBytes["dp"] != 3.5 {
 		t.Errorf("memory %v (want the most loaded rank's, peak 12 and params 3, as the cost model reports), bytes %v (want the mean, 3.5)", s.Memory, s.CommBytes)
 	}
+	// Pipeline stages hold different layers: bytes are the mean over a stage's ranks, of the
+	// stage that sends most (as the cost model reports the busiest pipeline rank).
+	st := &exec.Result{Ranks: []exec.RankResult{
+		{Coords: map[string]int{"pp": 0}, CommBytes: map[string]int64{"dp": 10, "pp": 4}},
+		{Coords: map[string]int{"pp": 0}, CommBytes: map[string]int64{"dp": 12, "pp": 4}},
+		{Coords: map[string]int{"pp": 1}, CommBytes: map[string]int64{"dp": 7, "pp": 6}},
+		{Coords: map[string]int{"pp": 1}, CommBytes: map[string]int64{"dp": 7, "pp": 6}},
+	}}
+	if s := MeasuredSample([]*exec.Result{st}, 40*ms, 1); s.CommBytes["dp"] != 11 || s.CommBytes["pp"] != 6 {
+		t.Errorf("pipeline stages' bytes %v, want dp 11 (stage 0's mean) and pp 6 (stage 1's)", s.CommBytes)
+	}
 }
 
 // Loaded rounds and a loaded calibration each give a warning that says what the load does.

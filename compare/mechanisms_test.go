@@ -101,6 +101,7 @@ func TestMechanismRows(t *testing.T) {
 		gptPoint(t, "gpipe", "pp=2", familyApply(t, "gpipe")),
 		gptPoint(t, "zero3", "dp=2", familyApply(t, "zero3")),
 		gptPoint(t, "recompute", "dp=1", familyApply(t, "recompute")),
+		gptPoint(t, "ppdp", "pp=2,dp=2", familyApply(t, "ppdp")),
 	}
 	res := &Results{Profile: hw, Load: NewLoad(-1)}
 	tl, err := Run(t.Context(), res, pts, Options{Rounds: 1})
@@ -137,7 +138,7 @@ func TestMechanismRows(t *testing.T) {
 	if specs := figureSpecs("x", ReportRows(res.Rows[:0])); len(specs) != 5 {
 		t.Errorf("rows without mechanisms: %d figures, want the five", len(specs))
 	}
-	want := map[string]string{"pp": PhaseBubble, "gpipe": PhaseBubble, "zero3": PhaseGather, "recompute": PhaseRecompute}
+	want := map[string]string{"pp": PhaseBubble, "gpipe": PhaseBubble, "zero3": PhaseGather, "recompute": PhaseRecompute, "ppdp": PhaseBubble}
 	for _, r := range res.Rows {
 		ph := want[r.Strategy]
 		if got := phasesOf(r.Predicted, r.Measured); !slices.Equal(got, []string{ph}) {

@@ -46,10 +46,11 @@ func SimulatedSample(r *sim.Result, pred reports.Sample) *reports.Sample {
 // every post-warm-up step of every round (one rank's one step, exec's Breakdown, moves by tens of
 // percent from run to run), and so is the time of each mechanism (Phases: bubble, ZeRO gathers,
 // recompute; left out when the events cannot be matched to the Program); memory is that of the
-// most loaded rank (the highest peak, the rank the cost model reports); bytes sent the mean over
-// ranks, which is what DESIGN.md's 2(p-1)/p n per rank means (when p does not divide n ring
-// chunks differ by one element and some ranks send a few bytes more than others, but the group
-// sends 2(p-1) n in all). Memory and bytes are those of the last run (every run of a row sends
+// most loaded rank (the highest peak, the rank the cost model reports); bytes sent on each mesh
+// dimension the mean over the ranks of a pipeline stage, which is what DESIGN.md's 2(p-1)/p n
+// per rank means (when p does not divide n ring chunks differ by one element and some ranks send
+// a few bytes more than others, but the group sends 2(p-1) n in all), of the pipeline stage that
+// sends most (pipeline stages hold different layers; the cost model reports the busiest). Memory and bytes are those of the last run (every run of a row sends
 // and holds the same).
 func MeasuredSample(runs []*exec.Result, step time.Duration, warmup int) reports.Sample {
 	s := reports.Sample{Memory: map[string]float64{}, CommBytes: map[string]float64{}}
@@ -98,12 +99,24 @@ func MeasuredSample(runs []*exec.Result, step time.Duration, warmup int) reports
 		}
 	}
 	most := -1
+	perStage := map[int]map[string]float64{} // bytes summed over the ranks of each pp coordinate
+	count := map[int]int{}
 	for i, r := range last.Ranks {
 		if most < 0 || r.PeakBytes["peak"] > last.Ranks[most].PeakBytes["peak"] {
 			most = i
 		}
+		pp := r.Coords[strategies.DimPP]
+		if perStage[pp] == nil {
+			perStage[pp] = map[string]float64{}
+		}
+		count[pp]++
 		for k, v := range r.CommBytes {
-			s.CommBytes[k] += float64(v) / float64(len(last.Ranks))
+			perStage[pp][k] += float64(v)
+		}
+	}
+	for pp, m := range perStage {
+		for k, v := range m {
+			s.CommBytes[k] = max(s.CommBytes[k], v/float64(count[pp]))
 		}
 	}
 	if most >= 0 {
