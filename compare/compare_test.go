@@ -228,17 +228,28 @@ func TestMeasuredSample(t *testing.T) {
 	fwd, opt := program.Forward.String(), program.Optimizer.String()
 	res := &exec.Result{Ranks: []exec.RankResult{
 		{Events: []exec.OpEvent{ev(0, true, fwd, 100*ms), ev(1, false, fwd, 6*ms), ev(1, true, fwd, 2*ms), ev(1, false, opt, 2*ms)},
-			PeakBytes: map[string]int64{"peak": 10}, CommBytes: map[string]int64{"dp": 3}},
+			PeakBytes: map[string]int64{"peak": 10, "params": 5}, CommBytes: map[string]int64{"dp": 3}},
 		{Events: []exec.OpEvent{ev(1, false, fwd, 2*ms), ev(1, true, fwd, 6*ms), ev(1, false, opt, 2*ms)},
-			PeakBytes: map[string]int64{"peak": 12}, CommBytes: map[string]int64{"dp": 4}},
+			PeakBytes: map[string]int64{"peak": 12, "params": 3}, CommBytes: map[string]int64{"dp": 4}},
 	}}
 	s := MeasuredSample([]*exec.Result{res}, 40*ms, 1)
 	// compute 8, comm 8, optimizer 4 of 20 ms of ops; step 40 ms.
 	if s.Time.Step != 0.04 || s.Time.Compute != 0.016 || s.Time.CommExposed != 0.016 || s.Time.Optimizer != 0.008 {
 		t.Errorf("time %+v, want 16/16/8 ms of 40", s.Time)
 	}
-	if s.Memory["peak"] != 12 || s.CommBytes["dp"] != 3.5 {
-		t.Errorf("memory %v (want the most loaded rank, 12), bytes %v (want the mean, 3.5)", s.Memory, s.CommBytes)
+	if s.Memory["peak"] != 12 || s.Memory["params"] != 3 || s.CommBytes["dp"] != 3.5 {
+		t.Errorf("memory %v (want the most loaded rank's, peak 12 and params 3, as the cost model reports), bytes %v (want the mean, 3.5)", s.Memory, s.CommBytes)
+	}
+	// Pipeline stages hold different layers: bytes are the mean over a stage's ranks, of the
+	// stage that sends most (as the cost model reports the busiest pipeline rank).
+	st := &exec.Result{Ranks: []exec.RankResult{
+		{Coords: map[string]int{"pp": 0}, CommBytes: map[string]int64{"dp": 10, "pp": 4}},
+		{Coords: map[string]int{"pp": 0}, CommBytes: map[string]int64{"dp": 12, "pp": 4}},
+		{Coords: map[string]int{"pp": 1}, CommBytes: map[string]int64{"dp": 7, "pp": 6}},
+		{Coords: map[string]int{"pp": 1}, CommBytes: map[string]int64{"dp": 7, "pp": 6}},
+	}}
+	if s := MeasuredSample([]*exec.Result{st}, 40*ms, 1); s.CommBytes["dp"] != 11 || s.CommBytes["pp"] != 6 {
+		t.Errorf("pipeline stages' bytes %v, want dp 11 (stage 0's mean) and pp 6 (stage 1's)", s.CommBytes)
 	}
 }
 
@@ -276,6 +287,9 @@ func TestCSVPrecision(t *testing.T) {
 	r.Predicted.Memory = map[string]float64{"peak": 1717248}
 	r.Predicted.CommBytes = map[string]float64{"dp": 539648}
 	r.Measured.CommBytes = map[string]float64{"dp": 539648.5}
+	r.Predicted.Phases = map[string]float64{"bubble": 0.0051}
+	r.Measured.Phases = map[string]float64{"bubble": 0}
+	r.MemoryErrors = []string{"a", "b"}
 	var b bytes.Buffer
 	if err := WriteCSV(&b, []Row{r}); err != nil {
 		t.Fatal(err)
@@ -289,7 +303,9 @@ func TestCSVPrecision(t *testing.T) {
 		got[h] = recs[1][i]
 	}
 	for k, want := range map[string]string{"pred_peak_b": "1717248", "pred_dp_bytes": "539648", "meas_dp_bytes": "539648.5",
-		"meas_step_s": "0.0123456789012345", "ranks": "2", "rounds": "3"} {
+		"meas_step_s": "0.0123456789012345", "ranks": "2", "rounds": "3",
+		// A mechanism the row has is a number (0 included); one it has not is empty.
+		"pred_bubble_s": "0.0051", "meas_bubble_s": "0", "sim_bubble_s": "", "pred_zero_gather_s": "", "memory_errors": "2"} {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)
 		}

@@ -73,12 +73,32 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// DrawFigures draws the five comparison figures of rows into dir.
+// figureSpec is one figure DrawFigures draws.
+type figureSpec struct {
+	base, caption string
+	make          func() (*reports.Figure, error)
+}
+
+// DrawFigures draws the comparison figures of rows into dir (figureSpecs).
 func DrawFigures(dir, name string, rows []reports.Row) ([]Figure, error) {
-	list := []struct {
-		base, caption string
-		make          func() (*reports.Figure, error)
-	}{
+	var out []Figure
+	for _, f := range figureSpecs(name, rows) {
+		fig, err := f.make()
+		if err != nil {
+			return nil, fmt.Errorf("figure %s: %v", f.base, err)
+		}
+		if err := reports.Save(fig, dir, f.base, reports.DefaultWidth, reports.DefaultHeight); err != nil {
+			return nil, err
+		}
+		out = append(out, Figure{f.base, f.caption})
+	}
+	return out, nil
+}
+
+// figureSpecs are the figures of rows: the five of every comparison, and the mechanisms figure
+// (bubble, ZeRO gathers, recompute) when a row has any of them.
+func figureSpecs(name string, rows []reports.Row) []figureSpec {
+	list := []figureSpec{
 		{"predicted_vs_measured", "Step time, predicted against measured, with the y = x line and a ±15% band",
 			func() (*reports.Figure, error) {
 				return reports.PredictedVsMeasured("Step time: predicted vs measured\n"+name, rows, reports.DefaultBand)
@@ -98,18 +118,16 @@ func DrawFigures(dir, name string, rows []reports.Row) ([]Figure, error) {
 		{"scaling", "Step time against the number of ranks, per strategy",
 			func() (*reports.Figure, error) { return reports.Scaling("Step time vs ranks\n"+name, rows) }},
 	}
-	var out []Figure
-	for _, f := range list {
-		fig, err := f.make()
-		if err != nil {
-			return nil, fmt.Errorf("figure %s: %v", f.base, err)
+	for _, r := range rows {
+		if len(phasesOf(r.Predicted, r.Measured)) > 0 {
+			list = append(list, figureSpec{"mechanisms", "Time per rank per step of the pipeline bubble, ZeRO's parameter all-gathers and recompute's replayed forward, predicted (P), simulated (S, the bubble) and measured (M)",
+				func() (*reports.Figure, error) {
+					return reports.PhaseTimes("Pipeline bubble, ZeRO gathers and recompute: predicted vs measured\n"+name, rows)
+				}})
+			break
 		}
-		if err := reports.Save(fig, dir, f.base, reports.DefaultWidth, reports.DefaultHeight); err != nil {
-			return nil, err
-		}
-		out = append(out, Figure{f.base, f.caption})
 	}
-	return out, nil
+	return list
 }
 
 // CSVHeader is the header of results.csv: seconds (_s) and shares at full precision, bytes (_b,
@@ -120,10 +138,25 @@ var CSVHeader = []string{"strategy", "mesh", "ranks", "rounds",
 	"pred_comm_share", "meas_comm_share", "comm_share_error",
 	"pred_params_b", "meas_params_b", "pred_grads_b", "meas_grads_b", "pred_optimizer_b", "meas_optimizer_b",
 	"pred_activations_b", "meas_activations_b", "pred_workspace_b", "meas_workspace_b", "pred_peak_b", "meas_peak_b",
-	"pred_dp_bytes", "meas_dp_bytes", "pred_tp_bytes", "meas_tp_bytes", "max_other_cpu_share", "max_rel_diff_vs_single"}
+	"pred_dp_bytes", "meas_dp_bytes", "pred_tp_bytes", "meas_tp_bytes", "max_other_cpu_share", "max_rel_diff_vs_single",
+	"pred_pp_bytes", "meas_pp_bytes", "pred_bubble_s", "sim_bubble_s", "meas_bubble_s", "pred_zero_gather_s", "meas_zero_gather_s",
+	"pred_recompute_s", "meas_recompute_s", "memory_errors"}
 
 // num is reports.Number: integers as integers, other numbers at full precision.
 func num(v float64) string { return reports.Number(v) }
+
+// phaseCell is the CSV cell of mechanism ph of s: empty when s does not have it (a row without a
+// pipeline has no bubble, which is not a bubble of 0 s).
+func phaseCell(s *reports.Sample, ph string) string {
+	if s == nil {
+		return ""
+	}
+	v, ok := s.Phases[ph]
+	if !ok {
+		return ""
+	}
+	return num(v)
+}
 
 // WriteCSV writes results.csv of rows.
 func WriteCSV(w io.Writer, rows []Row) error {
@@ -141,9 +174,20 @@ func WriteCSV(w io.Writer, rows []Row) error {
 			num(r.Errors.CommSharePred), num(r.Errors.CommShareMeas), num(r.Errors.CommShareErr),
 			num(p.Memory["params"]), num(m.Memory["params"]), num(p.Memory["grads"]), num(m.Memory["grads"]), num(p.Memory["optimizer"]), num(m.Memory["optimizer"]),
 			num(p.Memory["activations"]), num(m.Memory["activations"]), num(p.Memory["workspace"]), num(m.Memory["workspace"]), num(p.Memory["peak"]), num(m.Memory["peak"]),
-			num(p.CommBytes["dp"]), num(m.CommBytes["dp"]), num(p.CommBytes["tp"]), num(m.CommBytes["tp"]), num(other), num(r.MaxRelDiff)})
+			num(p.CommBytes["dp"]), num(m.CommBytes["dp"]), num(p.CommBytes["tp"]), num(m.CommBytes["tp"]), num(other), num(r.MaxRelDiff),
+			num(p.CommBytes["pp"]), num(m.CommBytes["pp"]), phaseCell(&p, PhaseBubble), phaseCell(r.Simulated, PhaseBubble), phaseCell(&m, PhaseBubble),
+			phaseCell(&p, PhaseGather), phaseCell(&m, PhaseGather), phaseCell(&p, PhaseRecompute), phaseCell(&m, PhaseRecompute),
+			strconv.Itoa(len(r.MemoryErrors))})
 	}
 	return reports.CSV(w, CSVHeader, out)
+}
+
+// pctText is a share as a percentage: two significant digits below 1%, whole percent above.
+func pctText(v float64) string {
+	if 100*v < 1 {
+		return fmt.Sprintf("%.2g%%", 100*v)
+	}
+	return fmt.Sprintf("%.0f%%", 100*v)
 }
 
 func msText(s float64) string { return fmt.Sprintf("%.3g ms", s*1e3) }
@@ -168,6 +212,34 @@ func TableRows(rows []Row) ([]string, [][]string) {
 	return header, out
 }
 
+// PhaseRows are the rows of the mechanisms table: one line per row and mechanism it has.
+func PhaseRows(rows []Row) ([]string, [][]string) {
+	header := []string{"strategy", "mesh", "mechanism", "predicted", "simulated", "measured", "error"}
+	var out [][]string
+	for _, r := range rows {
+		for _, ph := range phasesOf(r.Predicted, r.Measured) {
+			sim := "-"
+			if r.Simulated != nil {
+				if v, ok := r.Simulated.Phases[ph]; ok {
+					sim = msText(v)
+				}
+			}
+			meas, errText := "not matched", "-"
+			if v, ok := r.Measured.Phases[ph]; ok {
+				meas = msText(v)
+				if v > 0 {
+					errText = fmt.Sprintf("%+.0f%%", 100*(r.Predicted.Phases[ph]-v)/v)
+				}
+			}
+			out = append(out, []string{r.Strategy, r.Mesh, phaseTitle[ph], msText(r.Predicted.Phases[ph]), sim, meas, errText})
+		}
+	}
+	return header, out
+}
+
+// phaseTitle names each mechanism in tables and figures.
+var phaseTitle = map[string]string{PhaseBubble: "pipeline bubble", PhaseGather: "ZeRO all-gathers", PhaseRecompute: "recompute"}
+
 type errWriter struct {
 	w   io.Writer
 	err error
@@ -190,11 +262,24 @@ func (e *errWriter) Write(b []byte) (int, error) {
 
 // accuracyLine is the one-line summary of the accuracy, for the terminal.
 func accuracyLine(s Summary) string {
-	return fmt.Sprintf("step time: mean absolute error %.1f%% (simulator %.1f%%), worst %.1f%% (%s); exposed-communication share of the step off by %.0f points on average, worst %.0f (%s); comm bytes max error %.0f B; params/grads/optimizer/activations max error %.2g%%, peak %.1f%%",
+	line := fmt.Sprintf("step time: mean absolute error %.1f%% (simulator %.1f%%), worst %.1f%% (%s); exposed-communication share of the step off by %.0f points on average, worst %.0f (%s); comm bytes max error %.0f B; params/grads/optimizer/activations max error %.2g%%, peak %.1f%%",
 		100*s.StepTimeMAPE, 100*s.SimStepTimeMAPE, 100*s.StepTimeMaxAPE, s.WorstStepTimeStrategy,
 		100*s.CommShareMeanAbsErr, 100*s.CommShareMaxAbsErr, s.WorstCommShareRow, s.CommBytesMaxAbsError,
 		100*max(s.MemoryMaxRelError["params"], s.MemoryMaxRelError["grads"], s.MemoryMaxRelError["optimizer"], s.MemoryMaxRelError["activations"]),
 		100*s.MemoryMaxRelError["peak"])
+	var ph []string
+	for _, k := range reports.PhaseNames {
+		if v, ok := s.PhaseMaxRelError[k]; ok {
+			ph = append(ph, fmt.Sprintf("%s %.0f%%", phaseTitle[k], 100*v))
+		}
+	}
+	if len(ph) > 0 {
+		line += "; mechanisms' time max error: " + strings.Join(ph, ", ")
+	}
+	if s.MemoryErrorRows > 0 {
+		line += fmt.Sprintf("; MEMORY ERRORS in %d rows", s.MemoryErrorRows)
+	}
+	return line
 }
 
 // WriteTable prints the comparison for the terminal: the table, the accuracy, the load warnings,
@@ -211,7 +296,21 @@ func WriteTable(w io.Writer, res *Results, dir string) error {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	tw.Flush()
+	if ph, prow := PhaseRows(res.Rows); len(prow) > 0 {
+		ew.printf("\n")
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(ph, "\t"))
+		for _, r := range prow {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+		tw.Flush()
+	}
 	ew.printf("\n%s\n", accuracyLine(res.Summary))
+	for _, r := range res.Rows {
+		for _, e := range r.MemoryErrors {
+			ew.printf("memory error: %s: %s\n", r.Label(), e)
+		}
+	}
 	for _, wn := range res.Load.Warnings {
 		ew.printf("warning: %s\n", wn)
 	}
@@ -255,11 +354,27 @@ func WriteReport(w io.Writer, res *Results, figs []Figure) error {
 	sort.Strings(cats)
 	var parts []string
 	for _, k := range cats {
-		parts = append(parts, fmt.Sprintf("%s %.2g%%", k, 100*s.MemoryMaxRelError[k]))
+		parts = append(parts, fmt.Sprintf("%s %s", k, pctText(s.MemoryMaxRelError[k])))
 	}
 	ew.printf("- Memory per rank, largest relative error by category: %s. Workspace includes kernel scratch that the Program does not list, so it is measured above the prediction.\n", strings.Join(parts, ", "))
 	ew.printf("- Every strategy's losses and parameters after %d steps match single-device training to a relative difference of %.2g or less.\n", res.Steps, s.MaxRelDiffVsSingle)
 	ew.printf("\nWhere the prediction is off, and why: %s\n", ExplainErrors(res))
+	if ph, prow := PhaseRows(res.Rows); len(prow) > 0 {
+		ew.printf("\n## Pipeline bubble, ZeRO gathers and recompute\n\n")
+		ew.printf("Time per rank per step of each mechanism a row has: predicted by the cost model (the bubble as it prices the step; gathers and replayed forward ops at its price of each op, every microbatch's, averaged over pipeline ranks), simulated (the bubble), and measured from exec's timeline (the time of those ops on every rank after the warm-up, as a share of the op time times the measured step).\n\n")
+		if err := reports.Markdown(ew, ph, prow); err != nil {
+			return err
+		}
+	}
+	ew.printf("\n## Memory errors\n\n")
+	if s.MemoryErrorRows == 0 {
+		ew.printf("None: on every row exec found no memory held other than the Program declares, and %s bytes per rank are as predicted.\n", strings.Join(ExactMemory, ", "))
+	}
+	for _, r := range res.Rows {
+		for _, e := range r.MemoryErrors {
+			ew.printf("- **%s**: %s\n", r.Label(), e)
+		}
+	}
 	ew.printf("\n## Load on this machine\n\n")
 	l := res.Load
 	var per []string
@@ -307,6 +422,9 @@ func ExplainErrors(res *Results) string {
 		if math.Abs(p.CommExposed-m.CommExposed) > math.Abs(d) {
 			part, d = "communication", p.CommExposed-m.CommExposed
 		}
+		if math.Abs(p.Bubble-m.Bubble) > math.Abs(d) {
+			part, d = "the pipeline bubble", p.Bubble-m.Bubble
+		}
 		if math.Abs(p.Optimizer-m.Optimizer) > math.Abs(d) {
 			part, d = "the optimizer", p.Optimizer-m.Optimizer
 		}
@@ -327,6 +445,8 @@ func pick(part string, t reports.StepTime) float64 {
 		return t.CommExposed
 	case "the optimizer":
 		return t.Optimizer
+	case "the pipeline bubble":
+		return t.Bubble
 	}
 	return t.Compute
 }

@@ -29,6 +29,9 @@ type Row struct {
 	// OtherCPU is the share of the machine's CPU that other processes used during each of this
 	// row's runs (-1: unknown).
 	OtherCPU []float64 `json:"other_cpu_share"`
+	// MemoryErrors are the row's memory errors (MemoryErrors): memory the ranks held that the
+	// Program does not declare, or params/grads/optimizer/activations bytes other than predicted.
+	MemoryErrors []string `json:"memory_errors,omitempty"`
 	// Sharing is how the prediction's compute was split when the ranks outnumber the cores
 	// (SplitSharing); nil when they do not.
 	Sharing *Sharing `json:"sharing,omitempty"`
@@ -61,6 +64,9 @@ type Errors struct {
 	CommBytesAbs map[string]float64 `json:"comm_bytes_abs_error"`
 	// MemoryRel is |predicted - measured| / measured per memory category.
 	MemoryRel map[string]float64 `json:"memory_rel_error"`
+	// PhaseRel is |predicted - measured| / measured of the time of each mechanism the row has
+	// (bubble, zero_gather, recompute).
+	PhaseRel map[string]float64 `json:"phase_rel_error,omitempty"`
 }
 
 // Summary is the accuracy over all rows.
@@ -77,6 +83,10 @@ type Summary struct {
 	CommBytesMaxAbsError  float64            `json:"comm_bytes_max_abs_error"`
 	MemoryMaxRelError     map[string]float64 `json:"memory_max_rel_error"`
 	MaxRelDiffVsSingle    float64            `json:"max_rel_diff_vs_single"`
+	// MemoryErrorRows counts the rows with memory errors.
+	MemoryErrorRows int `json:"memory_error_rows"`
+	// PhaseMaxRelError is the largest relative error of each mechanism's time over the rows.
+	PhaseMaxRelError map[string]float64 `json:"phase_max_rel_error,omitempty"`
 }
 
 // Recommendation is the choice for one objective and its reasons, in numbers. Tied lists the

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -40,16 +41,21 @@ func SimulatedSample(r *sim.Result, pred reports.Sample) *reports.Sample {
 }
 
 // MeasuredSample is what the runs of one row measured: the step time is step (the median over
-// every round's post-warm-up steps); its split into compute, exposed communication and optimizer
-// is the share of each in the op time of every rank over every post-warm-up step of every round
-// (one rank's one step, exec's Breakdown, moves by tens of percent from run to run); memory is
-// the most loaded rank; bytes sent the mean over ranks, which is what DESIGN.md's 2(p-1)/p n per
-// rank means (when p does not divide n ring chunks differ by one element and some ranks send a
-// few bytes more than others, but the group sends 2(p-1) n in all). Memory and bytes are those
-// of the last run (every run of a row sends and holds the same).
+// every round's post-warm-up steps); its split into compute, exposed communication, pipeline
+// bubble (pipeline receives) and optimizer is the share of each in the op time of every rank over
+// every post-warm-up step of every round (one rank's one step, exec's Breakdown, moves by tens of
+// percent from run to run), and so is the time of each mechanism (Phases: bubble, ZeRO gathers,
+// recompute; left out when the events cannot be matched to the Program); memory is that of the
+// most loaded rank (the highest peak, the rank the cost model reports); bytes sent on each mesh
+// dimension the mean over the ranks of a pipeline stage, which is what DESIGN.md's 2(p-1)/p n
+// per rank means (when p does not divide n ring chunks differ by one element and some ranks send
+// a few bytes more than others, but the group sends 2(p-1) n in all), of the pipeline stage that
+// sends most (pipeline stages hold different layers; the cost model reports the busiest). Memory and bytes are those of the last run (every run of a row sends
+// and holds the same).
 func MeasuredSample(runs []*exec.Result, step time.Duration, warmup int) reports.Sample {
 	s := reports.Sample{Memory: map[string]float64{}, CommBytes: map[string]float64{}}
-	var comp, comm, opt time.Duration
+	var comp, comm, bub, opt time.Duration
+	phases, matched := map[string]float64{}, len(runs) > 0
 	for _, res := range runs {
 		for _, r := range res.Ranks {
 			for _, e := range r.Events {
@@ -58,6 +64,8 @@ func MeasuredSample(runs []*exec.Result, step time.Duration, warmup int) reports
 				}
 				d := e.End - e.Start
 				switch {
+				case e.Kind == string(program.OpRecv):
+					bub += d
 				case e.Comm:
 					comm += d
 				case e.Phase == program.Optimizer.String():
@@ -67,24 +75,53 @@ func MeasuredSample(runs []*exec.Result, step time.Duration, warmup int) reports
 				}
 			}
 		}
+		matched = matched && measuredPhases(res, warmup, phases)
 	}
 	st := step.Seconds()
 	s.Time.Step = st
-	if sum := (comp + comm + opt).Seconds(); sum > 0 {
+	k := 0.0
+	if sum := (comp + comm + bub + opt).Seconds(); sum > 0 {
 		// What the events do not cover, the rank's bookkeeping between ops, goes with them pro rata.
-		k := st / sum
-		s.Time.Compute, s.Time.CommExposed, s.Time.Optimizer = k*comp.Seconds(), k*comm.Seconds(), k*opt.Seconds()
+		k = st / sum
+		s.Time.Compute, s.Time.CommExposed, s.Time.Bubble, s.Time.Optimizer = k*comp.Seconds(), k*comm.Seconds(), k*bub.Seconds(), k*opt.Seconds()
 	}
 	if len(runs) == 0 {
 		return s
 	}
 	last := runs[len(runs)-1]
-	for _, r := range last.Ranks {
-		for k, v := range r.PeakBytes {
-			s.Memory[k] = max(s.Memory[k], float64(v))
+	if matched && last.Program != nil {
+		s.Phases = map[string]float64{}
+		for _, ph := range programPhases(last.Program) {
+			s.Phases[ph] = k * phases[ph]
 		}
+		if _, ok := s.Phases[PhaseBubble]; ok {
+			s.Phases[PhaseBubble] = s.Time.Bubble // the same receives, summed in another order
+		}
+	}
+	most := -1
+	perStage := map[int]map[string]float64{} // bytes summed over the ranks of each pp coordinate
+	count := map[int]int{}
+	for i, r := range last.Ranks {
+		if most < 0 || r.PeakBytes["peak"] > last.Ranks[most].PeakBytes["peak"] {
+			most = i
+		}
+		pp := r.Coords[strategies.DimPP]
+		if perStage[pp] == nil {
+			perStage[pp] = map[string]float64{}
+		}
+		count[pp]++
 		for k, v := range r.CommBytes {
-			s.CommBytes[k] += float64(v) / float64(len(last.Ranks))
+			perStage[pp][k] += float64(v)
+		}
+	}
+	for pp, m := range perStage {
+		for k, v := range m {
+			s.CommBytes[k] = max(s.CommBytes[k], v/float64(count[pp]))
+		}
+	}
+	if most >= 0 {
+		for k, v := range last.Ranks[most].PeakBytes {
+			s.Memory[k] = float64(v)
 		}
 	}
 	return s
@@ -248,6 +285,8 @@ type RowInput struct {
 	OtherCPU []float64
 	// Warmup is the number of warm-up steps of every run.
 	Warmup int
+	// PredPhases is the predicted time of the row's mechanisms (PredictedPhases).
+	PredPhases map[string]float64
 }
 
 // MakeRow builds a row from its prediction, simulation and runs, against ref (single-device
@@ -258,7 +297,9 @@ func MakeRow(in RowInput, ref *exec.Result, hw *hardware.Hardware) Row {
 	segs := Segments(in.Sim)
 	row.Predicted.Time, row.Sharing = SplitSharing(row.Predicted.Time, row.Ranks, hw, segs)
 	row.Measured = MeasuredSample(in.Runs, exec.Median(in.Steps), in.Warmup)
+	row.Predicted.Phases = in.PredPhases
 	row.Simulated = SimulatedSample(in.Sim, row.Predicted)
+	row.Simulated.Phases = SimulatedPhases(in.Sim, in.PredPhases, row.Ranks/max(1, in.Mesh.DP*in.Mesh.CP*in.Mesh.TP))
 	row.Simulated.Time, _ = SplitSharing(row.Simulated.Time, row.Ranks, hw, segs)
 	row.Plan = in.Pred.Plan
 	row.Rounds = len(in.Runs)
@@ -295,7 +336,59 @@ func MakeRow(in RowInput, ref *exec.Result, hw *hardware.Hardware) Row {
 		}
 		e.MemoryRel[c] = math.Abs(p-m) / m
 	}
+	for _, ph := range phasesOf(row.Predicted, row.Measured) {
+		if e.PhaseRel == nil {
+			e.PhaseRel = map[string]float64{}
+		}
+		p, m := row.Predicted.Phases[ph], row.Measured.Phases[ph]
+		e.PhaseRel[ph] = ape(p, m)
+		if m == 0 && p != 0 {
+			e.PhaseRel[ph] = 1
+		}
+	}
+	row.MemoryErrors = MemoryErrors(row, in.Runs)
 	return row
+}
+
+// ExactMemory are the memory categories whose prediction must equal the measurement to the
+// byte: what a rank holds for the whole step (parameters, gradients, optimizer state) and what
+// it keeps from forward to backward (activations), all fixed by the Program's shapes. Workspace,
+// communication buffers and the peak depend on when transient buffers come and go, and are
+// reported as errors in percent only.
+var ExactMemory = []string{"params", "grads", "optimizer", "activations"}
+
+// MemoryErrors are a row's memory errors: every place where exec found that the ranks held
+// memory other than the Program declares (exec.Result.MemoryErrors, of every run), and every
+// category of ExactMemory whose measured bytes differ from the prediction.
+func MemoryErrors(row Row, runs []*exec.Result) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range runs {
+		for _, e := range r.MemoryErrors {
+			if !seen[e] {
+				seen[e] = true
+				out = append(out, "exec: "+e)
+			}
+		}
+	}
+	var more float64 // measured above predicted, over ExactMemory
+	for _, c := range ExactMemory {
+		p, m := row.Predicted.Memory[c], row.Measured.Memory[c]
+		if p != m {
+			more += m - p
+			sign := "+"
+			if m < p {
+				sign = ""
+			}
+			out = append(out, fmt.Sprintf("%s: predicted %s bytes per rank, measured %s (%s%s): the Program the prediction priced and what the kernels held differ",
+				c, commas(int64(p)), commas(int64(m)), sign, commas(int64(m-p))))
+		}
+	}
+	if pc, mc := row.Predicted.Memory["comm"], row.Measured.Memory["comm"]; more != 0 && pc-mc == more {
+		out = append(out, fmt.Sprintf("the %s bytes measured above the prediction in those categories are the %s the prediction counts as communication buffers and exec does not: the same bytes, counted in another category",
+			commas(int64(more)), commas(int64(pc-mc))))
+	}
+	return out
 }
 
 func ape(pred, meas float64) float64 {
@@ -330,6 +423,15 @@ func Summarize(rows []Row) Summary {
 			s.MemoryMaxRelError[k] = max(s.MemoryMaxRelError[k], v)
 		}
 		s.MaxRelDiffVsSingle = max(s.MaxRelDiffVsSingle, r.MaxRelDiff)
+		if len(r.MemoryErrors) > 0 {
+			s.MemoryErrorRows++
+		}
+		for k, v := range r.Errors.PhaseRel {
+			if s.PhaseMaxRelError == nil {
+				s.PhaseMaxRelError = map[string]float64{}
+			}
+			s.PhaseMaxRelError[k] = max(s.PhaseMaxRelError[k], v)
+		}
 	}
 	return s
 }

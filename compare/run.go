@@ -44,11 +44,12 @@ const warmup = 1
 
 type state struct {
 	Point
-	pred  *costmodel.Result
-	sim   *sim.Result
-	runs  []*exec.Result
-	steps []time.Duration
-	other []float64
+	phases map[string]float64
+	pred   *costmodel.Result
+	sim    *sim.Result
+	runs   []*exec.Result
+	steps  []time.Duration
+	other  []float64
 }
 
 // Run predicts every point with res.Profile (the cost model and the simulator, from the Program
@@ -83,6 +84,7 @@ func Run(ctx context.Context, res *Results, pts []Point, o Options) (*Timeline, 
 		if err != nil {
 			return nil, err
 		}
+		s.phases = PredictedPhases(pt.Program, coster, s.pred)
 		if s.sim, err = sim.Simulate(pt.Program, coster, sim.Options{Spans: true}); err != nil {
 			return nil, err
 		}
@@ -136,6 +138,7 @@ rounds:
 		res.RoundsDone = round
 	}
 	var tl *Timeline
+	tlPipeline := false
 	for _, s := range st {
 		if len(s.runs) == 0 {
 			res.Skipped = append(res.Skipped, Skipped{s.Strategy, s.Mesh.String(), "interrupted before it was measured"})
@@ -148,11 +151,14 @@ rounds:
 			s.runs, s.other = s.runs[:res.RoundsDone], s.other[:res.RoundsDone]
 			s.steps = s.steps[:res.RoundsDone*(s.Config.Steps-warmup)]
 		}
-		row := MakeRow(RowInput{Strategy: s.Strategy, Mesh: s.Mesh, Pred: s.pred, Sim: s.sim, Runs: s.runs, Steps: s.steps, OtherCPU: s.other, Warmup: warmup}, ref, hw)
+		row := MakeRow(RowInput{Strategy: s.Strategy, Mesh: s.Mesh, Pred: s.pred, Sim: s.sim, Runs: s.runs, Steps: s.steps, OtherCPU: s.other, Warmup: warmup, PredPhases: s.phases}, ref, hw)
 		say("%s %s predicted %s, measured %s (%+.0f%%, spread ±%.0f%%)", s.Strategy, s.Mesh,
 			msText(row.Predicted.Time.Step), msText(row.Measured.Time.Step), 100*(row.Predicted.Time.Step-row.Measured.Time.Step)/row.Measured.Time.Step, 50*row.Spread.Rel)
 		res.Rows = append(res.Rows, row)
-		if s.Mesh.Devices() > 1 {
+		// The timeline is of the first pipeline row (its bubble shows), else of the last
+		// multi-rank row.
+		if s.Mesh.Devices() > 1 && !tlPipeline {
+			tlPipeline = s.Mesh.PP > 1
 			last := s.runs[len(s.runs)-1]
 			tl = &Timeline{
 				Titles: []string{fmt.Sprintf("simulated %s %s", s.Strategy, s.Mesh), fmt.Sprintf("measured %s %s (step %d)", s.Strategy, s.Mesh, last.Breakdown.StepIndex)},
@@ -185,7 +191,9 @@ func SimSpans(r *sim.Result, mesh strategies.Mesh) []reports.Span {
 	return out
 }
 
-// MeasuredSpans is the measured timeline of the breakdown's step, from its own start.
+// MeasuredSpans is the measured timeline of the breakdown's step, from its own start. Pipeline
+// receives are the bubble (their own lane, "pipeline wait"), and full recompute's replayed
+// forward ops are drawn as recompute, where the events match the Program.
 func MeasuredSpans(res *exec.Result) []reports.Span {
 	step := res.Breakdown.StepIndex
 	t0 := math.Inf(1)
@@ -198,14 +206,23 @@ func MeasuredSpans(res *exec.Result) []reports.Span {
 	}
 	var out []reports.Span
 	for _, r := range res.Ranks {
-		proc := fmt.Sprintf("rank %d (dp=%d,tp=%d)", r.Rank, r.Coords["dp"], r.Coords["tp"])
-		for _, e := range r.Events {
+		var ops []*program.Op
+		if res.Program != nil {
+			ops, _ = eventOps(res.Program, r.Events)
+		}
+		proc := fmt.Sprintf("rank %d (pp=%d,dp=%d,tp=%d)", r.Rank, r.Coords["pp"], r.Coords["dp"], r.Coords["tp"])
+		for i, e := range r.Events {
 			if e.Step != step {
 				continue
 			}
 			thread, cat := "compute", e.Phase
-			if e.Comm {
+			switch {
+			case e.Kind == string(program.OpRecv):
+				thread, cat = "pipeline wait", PhaseBubble
+			case e.Comm:
 				thread, cat = "communication", "communication"
+			case ops != nil && phaseOf(ops[i]) == PhaseRecompute:
+				cat = PhaseRecompute
 			}
 			out = append(out, reports.Span{Process: proc, Thread: thread, Name: e.Kind + " " + e.Module, Cat: cat,
 				Start: e.Start.Seconds() - t0, Dur: (e.End - e.Start).Seconds()})

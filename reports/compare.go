@@ -316,6 +316,41 @@ func MemoryByCategory(title string, rows []Row) (*Figure, error) {
 // it, and measured (solid) side by side. Dimensions that no row uses are left out; rows that send
 // nothing show no bars. An empty title gives "Bytes sent per rank per step, by mesh dimension".
 func CommBytesByDim(title string, rows []Row) (*Figure, error) {
+	return groupedBars(orDefault(title, "Bytes sent per rank per step, by mesh dimension"), rows, groups{
+		what: "bytes", values: func(s Sample) map[string]float64 { return s.CommBytes }, order: MeshDims,
+		fixed: map[string]color.RGBA{"dp": blue, "tp": red, "pp": green, "cp": purple},
+		yname: "bytes sent per rank per step", unit: byteUnit, none: "no communication"})
+}
+
+// PhaseTimes draws grouped bars of the time per rank per step of each mechanism rows have
+// (Sample.Phases, in PhaseNames' order: the pipeline bubble, ZeRO's all-gathers, recompute's
+// replayed forward), predicted, simulated where rows have it, and measured side by side, as
+// CommBytesByDim draws bytes. An empty title gives "Pipeline bubble, ZeRO gathers and recompute".
+func PhaseTimes(title string, rows []Row) (*Figure, error) {
+	return groupedBars(orDefault(title, "Pipeline bubble, ZeRO gathers and recompute"), rows, groups{
+		what: "s", values: func(s Sample) map[string]float64 { return s.Phases }, order: PhaseNames,
+		fixed: map[string]color.RGBA{"bubble": yellow, "zero_gather": orange, "recompute": teal},
+		names: map[string]string{"bubble": "pipeline bubble", "zero_gather": "ZeRO all-gathers", "recompute": "recompute (replayed forward)"},
+		yname: "time per rank per step", unit: timeUnit, none: "no bubble, gathers or recompute"})
+}
+
+// groups describes a grouped bar chart of one map of values per sample.
+type groups struct {
+	what   string // unit word in error messages
+	values func(Sample) map[string]float64
+	// order of the keys; other keys follow in lexical order.
+	order []string
+	fixed map[string]color.RGBA
+	// names are the legend's names of keys (the key itself when missing).
+	names map[string]string
+	yname string
+	unit  func(max float64) (float64, string)
+	none  string // the legend when no row has any value
+}
+
+// groupedBars draws, per row, one bar per key and series (predicted, simulated, measured) side by
+// side; keys with no positive value in any row are left out.
+func groupedBars(title string, rows []Row, g groups) (*Figure, error) {
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("reports: no rows to plot")
 	}
@@ -328,12 +363,12 @@ func CommBytesByDim(title string, rows []Row) (*Figure, error) {
 			if smp == nil {
 				continue
 			}
-			for d, v := range smp.CommBytes {
-				if err := checkFinite(fmt.Sprintf("%s %s %s bytes", r.Label(), s.name, d), v); err != nil {
+			for d, v := range g.values(*smp) {
+				if err := checkFinite(fmt.Sprintf("%s %s %s %s", r.Label(), s.name, d, g.what), v); err != nil {
 					return nil, err
 				}
 				if v < 0 {
-					return nil, fmt.Errorf("reports: %s %s %s bytes is %g; bars need values >= 0", r.Label(), s.name, d, v)
+					return nil, fmt.Errorf("reports: %s %s %s %s is %g; bars need values >= 0", r.Label(), s.name, d, g.what, v)
 				}
 				if v > 0 {
 					used[d] = true
@@ -343,7 +378,7 @@ func CommBytesByDim(title string, rows []Row) (*Figure, error) {
 		}
 	}
 	var dims []string
-	for _, d := range MeshDims {
+	for _, d := range g.order {
 		if used[d] {
 			dims = append(dims, d)
 			delete(used, d)
@@ -355,12 +390,11 @@ func CommBytesByDim(title string, rows []Row) (*Figure, error) {
 	}
 	sort.Strings(other)
 	dims = append(dims, other...)
-	fixed := map[string]color.RGBA{"dp": blue, "tp": red, "pp": green, "cp": purple}
 	extra := []color.RGBA{yellow, palette[8], palette[7], teal, orange}
 
-	k, unit := byteUnit(top)
+	k, unit := g.unit(top)
 	p := newPlot()
-	p.Y.Label.Text = fmt.Sprintf("bytes sent per rank per step (%s)", unit)
+	p.Y.Label.Text = fmt.Sprintf("%s (%s)", g.yname, unit)
 	grid := plotter.NewGrid()
 	grid.Vertical.Width = 0
 	grid.Horizontal.Color = lightGrey
@@ -370,7 +404,7 @@ func CommBytesByDim(title string, rows []Row) (*Figure, error) {
 	bw := 0.8 / float64(max(slots, 1))
 	dimColors := map[string]color.RGBA{}
 	for i, d := range dims {
-		c, ok := fixed[d]
+		c, ok := g.fixed[d]
 		if !ok {
 			c = extra[(i-(len(dims)-len(other)))%len(extra)]
 		}
@@ -380,11 +414,11 @@ func CommBytesByDim(title string, rows []Row) (*Figure, error) {
 		for di, d := range dims {
 			for j, s := range ss {
 				smp := s.sample(r)
-				if smp == nil || smp.CommBytes[d] <= 0 {
+				if smp == nil || g.values(*smp)[d] <= 0 {
 					continue
 				}
 				x0 := float64(i) - 0.4 + float64(di*len(ss)+j)*bw
-				bx.add(box{x0: x0, x1: x0 + bw*0.9, y0: 0, y1: smp.CommBytes[d] * k,
+				bx.add(box{x0: x0, x1: x0 + bw*0.9, y0: 0, y1: g.values(*smp)[d] * k,
 					fill: tint(dimColors[d], s.tint), line: s.barOutline()})
 			}
 		}
@@ -397,12 +431,16 @@ func CommBytesByDim(title string, rows []Row) (*Figure, error) {
 	if top == 0 {
 		p.Y.Max = 1
 	}
-	fig := newFigure(orDefault(title, "Bytes sent per rank per step, by mesh dimension"), p)
+	fig := newFigure(title, p)
 	for _, d := range dims {
-		fig.Legend.Add(d, swatch{fill: dimColors[d], line: draw.LineStyle{Color: darkGrey, Width: vg.Points(0.6)}})
+		name := d
+		if n, ok := g.names[d]; ok {
+			name = n
+		}
+		fig.Legend.Add(name, swatch{fill: dimColors[d], line: draw.LineStyle{Color: darkGrey, Width: vg.Points(0.6)}})
 	}
 	if len(dims) == 0 {
-		fig.Legend.Add("no communication", swatch{})
+		fig.Legend.Add(g.none, swatch{})
 	}
 	for _, s := range ss {
 		fig.Legend.Add(s.name, swatch{fill: tint(grey, s.tint), line: s.barOutline()})

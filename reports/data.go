@@ -22,7 +22,15 @@ type Sample struct {
 	Memory map[string]float64 `json:"memory_bytes"`
 	// CommBytes is bytes sent per rank per step on each mesh dimension ("dp", "tp", "pp", "cp").
 	CommBytes map[string]float64 `json:"comm_bytes"`
+	// Phases is the time per rank per step, in seconds, of the mechanisms of PhaseNames the
+	// strategy has (a pipeline's bubble, ZeRO's gathers, recompute's replayed forward); nil or
+	// missing keys: the strategy does not have them (or they were not measured).
+	Phases map[string]float64 `json:"phase_s,omitempty"`
 }
+
+// PhaseNames are the keys of Sample.Phases, in the order the phase figure draws them: the
+// pipeline bubble, ZeRO's parameter all-gathers over dp, and recompute's replayed forward ops.
+var PhaseNames = []string{"bubble", "zero_gather", "recompute"}
 
 // Row is one (strategy, mesh) of a comparison: what was predicted, what was measured and,
 // optionally, what the simulator said.

@@ -310,6 +310,44 @@ func TestCommBytesNone(t *testing.T) {
 	}
 }
 
+// The mechanisms figure draws a bar per mechanism and series where a row has it, names them in
+// the legend, refuses negative times, and says so when no row has any.
+func TestPhaseTimes(t *testing.T) {
+	rows := fixtureRows()[:2]
+	rows[1].Predicted.Phases = map[string]float64{"bubble": 0.004, "recompute": 0.002}
+	rows[1].Measured.Phases = map[string]float64{"bubble": 0.005, "recompute": 0.003}
+	f, err := PhaseTimes("", rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteSVG(&b, f, goldenW, goldenH); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	if !strings.Contains(svg, "pipeline bubble") || !strings.Contains(svg, "recompute (replayed forward)") || strings.Contains(svg, "ZeRO all-gathers") {
+		t.Errorf("legend: want the bubble and recompute, not the gathers no row has")
+	}
+	if n := len(f.Panels); n != 1 {
+		t.Errorf("%d panels", n)
+	}
+	rows[1].Measured.Phases["recompute"] = -1
+	if _, err := PhaseTimes("", rows); err == nil || !strings.Contains(err.Error(), "bars need values >= 0") {
+		t.Errorf("negative time: %v", err)
+	}
+	f, err = PhaseTimes("", fixtureRows()[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	if err := WriteSVG(&b, f, goldenW, goldenH); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "no bubble, gathers or recompute") {
+		t.Error("no mechanism: the legend does not say so")
+	}
+}
+
 // A prediction written by `tpsim predict --json` decodes into a Sample, and a Row survives a JSON
 // round trip (how `tpsim plot --in results.json` reads them back).
 func TestSampleJSON(t *testing.T) {

@@ -21,10 +21,9 @@ import (
 	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/program"
-	"github.com/tpsim/tpsim/strategies"
 )
 
-const compareHelp = `Usage: tpsim compare [flags]
+var compareHelp = `Usage: tpsim compare [flags]
 
 Run every strategy twice on a mesh of local goroutine ranks: predicted by the cost model (and laid
 out by the simulator) from this machine's calibrated profile, and measured by really training with
@@ -32,9 +31,18 @@ exec. Shows the trade-offs side by side (step time and where it goes, memory per
 bytes sent per mesh dimension), the accuracy of the prediction, and which strategy to use for
 speed, for memory and for communication, with the reasons in numbers.
 
-With no flags it compares single, data, tensor and hybrid parallel for gpt-tiny on 1, 2 and 4
-ranks, calibrating this machine first if no profile is cached (about 15 s), and writes
-results.json, results.csv, report.md and figures (PNG and SVG) to tpsim-out/.
+With no flags it compares single, data, tensor and hybrid parallel, pipelines (1F1B and GPipe),
+ZeRO-3 and full recompute for gpt-tiny on 1, 2 and 4 ranks (a pipeline stage needs a
+layer: gpt-tiny's 2 layers give pp=2), calibrating this machine first if no profile is cached
+(about 15 s), and writes results.json, results.csv, report.md and figures (PNG and SVG) to
+tpsim-out/. The strategies (--strategies), each run on every number of --meshes it fits
+(the mechanisms on the smallest only):
+` + compare.FamilyHelp() + `
+Pipeline rows report the bubble, ZeRO rows the time in their parameter all-gathers over dp, and
+recompute rows the time of the forward ops replayed in backward, predicted (the cost model's
+price of those ops) against measured (exec's timeline); a row whose measured memory differs
+from the prediction, or whose ranks held memory the Program does not declare, is a memory error:
+it is reported and compare exits with status 1.
 
 On a shared machine: every round measures every strategy in turn, and the share of the CPU that
 other processes use is read (from /proc) around every run; above 10% compare warns and says what
@@ -74,8 +82,8 @@ type compareOptions struct {
 	ForeignHardware bool
 }
 
-// strategyNames are the strategy families compare runs.
-var strategyNames = []string{"single", "dp", "tp", "hybrid"}
+// strategyNames are the strategy families compare runs (suggestions for a misspelt one).
+var strategyNames = compare.FamilyNames()
 
 func runCompare(args []string, stdout, stderr io.Writer) int {
 	o, fs, err := parseCompare(args)
@@ -91,7 +99,7 @@ func parseCompare(args []string) (*compareOptions, *pflag.FlagSet, error) {
 	var meshes, strats string
 	fs.StringVar(&o.Model, "model", "gpt-tiny", "model: a preset name or a config.json (small enough to train here, without dropout)")
 	fs.StringVar(&meshes, "meshes", "1,2,4", "numbers of ranks to run each strategy on")
-	fs.StringVar(&strats, "strategies", strings.Join(strategyNames, ","), "strategies: single (at the 1 of --meshes), dp (data parallel), tp (tensor parallel), hybrid (dp=2 x tp)")
+	fs.StringVar(&strats, "strategies", strings.Join(compare.DefaultFamilies, ","), "strategies to run on each of --meshes (see the list above): "+strings.Join(compare.FamilyNames(), ", "))
 	fs.StringVar(&o.Plan, "plan", "megatron", "tensor-parallel plan for tp and hybrid: a style, \"megatron\", a map or a JSON file")
 	fs.IntVar(&o.Steps, "steps", 10, "optimizer steps per run (the first is a warm-up)")
 	fs.IntVar(&o.Rounds, "rounds", 3, "runs of every strategy, in turn; the measured step time is the median over all their steps")
@@ -119,8 +127,8 @@ func parseCompare(args []string) (*compareOptions, *pflag.FlagSet, error) {
 	}
 	for _, s := range strings.Split(strats, ",") {
 		s = strings.ToLower(strings.TrimSpace(s))
-		if !contains(strategyNames, s) {
-			return o, fs, usagef("--strategies: unknown strategy %q; valid: %s", s, strings.Join(strategyNames, ", "))
+		if _, ok := compare.FamilyNamed(s); !ok {
+			return o, fs, usagef("--strategies: unknown strategy %q; valid: %s", s, strings.Join(compare.FamilyNames(), ", "))
 		}
 		o.Strategies = append(o.Strategies, s)
 	}
@@ -149,56 +157,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// gridPoint is one (strategy, mesh) to run.
-type gridPoint struct {
-	Strategy string
-	Mesh     strategies.Mesh
-}
-
-// grid lists the (strategy, mesh) pairs of the options: single where --meshes has 1, dp and tp
-// where it has 2 or more, hybrid where it has an even number from 4; a hybrid that cannot be is
-// returned with the reason.
-func (o *compareOptions) grid() (pts []gridPoint, skipped []compare.Skipped) {
-	seen := map[string]bool{}
-	add := func(s string, m strategies.Mesh) {
-		k := s + m.String()
-		if !seen[k] {
-			seen[k] = true
-			pts = append(pts, gridPoint{s, m})
-		}
-	}
-	for _, s := range o.Strategies {
-		for _, n := range o.Meshes {
-			one := strategies.Mesh{PP: 1, DP: 1, CP: 1, TP: 1}
-			switch s {
-			case "single":
-				if n != 1 {
-					continue // single is the 1 of --meshes
-				}
-				add(s, one)
-			case "dp", "tp":
-				if n == 1 {
-					continue // on one rank they are the single row
-				}
-				if s == "dp" {
-					one.DP = n
-				} else {
-					one.TP = n
-				}
-				add(s, one)
-			case "hybrid":
-				if n < 4 || n%2 != 0 {
-					skipped = append(skipped, compare.Skipped{Strategy: s, Mesh: fmt.Sprint(n), Reason: "hybrid is dp=2 x tp=n/2 and needs an even number of ranks, at least 4"})
-					continue
-				}
-				one.DP, one.TP = 2, n/2
-				add(s, one)
-			}
-		}
-	}
-	return pts, skipped
 }
 
 // hostProfile returns the hardware to predict with and how it was calibrated (the share of the CPU
@@ -259,7 +217,10 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	grid, skipped := o.grid()
+	grid, skipped, err := compare.Grid(o.Strategies, o.Meshes)
+	if err != nil {
+		return usagef("--strategies: %v", err)
+	}
 	if len(grid) == 0 {
 		return usagef("the strategies %v on meshes %v give nothing to run; add 1 to --meshes for single, 2 or more for dp and tp, 4 or more for hybrid", o.Strategies, o.Meshes)
 	}
@@ -276,6 +237,12 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 	for i, pt := range grid {
 		eo := &execOptions{Model: o.Model, Mesh: pt.Mesh.String(), Plan: o.Plan, Steps: o.Steps, Batch: o.Batch, Seed: o.Seed, Optimizer: opt}
 		cfg, err := eo.configFor(m, pt.Mesh)
+		if err == nil {
+			err = pt.Apply(&cfg.Strategy)
+		}
+		// exec blocks its rank in every collective (nothing overlaps compute), so the
+		// prediction is made for that: overlap off, as exec runs it.
+		cfg.Strategy.Overlap = false
 		var prog *program.Program
 		if err == nil {
 			prog, err = exec.Lowered(cfg)
@@ -335,7 +302,24 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 	if interrupted {
 		return errInterrupted
 	}
-	return nil
+	return memoryErrorsErr(res, o.Out)
+}
+
+// memoryErrorsErr is compare's failure when rows have memory errors (exit status 1, after the
+// files and the table are written), nil when none has.
+func memoryErrorsErr(res *compare.Results, out string) error {
+	n := res.Summary.MemoryErrorRows
+	if n == 0 {
+		return nil
+	}
+	var rows []string
+	for _, r := range res.Rows {
+		if len(r.MemoryErrors) > 0 {
+			rows = append(rows, r.Label())
+		}
+	}
+	return fmt.Errorf("memory errors in %d of %d rows (%s): the memory the ranks held differs from the prediction or from what the Program declares; see \"memory error\" above and report.md in %s",
+		n, len(res.Rows), strings.Join(rows, ", "), out)
 }
 
 // skippedText lists skipped rows one per line.

@@ -88,7 +88,7 @@ func TestCompareWritesEverything(t *testing.T) {
 		if !(r.Spread.Low > 0 && r.Spread.Low <= r.Measured.Time.Step && r.Measured.Time.Step <= r.Spread.High) {
 			t.Errorf("%s: spread %+v does not contain the measured step %g", r.Label(), r.Spread, r.Measured.Time.Step)
 		}
-		if sum := r.Measured.Time.Compute + r.Measured.Time.CommExposed + r.Measured.Time.Optimizer; math.Abs(sum-r.Measured.Time.Step) > 1e-9*r.Measured.Time.Step {
+		if sum := r.Measured.Time.Compute + r.Measured.Time.CommExposed + r.Measured.Time.Bubble + r.Measured.Time.Optimizer; math.Abs(sum-r.Measured.Time.Step) > 1e-9*r.Measured.Time.Step {
 			t.Errorf("%s: measured parts sum to %g, step %g", r.Label(), sum, r.Measured.Time.Step)
 		}
 	}
@@ -103,7 +103,7 @@ func TestCompareErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--strategies", "zero"}, 2, `unknown strategy "zero"; valid: single, dp, tp, hybrid`},
+		{[]string{"--strategies", "zero"}, 2, `unknown strategy "zero" (did you mean "zero1"?); valid: single, dp, tp, hybrid, pp, gpipe, ppdp, zero1, zero2, zero3, recompute`},
 		{[]string{"--meshes", "0"}, 2, "not a positive number of ranks"},
 		{[]string{"--steps", "1"}, 2, "at least 2 steps"},
 		{[]string{"--max-load", "1.5"}, 2, "between 0 and 1"},
@@ -154,7 +154,7 @@ func FuzzParseCompare(f *testing.F) {
 			}
 		}
 		for _, s := range o.Strategies {
-			if !contains(strategyNames, s) {
+			if _, ok := compare.FamilyNamed(s); !ok {
 				t.Fatalf("accepted strategy %q", s)
 			}
 		}
@@ -162,4 +162,59 @@ func FuzzParseCompare(f *testing.F) {
 			t.Fatalf("accepted steps %d rounds %d", o.Steps, o.Rounds)
 		}
 	})
+}
+
+// A row with memory errors makes compare fail (exit status 1) naming the rows; none, success.
+func TestCompareMemoryErrorsExit(t *testing.T) {
+	res := &compare.Results{Rows: []compare.Row{{}, {}}}
+	res.Rows[0].Strategy, res.Rows[0].Mesh = "single", "dp=1"
+	res.Rows[1].Strategy, res.Rows[1].Mesh = "zero3", "dp=2"
+	res.Summary = compare.Summarize(res.Rows)
+	if err := memoryErrorsErr(res, "out"); err != nil {
+		t.Errorf("no memory errors: %v", err)
+	}
+	res.Rows[1].MemoryErrors = []string{"params: predicted 1 bytes per rank, measured 2 (+1)"}
+	res.Summary = compare.Summarize(res.Rows)
+	err := memoryErrorsErr(res, "out")
+	var out, errb bytes.Buffer
+	if code := finish("compare", nil, "", err, &out, &errb); code != 1 || !strings.Contains(errb.String(), "memory errors in 1 of 2 rows (zero3 dp=2)") {
+		t.Errorf("exit %d, stderr %q; want 1 naming zero3 dp=2", code, errb.String())
+	}
+}
+
+// The mechanism families through the command line: pipelines of 2 microbatches per stage and
+// full recompute are laid out, predicted and measured, their bubble and recompute time are in
+// results.json and the mechanisms figure is drawn; no memory error, so exit 0.
+func TestCompareMechanismRows(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	args := []string{"compare", "--model", "gpt-tiny", "--meshes", "1,2", "--strategies", "pp,gpipe,recompute",
+		"--steps", "2", "--rounds", "1", "--hardware", "testdata/host.json", "--out", dir}
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res compare.Results
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"pp pp=2": "bubble", "gpipe pp=2": "bubble", "recompute dp=1": "recompute"}
+	if len(res.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d: %+v", len(res.Rows), len(want), res.Skipped)
+	}
+	for _, r := range res.Rows {
+		ph, ok := want[r.Label()]
+		if !ok || !(r.Predicted.Phases[ph] > 0) || !(r.Measured.Phases[ph] > 0) || len(r.MemoryErrors) != 0 {
+			t.Errorf("%s: %s predicted %v measured %v, memory errors %v", r.Label(), ph, r.Predicted.Phases, r.Measured.Phases, r.MemoryErrors)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mechanisms.svg")); err != nil {
+		t.Errorf("no mechanisms figure: %v", err)
+	}
+	if !strings.Contains(out.String(), "pipeline bubble") || !strings.Contains(out.String(), "recompute") {
+		t.Errorf("the table lacks the mechanisms:\n%s", out.String())
+	}
 }

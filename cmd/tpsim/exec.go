@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tpsim/tpsim/exec"
+	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/reports"
@@ -310,6 +311,12 @@ func (o *execOptions) runCtx(ctx context.Context, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// Refuse a trace that cannot be written before training, not after.
+	if o.Trace != "" {
+		if err := atomicfile.CheckFile(o.Trace); err != nil {
+			return fmt.Errorf("cannot write the trace: %v; pass --trace a writable path", err)
+		}
+	}
 	cfg.OnStep = o.onStep
 	fmt.Fprintf(stderr, "tpsim exec: %s on %s, %d steps...\n", cfg.Model.Name, cfg.Strategy.Mesh, cfg.Steps)
 	res, err := exec.Run(ctx, cfg)
@@ -595,13 +602,18 @@ func writeTrace(path string, res *exec.Result) error {
 
 // writeTraceFile writes spans as a Chrome trace to path.
 func writeTraceFile(path string, spans []reports.Span) error {
-	f, err := os.Create(path)
+	// Atomically (internal/atomicfile): a failed or interrupted write leaves the previous trace
+	// or none, never half of one.
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return fmt.Errorf("cannot write the trace: %v; pass --trace a writable path", err)
 	}
+	defer f.Abort()
 	if err := reports.WriteChromeTrace(f, spans); err != nil {
-		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("cannot write the trace: %v; pass --trace a writable path", err)
+	}
+	return nil
 }

@@ -266,3 +266,33 @@ func TestExecInterrupted(t *testing.T) {
 		t.Errorf("stdout %q; want the losses of the finished steps", out.String())
 	}
 }
+
+// The trace is written atomically: a finished run leaves trace.json and no temporary file beside
+// it, and a trace that cannot be written is refused before training starts.
+func TestExecTraceAtomic(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace.json")
+	var out, errb bytes.Buffer
+	if code := run([]string{"exec", "--steps", "2", "--trace", trace}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || ents[0].Name() != "trace.json" {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the trace's directory holds %v, want trace.json alone", names)
+	}
+	if b, err := os.ReadFile(trace); err != nil || !bytes.HasPrefix(bytes.TrimSpace(b), []byte("[")) && !bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
+		t.Errorf("trace.json is not a JSON trace (%v): %.60s", err, b)
+	}
+	errb.Reset()
+	if code := run([]string{"exec", "--steps", "2", "--trace", dir}, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "cannot write the trace") || strings.Contains(errb.String(), "steps...") {
+		t.Errorf("--trace a directory: exit %d, stderr %q; want refused before training", code, errb.String())
+	}
+}
