@@ -121,7 +121,9 @@ func (z *zeroState) fullGrad(r *rank, name string) []float32 {
 	if !ok {
 		panic(lowering(fmt.Sprintf("parameter %q is not held by stage %d", name, r.s.Index)))
 	}
-	g := r.alloc.f32(CatGrads, n)
+	// The whole gradient is a collective's buffer, as the cost model counts it (its comm
+	// category): the rank's own gradient is the shard the reduce-scatter leaves.
+	g := r.alloc.f32(CatComm, n)
 	r.grads[name] = g
 	return g
 }
@@ -133,7 +135,7 @@ func (z *zeroState) afterOp(r *rank, op *program.Op) {
 	}
 	for _, name := range []string{op.Param, op.Bias} {
 		if b, ok := r.params[name]; ok && name != "" {
-			r.alloc.putF32(CatParams, b)
+			r.alloc.putF32(CatComm, b)
 			delete(r.params, name)
 		}
 	}
@@ -146,7 +148,9 @@ func (z *zeroState) collective(r *rank, op *program.Op) error {
 		for _, name := range op.Params {
 			full, ok := r.params[name]
 			if !ok {
-				full = r.alloc.f32(CatParams, z.size[name])
+				// A gathered parameter is a collective's buffer (comm), not the rank's own
+				// parameters (its shard), as the cost model counts it.
+				full = r.alloc.f32(CatComm, z.size[name])
 				r.params[name] = full
 			}
 			if err := z.dp.AllGather(full, z.shard[name]); err != nil {
@@ -168,7 +172,7 @@ func (z *zeroState) collective(r *rank, op *program.Op) error {
 				}
 			}
 			r.unscratch(part)
-			r.alloc.putF32(CatGrads, full)
+			r.alloc.putF32(CatComm, full)
 			delete(r.grads, name)
 			if err != nil {
 				return err

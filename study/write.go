@@ -629,7 +629,11 @@ func (rep *Report) HTML(figs []Figure) ([]byte, error) {
 		}
 		var cells []htmlCell
 		for i, s := range rep.summaryRow(cr) {
-			cells = append(cells, htmlCell{Text: breakable(s), Class: class(i)})
+			text := template.HTML(template.HTMLEscapeString(s))
+			if class(i) == "text" {
+				text = breakable(s) // numbers never break: a <wbr> is a break even under nowrap
+			}
+			cells = append(cells, htmlCell{Text: text, Class: class(i)})
 		}
 		data.Summary = append(data.Summary, htmlRow{Class: cls, Cells: cells})
 		r := cr[0]

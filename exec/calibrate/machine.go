@@ -14,7 +14,9 @@ import (
 // Version 2: per-kernel rates, the BLAS parallelism rule and the slowdown of ranks that meet at
 // collectives, measured with exec recycling its buffers.
 // Version 3: the vocabulary-parallel cross-entropy's kernels (statistics, combine, shard backward).
-const FormatVersion = 3
+// Version 4: the kernels it measures run on tpsim's own AVX2/FMA GEMM (exec/kernels/gemm), the
+// float32 elementwise kernels and the ring that adds from the peer's buffer: every rate changed.
+const FormatVersion = 4
 
 // Machine identifies the machine and build a profile was measured on: its fingerprint. A cached
 // profile whose fingerprint differs from the current one is stale.
