@@ -191,6 +191,12 @@ func (st *Strategy) set(k, v string) error {
 	case "gbs":
 		st.GBS, err = positive(k, v)
 	case "seq":
+		// seq=0 is the model's sequence: what String and Short print for a model without one
+		// (an MLP), so that their output parses back.
+		if strings.TrimSpace(v) == "0" {
+			st.Seq = 0
+			break
+		}
 		st.Seq, err = positive(k, v)
 	case "vpp":
 		st.VPP, err = positive(k, v)
