@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	suggestpkg "github.com/tpsim/tpsim/internal/suggest"
 )
 
 //go:embed presets/*.json
@@ -183,7 +185,7 @@ func suggest(name string) string {
 	name = strings.ToLower(name)
 	best, bestD := "", len(name)/3+1
 	for _, k := range fieldNames() {
-		if d := editDistance(name, k); d < bestD {
+		if d := suggestpkg.Distance(name, k); d < bestD {
 			best, bestD = k, d
 		}
 	}
@@ -220,26 +222,6 @@ func fieldNames() []string {
 	walk(reflect.TypeFor[Hardware]())
 	slices.Sort(names)
 	return slices.Compact(names)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // Save writes h as indented JSON that Parse reads back to an equal Hardware. The output is

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/internal/suggest"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
@@ -248,34 +249,14 @@ func closest(s string, valid []string) string {
 		if len(s) >= 3 && strings.HasPrefix(v, strings.ToLower(s)) && bd > 2 {
 			best = v
 		}
-		if d := editDistance(strings.ToLower(s), v); d < bd {
+		if len(s) > 64 {
+			break // an edit distance is quadratic: no suggestion for a pasted paragraph
+		}
+		if d := suggest.Distance(strings.ToLower(s), v); d < bd {
 			best, bd = v, d
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 99
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // str reads a non-empty string scalar.

@@ -302,22 +302,8 @@ func humanDays(s float64) string {
 	return strconv.FormatFloat(s/3600, 'f', 1, 64) + " h"
 }
 
-func commas(v float64) string {
-	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+// commas rounds v and writes it with thousands separators.
+func commas(v float64) string { return reports.Commas(int64(math.Round(v))) }
 
 func (rep *Report) money(r Row) string {
 	if !r.HasCost {
