@@ -12,7 +12,7 @@ import (
 	"github.com/tpsim/tpsim/units"
 )
 
-// Tests against published formulas. Each cites its source; ../shared/validation/formulas.json
+// Tests against published formulas. Each cites its source; validate/data/formulas.json
 // holds the formulas as the papers print them.
 
 func mustParse(t testing.TB, s string) strategies.Strategy {

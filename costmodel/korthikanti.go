@@ -4,7 +4,7 @@ import "github.com/tpsim/tpsim/strategies"
 
 // KorthikantiActivationBytes is the activation memory of one transformer layer in bytes, as
 // Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
-// Eq. 1-6 and Table 2; ../shared/validation/formulas.json) give it for 16-bit activations and
+// Eq. 1-6 and Table 2; validate/data/formulas.json) give it for 16-bit activations and
 // 1-byte dropout masks: s sequence length, b microbatch, h hidden size, a attention heads,
 // t tensor-parallel size, sp sequence parallelism, recompute none, selective or full:
 //

@@ -47,6 +47,6 @@
 // The presets a100-80g, h100-96g, h100-sxm and h200 are JSON files embedded from presets/; Save writes one
 // out so that a user can copy and edit it, and Load reads it back. Each preset cites the source
 // of every number in its "sources" map (keyed by JSON path, levels by name), drawing on
-// shared/validation/hardware.json and collectives.json; a test checks that the figures match
+// validate/data/hardware.json and collectives.json; a test checks that the figures match
 // those files. The host profile (this machine, filled by calibration) is not a preset here.
 package hardware

@@ -109,13 +109,11 @@ func TestPresetsCiteEveryNumber(t *testing.T) {
 	}
 }
 
-// validationFile reads a file of shared/validation, or skips the test when this checkout has none.
+// validationFile reads a file of the validation data the repository ships (validate/data, a copy
+// of the project's shared validation folder with its README of sources).
 func validationFile(t *testing.T, name string, v any) {
 	t.Helper()
-	data, err := os.ReadFile("../../shared/validation/" + name)
-	if os.IsNotExist(err) {
-		t.Skipf("../../shared/validation/%s not present", name)
-	}
+	data, err := os.ReadFile("../validate/data/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +122,7 @@ func validationFile(t *testing.T, name string, v any) {
 	}
 }
 
-// TestPresetsMatchHardwareJSON checks the device figures against shared/validation/hardware.json.
+// TestPresetsMatchHardwareJSON checks the device figures against validate/data/hardware.json.
 func TestPresetsMatchHardwareJSON(t *testing.T) {
 	var doc struct {
 		GPUs []map[string]any `json:"gpus"`

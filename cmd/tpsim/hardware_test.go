@@ -15,7 +15,7 @@ func TestHardwareList(t *testing.T) {
 	if code != exitOK || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	// Dense BF16 peaks 312 / 989 / 989 TFLOP/s (shared/validation/hardware.json).
+	// Dense BF16 peaks 312 / 989 / 989 TFLOP/s (validate/data/hardware.json).
 	for _, s := range []string{"NAME", "a100-80g", "h100-sxm", "h200", "312 TFLOP/s", "989 TFLOP/s", "80 GB (74.5 GiB)", "nvlink 8 x", "ib all x"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
