@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
@@ -210,11 +210,11 @@ func planWriteText(w io.Writer, pr *planRun) error {
 	if out.Fix != "" {
 		ew.printf(", fixed %s", out.Fix)
 	}
-	ew.printf("\nsearched %s combinations: %s feasible", commas(int64(out.Searched)), commas(int64(out.Feasible)))
+	ew.printf("\nsearched %s combinations: %s feasible", reports.Commas(int64(out.Searched)), reports.Commas(int64(out.Feasible)))
 	if len(out.Rejected) > 0 {
 		var parts []string
 		for _, k := range strategies.SortedReasons(out.Rejected) {
-			parts = append(parts, fmt.Sprintf("%s %s", k, commas(int64(out.Rejected[k]))))
+			parts = append(parts, fmt.Sprintf("%s %s", k, reports.Commas(int64(out.Rejected[k]))))
 		}
 		ew.printf("; rejected: %s", strings.Join(parts, ", "))
 	}
@@ -229,7 +229,7 @@ func planWriteText(w io.Writer, pr *planRun) error {
 				sim = units.Seconds(*e.SimStep).String()
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%.1f%%\t%.1f GiB\t%v\t%v\t%v\t%v\t%s\t\n", e.Rank, search.Label(st), e.Time.Step,
-				commas(int64(e.TokensPerS+0.5)), 100*e.MFU, e.Memory.Peak.GiB(),
+				reports.Commas(int64(e.TokensPerS+0.5)), 100*e.MFU, e.Memory.Peak.GiB(),
 				e.CommBytes["pp"], e.CommBytes["dp"], e.CommBytes["cp"], e.CommBytes["tp"], sim)
 		}
 		tw.Flush()
@@ -244,7 +244,7 @@ func planWriteText(w io.Writer, pr *planRun) error {
 
 // planWriteFiles writes plan.csv, plan.json and the Pareto figure into dir.
 func planWriteFiles(dir string, pr *planRun) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := atomicfile.CheckDir(dir); err != nil {
 		return err
 	}
 	header, rows := planTable(pr)
@@ -252,14 +252,14 @@ func planWriteFiles(dir string, pr *planRun) error {
 	if err := reports.CSV(&csv, header, rows); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "plan.csv"), csv.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "plan.csv"), csv.Bytes(), 0o644); err != nil {
 		return err
 	}
 	var js bytes.Buffer
 	if err := writeJSON(&js, pr.Out); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "plan.json"), js.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "plan.json"), js.Bytes(), 0o644); err != nil {
 		return err
 	}
 	if pr.Res.Feasible == 0 {

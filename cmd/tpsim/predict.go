@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/program"
+	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -192,15 +192,6 @@ func (o *predictOptions) run(w io.Writer) error {
 	return writePrediction(w, p)
 }
 
-// writeJSON writes v as indented JSON; encoding/json sorts map keys, so the output is
-// deterministic.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // writePrediction prints the human-readable breakdown of a prediction.
 func writePrediction(w io.Writer, p *prediction) error {
 	r := p.Result
@@ -267,7 +258,7 @@ func writePrediction(w io.Writer, p *prediction) error {
 	fmt.Fprintf(tw, "  hardware FLOPs\t%v per step (recompute and replicated work counted)\n", r.FLOPs.Hardware)
 	fmt.Fprintf(tw, "  MFU / HFU\t%.1f%% / %.1f%% of %v\n", 100*r.MFU, 100*r.HFU, p.Peak)
 	fmt.Fprintf(tw, "  TFLOP/s per GPU\t%.1f model, %.1f hardware\n", r.ModelTFLOPsPerGPU, r.HardwareTFLOPsPerGPU)
-	fmt.Fprintf(tw, "  tokens/s\t%s (%s tokens per step)\n", commas(int64(r.TokensPerS+0.5)), commas(p.Program.Tokens))
+	fmt.Fprintf(tw, "  tokens/s\t%s (%s tokens per step)\n", reports.Commas(int64(r.TokensPerS+0.5)), reports.Commas(p.Program.Tokens))
 	tw.Flush()
 
 	if line := dominantComm(r, st); line != "" {
@@ -326,70 +317,4 @@ func commWhat(dim string, st strategies.Strategy) string {
 		return "context-parallel key/value exchange"
 	}
 	return dim
-}
-
-// errWriter remembers the first write error so that printing code can check once.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(b []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(b)
-	e.err = err
-	return n, err
-}
-
-func (e *errWriter) printf(format string, a ...any) { fmt.Fprintf(e, format, a...) }
-
-// percent formats x/of as a percentage, "-" when of is zero.
-func percent(x, of float64) string {
-	if of == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f%%", 100*x/of)
-}
-
-// commas formats n with thousands separators: 6738415616 -> "6,738,415,616".
-func commas(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-// shortCount formats a parameter count with three significant digits and a K, M, B or T suffix:
-// 6738415616 -> "6.74B".
-func shortCount(n int64) string {
-	x := float64(n)
-	for _, u := range []struct {
-		div    float64
-		suffix string
-	}{{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}} {
-		if x >= u.div {
-			v := x / u.div
-			switch {
-			case v >= 100:
-				return fmt.Sprintf("%.0f%s", v, u.suffix)
-			case v >= 10:
-				return fmt.Sprintf("%.1f%s", v, u.suffix)
-			default:
-				return fmt.Sprintf("%.2f%s", v, u.suffix)
-			}
-		}
-	}
-	return fmt.Sprint(n)
 }
