@@ -265,26 +265,16 @@ func planWriteFiles(dir string, pr *planRun) error {
 	if pr.Res.Feasible == 0 {
 		return nil
 	}
-	// The figure draws every feasible candidate: their steps exact (the search kept lower bounds
-	// of those it never named).
-	var bound []int
-	for i := range pr.Evals {
-		if pr.Evals[i].Bound {
-			bound = append(bound, i)
-		}
+	pts, w := pr.Scatter()
+	all := make([]reports.Candidate, len(pts))
+	for i, p := range pts {
+		all[i] = reports.Candidate{StepTime: p.Step, PeakMemory: p.Peak}
 	}
-	pr.Ev.Refine(pr.Evals, bound)
-	var all, front []reports.Candidate
-	for _, e := range pr.Evals {
-		if e.Priced && e.Feasible {
-			all = append(all, reports.Candidate{StepTime: float64(e.Step), PeakMemory: float64(e.Peak)})
-		}
-	}
+	var front []reports.Candidate
 	for _, p := range pr.Out.Front {
 		front = append(front, reports.Candidate{Label: p.Strategy, StepTime: p.Step, PeakMemory: p.Peak})
 	}
-	wi := pr.Order[0]
-	winner := &reports.Candidate{Label: search.Label(pr.Ev.Space.Strategy(wi)), StepTime: float64(pr.Evals[wi].Step), PeakMemory: float64(pr.Evals[wi].Peak)}
+	winner := &reports.Candidate{Label: w.Strategy, StepTime: w.Step, PeakMemory: w.Peak}
 	title := fmt.Sprintf("%s on %d x %s: step time against peak memory (objective %s)", pr.Out.Model, pr.Out.GPUs, pr.Out.Hardware, pr.Out.Objective)
 	fig, err := reports.Pareto(title, all, front, winner)
 	if err != nil {

@@ -25,10 +25,6 @@ const (
 	defaultStrategy = "dp=8,zero=3"
 )
 
-// commBoundShare is the share of the step that exposed communication must reach before predict
-// names the communication that dominates.
-const commBoundShare = 0.2
-
 const predictHelp = `Usage: tpsim predict [flags]
 
 Price one strategy with the analytical cost model: memory per device by category, bytes sent per
@@ -261,7 +257,7 @@ func writePrediction(w io.Writer, p *prediction) error {
 	fmt.Fprintf(tw, "  tokens/s\t%s (%s tokens per step)\n", reports.Commas(int64(r.TokensPerS+0.5)), reports.Commas(p.Program.Tokens))
 	tw.Flush()
 
-	if line := dominantComm(r, st); line != "" {
+	if line := r.CommBound(st); line != "" {
 		ew.printf("\n%s\n", line)
 	}
 
@@ -272,49 +268,4 @@ func writePrediction(w io.Writer, p *prediction) error {
 		}
 	}
 	return ew.err
-}
-
-// dominantComm says, when exposed communication is at least commBoundShare of the step, which
-// mesh dimension's communication takes longest (exposed or hidden) and what it carries; it is ""
-// otherwise.
-func dominantComm(r *costmodel.Result, st strategies.Strategy) string {
-	if r.Time.Step <= 0 || float64(r.Time.CommExposed) < commBoundShare*float64(r.Time.Step) {
-		return ""
-	}
-	dim := ""
-	for _, d := range strategies.DimOrder {
-		if r.CommTime[d] > 0 && (dim == "" || r.CommTime[d] > r.CommTime[dim]) {
-			dim = d
-		}
-	}
-	if dim == "" {
-		return ""
-	}
-	return fmt.Sprintf("Communication bound: exposed communication is %s of the step. %s dominates (%s=%d, %s): %v per step, overlapped or not, %v sent per device.",
-		percent(float64(r.Time.CommExposed), float64(r.Time.Step)), dim, dim, st.Mesh.Size(dim), commWhat(dim, st), r.CommTime[dim], r.CommBytes[dim])
-}
-
-// commWhat says what a mesh dimension's collectives carry under st.
-func commWhat(dim string, st strategies.Strategy) string {
-	switch dim {
-	case strategies.DimDP:
-		switch st.ZeRO {
-		case 0:
-			return "gradient all-reduce"
-		case 3:
-			return "ZeRO-3 parameter all-gathers in forward and backward, gradient reduce-scatter"
-		default:
-			return fmt.Sprintf("ZeRO-%d gradient reduce-scatter and parameter all-gather", st.ZeRO)
-		}
-	case strategies.DimTP:
-		if st.SP {
-			return "tensor-parallel activation all-gathers and reduce-scatters"
-		}
-		return "tensor-parallel activation all-reduces"
-	case strategies.DimPP:
-		return "pipeline activation sends between stages"
-	case strategies.DimCP:
-		return "context-parallel key/value exchange"
-	}
-	return dim
 }
