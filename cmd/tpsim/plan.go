@@ -193,10 +193,10 @@ func planTable(pr *planRun) ([]string, [][]string) {
 			strconv.FormatFloat(e.TokensPerS, 'f', 0, 64),
 			strconv.FormatFloat(e.MFU, 'f', 3, 64),
 			strconv.FormatFloat(e.Memory.Peak.GiB(), 'f', 2, 64),
-			strconv.FormatFloat(float64(e.CommBytes["pp"]), 'g', 4, 64),
-			strconv.FormatFloat(float64(e.CommBytes["dp"]), 'g', 4, 64),
-			strconv.FormatFloat(float64(e.CommBytes["cp"]), 'g', 4, 64),
-			strconv.FormatFloat(float64(e.CommBytes["tp"]), 'g', 4, 64),
+			reports.Number(float64(e.CommBytes["pp"])),
+			reports.Number(float64(e.CommBytes["dp"])),
+			reports.Number(float64(e.CommBytes["cp"])),
+			reports.Number(float64(e.CommBytes["tp"])),
 			sim})
 	}
 	return header, rows

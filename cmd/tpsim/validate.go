@@ -214,7 +214,7 @@ func valWriteFiles(dir string, out *validate.Output) error {
 	var rows [][]string
 	for _, r := range out.Rows {
 		rows = append(rows, []string{r.ID, r.Source, r.GPU, r.Hardware, r.Strategy, r.Metric,
-			strconv.FormatFloat(r.Published, 'g', 6, 64), strconv.FormatFloat(r.Predicted, 'g', 6, 64), strconv.FormatFloat(r.APE, 'f', 4, 64)})
+			reports.Number(r.Published), strconv.FormatFloat(r.Predicted, 'g', 6, 64), strconv.FormatFloat(r.APE, 'f', 4, 64)})
 	}
 	var csv bytes.Buffer
 	if err := reports.CSV(&csv, header, rows); err != nil {
