@@ -235,6 +235,7 @@ func (o *execOptions) runCtx(ctx context.Context, stdout, stderr io.Writer) erro
 		return err
 	}
 	cfg.OnStep = o.onStep
+	cfg.Warmup = min(1, cfg.Steps-1) // the first step is a warm-up, left out of the step time (the help)
 	fmt.Fprintf(stderr, "tpsim exec: %s on %s, %d steps...\n", cfg.Model.Name, cfg.Strategy.Mesh, cfg.Steps)
 	res, err := exec.Run(ctx, cfg)
 	if ctx.Err() != nil {

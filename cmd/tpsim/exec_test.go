@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -243,5 +244,23 @@ func TestExecInterrupted(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "loss (") || !strings.Contains(out.String(), "steps finished)") {
 		t.Errorf("stdout %q; want the losses of the finished steps", out.String())
+	}
+}
+
+// The step time is the median after the warm-up step, as the help says: the first step (which
+// fills the allocators' pools) is left out.
+func TestExecStepTimeAfterWarmup(t *testing.T) {
+	code, rep, stderr := execJSON(t, "--model", "seed-mlp", "--mesh", "tp=2", "--steps", "4")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var steps []float64
+	for _, v := range rep["step_times_s"].([]any) {
+		steps = append(steps, v.(float64))
+	}
+	after := append([]float64(nil), steps[1:]...)
+	sort.Float64s(after) // 3 steps after the warm-up: the median is the middle one
+	if got := rep["time_s"].(map[string]any)["step"].(float64); len(steps) != 4 || got != after[1] {
+		t.Errorf("time_s.step %g, want the median of %v after the warm-up step, %g", got, steps, after[1])
 	}
 }
