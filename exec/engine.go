@@ -190,13 +190,7 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 	if err != nil {
 		return nil, fmt.Errorf("exec: %v", err)
 	}
-	lr := cfg.LR
-	if lr == 0 {
-		lr = 0.01
-		if st.Optimizer == strategies.OptimizerAdam {
-			lr = 1e-3
-		}
-	}
+	lr := LearningRate(cfg.LR, st.Optimizer)
 	batch := makeBatch(p, cfg.Seed)
 	n := world.Size()
 	// Every rank is a goroutine: a product may use only the cores the ranks leave free (with a

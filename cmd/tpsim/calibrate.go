@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -185,7 +186,7 @@ func writeCalibration(w io.Writer, hw *hardware.Hardware, r *calibrate.Report) e
 			sizes = append(sizes, p.Bytes)
 		}
 	}
-	sortBytes(sizes)
+	slices.Sort(sizes)
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  KIND\tRANKS")
 	for _, s := range sizes {
@@ -267,12 +268,4 @@ func writeCalibration(w io.Writer, hw *hardware.Hardware, r *calibrate.Report) e
 // fitLine is "relative error rms 12%, max +30% over 24 points".
 func fitLine(f calibrate.Fit) string {
 	return fmt.Sprintf("relative error rms %.0f%%, max %+.0f%% over %d points", 100*f.RMSRelErr, 100*f.MaxRelErr, f.Points)
-}
-
-func sortBytes(v []units.Bytes) {
-	for i := 1; i < len(v); i++ {
-		for j := i; j > 0 && v[j] < v[j-1]; j-- {
-			v[j], v[j-1] = v[j-1], v[j]
-		}
-	}
 }

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -149,13 +147,8 @@ func (o *execOptions) configFor(m *model.Model, mesh strategies.Mesh) (exec.Conf
 	if st.Optimizer, err = parseOptimizer(o.Optimizer); err != nil {
 		return exec.Config{}, err
 	}
-	switch a := strings.ToLower(o.Attn); a {
-	case "": // callers that build options in code (compare) leave it unset: the flag's default
-		st.Attention = strategies.AttentionEager
-	case strategies.AttentionEager, strategies.AttentionFlash, strategies.AttentionFlash1:
-		st.Attention = a
-	default:
-		return exec.Config{}, usagef("--attn=%q is not valid; use eager, flash or flash1", o.Attn)
+	if st.Attention, err = parseAttn(o.Attn); err != nil {
+		return exec.Config{}, err
 	}
 	if mesh.TP > 1 {
 		if st.Plan, err = strategies.ParsePlan(o.Plan); err != nil {
@@ -181,15 +174,8 @@ func (o *execOptions) configStrategy(m *model.Model) (exec.Config, error) {
 	if err != nil {
 		return exec.Config{}, err
 	}
-	for _, part := range strings.Split(o.Strategy, ",") {
-		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
-		k, v = strings.ToLower(strings.TrimSpace(k)), strings.ToLower(strings.TrimSpace(v))
-		switch {
-		case k == "precision" && v != strategies.PrecisionFP32:
-			return exec.Config{}, fmt.Errorf("--strategy: precision=%s is priced by 'tpsim predict', not executed: exec trains in fp32; use precision=fp32 or leave precision out", v)
-		case k == "overlap" && st.Overlap:
-			return exec.Config{}, fmt.Errorf("--strategy: overlap=%s is priced by 'tpsim predict', not executed: every collective in exec blocks its rank; use overlap=off or leave overlap out", v)
-		}
+	if err := exec.CheckSpec(o.Strategy, st); err != nil {
+		return exec.Config{}, err
 	}
 	st.Precision = strategies.PrecisionFP32
 	if o.set["optimizer"] {
@@ -198,11 +184,8 @@ func (o *execOptions) configStrategy(m *model.Model) (exec.Config, error) {
 		}
 	}
 	if o.set["attn"] {
-		switch a := strings.ToLower(o.Attn); a {
-		case strategies.AttentionEager, strategies.AttentionFlash, strategies.AttentionFlash1:
-			st.Attention = a
-		default:
-			return exec.Config{}, usagef("--attn=%q is not valid; use eager, flash or flash1", o.Attn)
+		if st.Attention, err = parseAttn(o.Attn); err != nil {
+			return exec.Config{}, err
 		}
 	}
 	if o.set["plan"] && st.Mesh.TP > 1 {
@@ -230,75 +213,16 @@ func parseOptimizer(s string) (string, error) {
 	return "", usagef("--optimizer=%q is not valid; use sgd or adam", s)
 }
 
-// execReport is the JSON of tpsim exec.
-type execReport struct {
-	Model     string `json:"model"`
-	Strategy  string `json:"strategy"`
-	Plan      string `json:"plan"`
-	Devices   int    `json:"devices"`
-	Steps     int    `json:"steps"`
-	Seed      uint64 `json:"seed"`
-	Optimizer string `json:"optimizer"`
-	// MemoryBytes is the most loaded rank's peak per category; CommBytes the most bytes any rank
-	// sent per step on each dimension.
-	MemoryBytes map[string]int64 `json:"memory_bytes"`
-	CommBytes   map[string]int64 `json:"comm_bytes"`
-	Time        struct {
-		Step        float64 `json:"step"`
-		Compute     float64 `json:"compute"`
-		CommExposed float64 `json:"comm_exposed"`
-		Bubble      float64 `json:"bubble"`
-		Optimizer   float64 `json:"optimizer"`
-	} `json:"time_s"`
-	StepTimes  []float64   `json:"step_times_s"`
-	TokensPerS float64     `json:"tokens_per_s"`
-	Loss       []jsonFloat `json:"loss"`
-	MaxRelDiff jsonFloat   `json:"max_rel_diff_vs_single"`
-	// OK is false when Failures lists why the run failed (exit status 1).
-	OK       bool     `json:"ok"`
-	Failures []string `json:"failures"`
-	// BubbleFraction is the measured pipeline bubble of the median step (exec.Result).
-	BubbleFraction float64 `json:"bubble_fraction"`
-	// TrackedBytes and GoHeapLiveBytes are the allocators' bytes and the Go heap's live bytes at
-	// the end of the run (exec.Result); MemoryErrors where the ranks held other memory than the
-	// Program declares.
-	TrackedBytes     uint64             `json:"tracked_bytes"`
-	UntrackedPerStep uint64             `json:"untracked_alloc_bytes_per_step"`
-	GoHeapLiveBytes  uint64             `json:"go_heap_live_bytes"`
-	MemoryErrors     []string           `json:"memory_errors"`
-	Ranks            []exec.RankResult  `json:"ranks"`
-	GoHeapBytes      uint64             `json:"go_heap_bytes"`
-	GoTotalAlloc     uint64             `json:"go_total_alloc_bytes"`
-	Collectives      []collectiveRecord `json:"collectives"`
-	// Ops are the durations of every op of the slowest rank in the median step.
-	Ops           []opRecord  `json:"ops"`
-	SingleDevice  []jsonFloat `json:"loss_single_device"`
-	MeasuredNotes string      `json:"notes"`
+// parseAttn reads --attn; "" (options built in code, by compare) is the flag's default, eager.
+func parseAttn(s string) (string, error) {
+	switch a := strings.ToLower(s); a {
+	case "":
+		return strategies.AttentionEager, nil
+	case strategies.AttentionEager, strategies.AttentionFlash, strategies.AttentionFlash1:
+		return a, nil
+	}
+	return "", usagef("--attn=%q is not valid; use eager, flash or flash1", s)
 }
-
-// opRecord is one executed op and how long it took.
-type opRecord struct {
-	Phase   string  `json:"phase"`
-	Kind    string  `json:"kind"`
-	Module  string  `json:"module"`
-	Seconds float64 `json:"seconds"`
-}
-
-// collectiveRecord is one collective the plan inserted, with the bytes a rank sends for it.
-type collectiveRecord struct {
-	Stage     int    `json:"stage"`
-	Phase     string `json:"phase"`
-	Kind      string `json:"kind"`
-	Dim       string `json:"dim"`
-	Module    string `json:"module"`
-	Shape     []int  `json:"shape"`
-	SentBytes int64  `json:"sent_bytes"`
-}
-
-// matchTolerance is the largest max_rel_diff_vs_single exec accepts: float32 rounding in another
-// order of summation, amplified by Adam where a gradient is zero in exact arithmetic (measured up
-// to 1.1e-4 on gpt-tiny's shape, exec.MaxRelDiff; 1e-5 and below everywhere else).
-const matchTolerance = 1e-4
 
 func (o *execOptions) run(stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -318,6 +242,7 @@ func (o *execOptions) runCtx(ctx context.Context, stdout, stderr io.Writer) erro
 		}
 	}
 	cfg.OnStep = o.onStep
+	cfg.Warmup = min(1, cfg.Steps-1) // the first step is a warm-up, left out of the step time (the help)
 	fmt.Fprintf(stderr, "tpsim exec: %s on %s, %d steps...\n", cfg.Model.Name, cfg.Strategy.Mesh, cfg.Steps)
 	res, err := exec.Run(ctx, cfg)
 	if ctx.Err() != nil {
@@ -334,7 +259,7 @@ func (o *execOptions) runCtx(ctx context.Context, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	rep := report(cfg, res, ref)
+	rep := exec.NewReport(cfg, res, ref)
 	if o.Trace != "" {
 		if err := writeTrace(o.Trace, res); err != nil {
 			return err
@@ -366,126 +291,7 @@ func interrupted(w io.Writer, res *exec.Result) error {
 	return errInterrupted
 }
 
-// failures lists what makes a run a failure: divergence, a mismatch against single-device
-// training, memory the ranks held that the Program does not declare.
-func failures(cfg exec.Config, res, ref *exec.Result, d float64) []string {
-	var out []string
-	for _, r := range []*exec.Result{res, ref} {
-		for i, l := range r.Losses {
-			if math.IsNaN(l) || math.IsInf(l, 0) {
-				lr := cfg.LR
-				if lr == 0 {
-					lr = map[string]float64{strategies.OptimizerSGD: 0.01, strategies.OptimizerAdam: 1e-3}[cfg.Strategy.Optimizer]
-				}
-				what := "the run"
-				if r == ref {
-					what = "single-device training"
-				}
-				out = append(out, fmt.Sprintf("diverged: %s's loss is %g at step %d (lr %g); lower --lr", what, l, i+1, lr))
-				break
-			}
-		}
-	}
-	if len(out) == 0 && !(d <= matchTolerance) {
-		out = append(out, fmt.Sprintf("the run does not match single-device training: max_rel_diff_vs_single %.3g > %g", d, matchTolerance))
-	}
-	for _, e := range res.MemoryErrors {
-		out = append(out, "memory: "+e)
-	}
-	return out
-}
-
-// jsonFloat encodes NaN and infinities as null (JSON has no such numbers), so that a diverged
-// run's report still encodes.
-type jsonFloat float64
-
-func (f jsonFloat) MarshalJSON() ([]byte, error) {
-	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-		return []byte("null"), nil
-	}
-	return json.Marshal(float64(f))
-}
-
-func jsonFloats(v []float64) []jsonFloat {
-	out := make([]jsonFloat, len(v))
-	for i, x := range v {
-		out[i] = jsonFloat(x)
-	}
-	return out
-}
-
-func report(cfg exec.Config, res, ref *exec.Result) *execReport {
-	p := res.Program
-	st := p.Strategy
-	rep := &execReport{Model: cfg.Model.Name, Strategy: st.String(), Plan: st.Plan.String(), Devices: st.Mesh.Devices(),
-		Steps: cfg.Steps, Seed: cfg.Seed, Optimizer: st.Optimizer, MemoryBytes: map[string]int64{}, CommBytes: map[string]int64{},
-		Loss: jsonFloats(res.Losses), SingleDevice: jsonFloats(ref.Losses), Ranks: res.Ranks,
-		GoHeapBytes: res.GoHeapBytes, GoTotalAlloc: res.GoTotalAllocBytes, BubbleFraction: res.BubbleFraction,
-		TrackedBytes: res.TrackedBytes, UntrackedPerStep: res.UntrackedAllocBytesPerStep, GoHeapLiveBytes: res.GoHeapLiveBytes, MemoryErrors: res.MemoryErrors,
-		MeasuredNotes: "memory_bytes counts the slices exec's allocator hands the kernels and collectives (params, grads, optimizer state, gradient buckets and gathered parameters as comm or params, kernel scratch as workspace); a microbatch's tensor is an activation when the rank still holds it at the end of that microbatch's forward, workspace otherwise, whatever the Program declares. The communicator's and pipeline's message copies are not in it; tracked_bytes against go_heap_live_bytes shows what is not"}
-	d := exec.MaxRelDiff(res, ref)
-	rep.MaxRelDiff = jsonFloat(d)
-	rep.Failures = failures(cfg, res, ref, d)
-	rep.OK = len(rep.Failures) == 0
-	if rep.Failures == nil {
-		rep.Failures = []string{}
-	}
-	if rep.MemoryErrors == nil {
-		rep.MemoryErrors = []string{}
-	}
-	if st.Mesh.TP == 1 {
-		rep.Plan = "none"
-	}
-	for _, r := range res.Ranks {
-		for k, v := range r.PeakBytes {
-			rep.MemoryBytes[k] = max(rep.MemoryBytes[k], v)
-		}
-		for k, v := range r.CommBytes {
-			rep.CommBytes[k] = max(rep.CommBytes[k], v)
-		}
-	}
-	b := res.Breakdown
-	rep.Time.Step = res.StepTime.Seconds()
-	rep.Time.Compute, rep.Time.CommExposed, rep.Time.Optimizer = b.Compute.Seconds(), (b.Comm - b.Bubble).Seconds(), b.Optimizer.Seconds()
-	rep.Time.Bubble = b.Bubble.Seconds()
-	for _, d := range res.StepTimes {
-		rep.StepTimes = append(rep.StepTimes, d.Seconds())
-	}
-	if res.StepTime > 0 {
-		rep.TokensPerS = float64(p.Tokens) / res.StepTime.Seconds()
-	}
-	for _, e := range b.Ops {
-		rep.Ops = append(rep.Ops, opRecord{Phase: e.Phase, Kind: e.Kind, Module: e.Module, Seconds: (e.End - e.Start).Seconds()})
-	}
-	for _, s := range p.Stages {
-		for _, list := range [][]program.Op{s.Forward, s.Backward, s.Optimizer} {
-			for _, op := range list {
-				if !(op.Kind.IsCollective() || op.Kind == program.OpSend) || op.Group <= 1 {
-					continue
-				}
-				var shape []int
-				if len(op.In) > 0 {
-					shape = s.Value(op.In[0]).Shape
-				}
-				mod := op.Module
-				switch {
-				case len(op.Params) > 0 && op.Phase == program.Optimizer:
-					mod = fmt.Sprintf("%d gradients", len(op.Params))
-					if op.Kind == program.OpAllGather {
-						mod = fmt.Sprintf("%d parameters", len(op.Params))
-					}
-				case op.Kind == program.OpSend:
-					mod = fmt.Sprintf("to stage %d", op.Peer)
-				}
-				rep.Collectives = append(rep.Collectives, collectiveRecord{Stage: s.Index, Phase: op.Phase.String(), Kind: string(op.Kind), Dim: op.Dim,
-					Module: mod, Shape: shape, SentBytes: int64(op.SentBytes)})
-			}
-		}
-	}
-	return rep
-}
-
-func writeExec(w io.Writer, rep *execReport, res *exec.Result) error {
+func writeExec(w io.Writer, rep *exec.Report, res *exec.Result) error {
 	ew := &errWriter{w: w}
 	st := res.Program.Strategy
 	ew.printf("%s on %s (%d ranks), plan %s, %d steps, batch %d (microbatch %d per dp rank), seed %d, %s\n",
@@ -499,16 +305,16 @@ func writeExec(w io.Writer, rep *execReport, res *exec.Result) error {
 		ew.printf(" %.6g", l)
 	}
 	verdict := "matches"
-	if d := float64(rep.MaxRelDiff); !(d <= matchTolerance) {
+	if d := float64(rep.MaxRelDiff); !(d <= exec.MatchTolerance) {
 		verdict = "DOES NOT match"
 	}
-	ew.printf("\nmax_rel_diff_vs_single %.3g: %s single-device training (tolerance %g)\n", float64(rep.MaxRelDiff), verdict, matchTolerance)
+	ew.printf("\nmax_rel_diff_vs_single %.3g: %s single-device training (tolerance %g)\n", float64(rep.MaxRelDiff), verdict, exec.MatchTolerance)
 
 	ew.printf("\nCollectives and pipeline sends the Program inserted (per microbatch; optimizer ones once per step)\n")
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  stage\tphase\tkind\tdim\tmodule\tshape\tbytes sent per rank\n")
 	for _, c := range rep.Collectives {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%v\t%s\n", c.Stage, c.Phase, c.Kind, c.Dim, c.Module, c.Shape, commas(c.SentBytes))
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%v\t%s\n", c.Stage, c.Phase, c.Kind, c.Dim, c.Module, c.Shape, reports.Commas(c.SentBytes))
 	}
 	if len(rep.Collectives) == 0 {
 		fmt.Fprintf(tw, "  none\n")
@@ -517,17 +323,7 @@ func writeExec(w io.Writer, rep *execReport, res *exec.Result) error {
 
 	ew.printf("\nMeasured bytes sent per rank per step\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	keys := map[string]bool{}
-	for _, r := range rep.Ranks {
-		for k := range r.CommByKind {
-			keys[k] = true
-		}
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
+	sorted := rep.CommKinds()
 	fmt.Fprintf(tw, "  rank\tcoords")
 	for _, k := range sorted {
 		fmt.Fprintf(tw, "\t%s", k)
@@ -537,10 +333,10 @@ func writeExec(w io.Writer, rep *execReport, res *exec.Result) error {
 		fmt.Fprintf(tw, "  %d\tpp=%d,dp=%d,tp=%d", r.Rank, r.Coords["pp"], r.Coords["dp"], r.Coords["tp"])
 		var total int64
 		for _, k := range sorted {
-			fmt.Fprintf(tw, "\t%s", commas(r.CommByKind[k]))
+			fmt.Fprintf(tw, "\t%s", reports.Commas(r.CommByKind[k]))
 			total += r.CommByKind[k]
 		}
-		fmt.Fprintf(tw, "\t%s\n", commas(total))
+		fmt.Fprintf(tw, "\t%s\n", reports.Commas(total))
 	}
 	tw.Flush()
 
@@ -598,22 +394,4 @@ func writeTrace(path string, res *exec.Result) error {
 		}
 	}
 	return writeTraceFile(path, spans)
-}
-
-// writeTraceFile writes spans as a Chrome trace to path.
-func writeTraceFile(path string, spans []reports.Span) error {
-	// Atomically (internal/atomicfile): a failed or interrupted write leaves the previous trace
-	// or none, never half of one.
-	f, err := atomicfile.Create(path, 0o644)
-	if err != nil {
-		return fmt.Errorf("cannot write the trace: %v; pass --trace a writable path", err)
-	}
-	defer f.Abort()
-	if err := reports.WriteChromeTrace(f, spans); err != nil {
-		return err
-	}
-	if err := f.Commit(); err != nil {
-		return fmt.Errorf("cannot write the trace: %v; pass --trace a writable path", err)
-	}
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/validate"
 )
 
@@ -142,7 +143,7 @@ func fitWritePresets(dir string, res *validate.FitResult) error {
 					return fmt.Errorf("fit: %s: %v", path, err)
 				}
 			}
-			if err := validate.WriteFileAtomic(path, text); err != nil {
+			if err := atomicfile.WriteFile(path, text, 0o644); err != nil {
 				return err
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/reports"
 )
 
 const modelsHelp = `Usage: tpsim models [flags]
@@ -100,7 +101,7 @@ func (o *modelsOptions) run(w io.Writer) error {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "NAME\tFAMILY\tKIND\tPARAMS\t\tLAYERS\tHIDDEN\tHEADS/KV\tFFN\tVOCAB\tSEQ\n")
 	for _, m := range infos {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d", m.Name, m.Family, m.Kind, commas(m.Params), shortCount(m.Params), m.Layers)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d", m.Name, m.Family, m.Kind, reports.Commas(m.Params), shortCount(m.Params), m.Layers)
 		if m.Kind == "transformer" {
 			fmt.Fprintf(tw, "\t%d\t%d/%d\t%d\t%d\t%d\n", m.Hidden, m.Heads, m.KVHeads, m.FFN, m.Vocab, m.Seq)
 		} else {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
@@ -193,10 +193,10 @@ func planTable(pr *planRun) ([]string, [][]string) {
 			strconv.FormatFloat(e.TokensPerS, 'f', 0, 64),
 			strconv.FormatFloat(e.MFU, 'f', 3, 64),
 			strconv.FormatFloat(e.Memory.Peak.GiB(), 'f', 2, 64),
-			strconv.FormatFloat(float64(e.CommBytes["pp"]), 'g', 4, 64),
-			strconv.FormatFloat(float64(e.CommBytes["dp"]), 'g', 4, 64),
-			strconv.FormatFloat(float64(e.CommBytes["cp"]), 'g', 4, 64),
-			strconv.FormatFloat(float64(e.CommBytes["tp"]), 'g', 4, 64),
+			reports.Number(float64(e.CommBytes["pp"])),
+			reports.Number(float64(e.CommBytes["dp"])),
+			reports.Number(float64(e.CommBytes["cp"])),
+			reports.Number(float64(e.CommBytes["tp"])),
 			sim})
 	}
 	return header, rows
@@ -210,11 +210,11 @@ func planWriteText(w io.Writer, pr *planRun) error {
 	if out.Fix != "" {
 		ew.printf(", fixed %s", out.Fix)
 	}
-	ew.printf("\nsearched %s combinations: %s feasible", commas(int64(out.Searched)), commas(int64(out.Feasible)))
+	ew.printf("\nsearched %s combinations: %s feasible", reports.Commas(int64(out.Searched)), reports.Commas(int64(out.Feasible)))
 	if len(out.Rejected) > 0 {
 		var parts []string
 		for _, k := range strategies.SortedReasons(out.Rejected) {
-			parts = append(parts, fmt.Sprintf("%s %s", k, commas(int64(out.Rejected[k]))))
+			parts = append(parts, fmt.Sprintf("%s %s", k, reports.Commas(int64(out.Rejected[k]))))
 		}
 		ew.printf("; rejected: %s", strings.Join(parts, ", "))
 	}
@@ -229,7 +229,7 @@ func planWriteText(w io.Writer, pr *planRun) error {
 				sim = units.Seconds(*e.SimStep).String()
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%.1f%%\t%.1f GiB\t%v\t%v\t%v\t%v\t%s\t\n", e.Rank, search.Label(st), e.Time.Step,
-				commas(int64(e.TokensPerS+0.5)), 100*e.MFU, e.Memory.Peak.GiB(),
+				reports.Commas(int64(e.TokensPerS+0.5)), 100*e.MFU, e.Memory.Peak.GiB(),
 				e.CommBytes["pp"], e.CommBytes["dp"], e.CommBytes["cp"], e.CommBytes["tp"], sim)
 		}
 		tw.Flush()
@@ -244,7 +244,7 @@ func planWriteText(w io.Writer, pr *planRun) error {
 
 // planWriteFiles writes plan.csv, plan.json and the Pareto figure into dir.
 func planWriteFiles(dir string, pr *planRun) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := atomicfile.CheckDir(dir); err != nil {
 		return err
 	}
 	header, rows := planTable(pr)
@@ -252,39 +252,29 @@ func planWriteFiles(dir string, pr *planRun) error {
 	if err := reports.CSV(&csv, header, rows); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "plan.csv"), csv.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "plan.csv"), csv.Bytes(), 0o644); err != nil {
 		return err
 	}
 	var js bytes.Buffer
 	if err := writeJSON(&js, pr.Out); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "plan.json"), js.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "plan.json"), js.Bytes(), 0o644); err != nil {
 		return err
 	}
 	if pr.Res.Feasible == 0 {
 		return nil
 	}
-	// The figure draws every feasible candidate: their steps exact (the search kept lower bounds
-	// of those it never named).
-	var bound []int
-	for i := range pr.Evals {
-		if pr.Evals[i].Bound {
-			bound = append(bound, i)
-		}
+	pts, w := pr.Scatter()
+	all := make([]reports.Candidate, len(pts))
+	for i, p := range pts {
+		all[i] = reports.Candidate{StepTime: p.Step, PeakMemory: p.Peak}
 	}
-	pr.Ev.Refine(pr.Evals, bound)
-	var all, front []reports.Candidate
-	for _, e := range pr.Evals {
-		if e.Priced && e.Feasible {
-			all = append(all, reports.Candidate{StepTime: float64(e.Step), PeakMemory: float64(e.Peak)})
-		}
-	}
+	var front []reports.Candidate
 	for _, p := range pr.Out.Front {
 		front = append(front, reports.Candidate{Label: p.Strategy, StepTime: p.Step, PeakMemory: p.Peak})
 	}
-	wi := pr.Order[0]
-	winner := &reports.Candidate{Label: search.Label(pr.Ev.Space.Strategy(wi)), StepTime: float64(pr.Evals[wi].Step), PeakMemory: float64(pr.Evals[wi].Peak)}
+	winner := &reports.Candidate{Label: w.Strategy, StepTime: w.Step, PeakMemory: w.Peak}
 	title := fmt.Sprintf("%s on %d x %s: step time against peak memory (objective %s)", pr.Out.Model, pr.Out.GPUs, pr.Out.Hardware, pr.Out.Objective)
 	fig, err := reports.Pareto(title, all, front, winner)
 	if err != nil {

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
+	encodingcsv "encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -235,7 +238,7 @@ func TestPlanText(t *testing.T) {
 func TestPlanOut(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "16", "--sim", "off"}
-	_, _, want := planJSON(t, exitOK, append(args, "--out", dir)...)
+	p, _, want := planJSON(t, exitOK, append(args, "--out", dir)...)
 	var names []string
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
@@ -252,6 +255,18 @@ func TestPlanOut(t *testing.T) {
 	csv, _ := os.ReadFile(filepath.Join(dir, "plan.csv"))
 	if lines := strings.Count(string(csv), "\n"); lines != 11 || !strings.HasPrefix(string(csv), "rank,strategy,closed_form_step_s") {
 		t.Errorf("plan.csv: %d lines:\n%s", lines, csv)
+	}
+	// The byte columns are whole numbers at full precision: they read back to the JSON's bytes.
+	recs, err := encodingcsv.NewReader(bytes.NewReader(csv)).ReadAll()
+	if err != nil || len(recs) != len(p.Top)+1 {
+		t.Fatalf("plan.csv: %v, %d records for %d rows", err, len(recs), len(p.Top))
+	}
+	for i, e := range p.Top {
+		for j, d := range []string{"pp", "dp", "cp", "tp"} {
+			if got, want := recs[i+1][6+j], strconv.FormatInt(int64(e.CommBytes[d]), 10); got != want {
+				t.Errorf("row %d: %s_bytes %s, want %s (plan.json)", i+1, d, got, want)
+			}
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/program"
+	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -24,10 +24,6 @@ const (
 	defaultHardware = "a100-80g"
 	defaultStrategy = "dp=8,zero=3"
 )
-
-// commBoundShare is the share of the step that exposed communication must reach before predict
-// names the communication that dominates.
-const commBoundShare = 0.2
 
 const predictHelp = `Usage: tpsim predict [flags]
 
@@ -192,15 +188,6 @@ func (o *predictOptions) run(w io.Writer) error {
 	return writePrediction(w, p)
 }
 
-// writeJSON writes v as indented JSON; encoding/json sorts map keys, so the output is
-// deterministic.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // writePrediction prints the human-readable breakdown of a prediction.
 func writePrediction(w io.Writer, p *prediction) error {
 	r := p.Result
@@ -267,10 +254,10 @@ func writePrediction(w io.Writer, p *prediction) error {
 	fmt.Fprintf(tw, "  hardware FLOPs\t%v per step (recompute and replicated work counted)\n", r.FLOPs.Hardware)
 	fmt.Fprintf(tw, "  MFU / HFU\t%.1f%% / %.1f%% of %v\n", 100*r.MFU, 100*r.HFU, p.Peak)
 	fmt.Fprintf(tw, "  TFLOP/s per GPU\t%.1f model, %.1f hardware\n", r.ModelTFLOPsPerGPU, r.HardwareTFLOPsPerGPU)
-	fmt.Fprintf(tw, "  tokens/s\t%s (%s tokens per step)\n", commas(int64(r.TokensPerS+0.5)), commas(p.Program.Tokens))
+	fmt.Fprintf(tw, "  tokens/s\t%s (%s tokens per step)\n", reports.Commas(int64(r.TokensPerS+0.5)), reports.Commas(p.Program.Tokens))
 	tw.Flush()
 
-	if line := dominantComm(r, st); line != "" {
+	if line := r.CommBound(st); line != "" {
 		ew.printf("\n%s\n", line)
 	}
 
@@ -281,115 +268,4 @@ func writePrediction(w io.Writer, p *prediction) error {
 		}
 	}
 	return ew.err
-}
-
-// dominantComm says, when exposed communication is at least commBoundShare of the step, which
-// mesh dimension's communication takes longest (exposed or hidden) and what it carries; it is ""
-// otherwise.
-func dominantComm(r *costmodel.Result, st strategies.Strategy) string {
-	if r.Time.Step <= 0 || float64(r.Time.CommExposed) < commBoundShare*float64(r.Time.Step) {
-		return ""
-	}
-	dim := ""
-	for _, d := range strategies.DimOrder {
-		if r.CommTime[d] > 0 && (dim == "" || r.CommTime[d] > r.CommTime[dim]) {
-			dim = d
-		}
-	}
-	if dim == "" {
-		return ""
-	}
-	return fmt.Sprintf("Communication bound: exposed communication is %s of the step. %s dominates (%s=%d, %s): %v per step, overlapped or not, %v sent per device.",
-		percent(float64(r.Time.CommExposed), float64(r.Time.Step)), dim, dim, st.Mesh.Size(dim), commWhat(dim, st), r.CommTime[dim], r.CommBytes[dim])
-}
-
-// commWhat says what a mesh dimension's collectives carry under st.
-func commWhat(dim string, st strategies.Strategy) string {
-	switch dim {
-	case strategies.DimDP:
-		switch st.ZeRO {
-		case 0:
-			return "gradient all-reduce"
-		case 3:
-			return "ZeRO-3 parameter all-gathers in forward and backward, gradient reduce-scatter"
-		default:
-			return fmt.Sprintf("ZeRO-%d gradient reduce-scatter and parameter all-gather", st.ZeRO)
-		}
-	case strategies.DimTP:
-		if st.SP {
-			return "tensor-parallel activation all-gathers and reduce-scatters"
-		}
-		return "tensor-parallel activation all-reduces"
-	case strategies.DimPP:
-		return "pipeline activation sends between stages"
-	case strategies.DimCP:
-		return "context-parallel key/value exchange"
-	}
-	return dim
-}
-
-// errWriter remembers the first write error so that printing code can check once.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(b []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(b)
-	e.err = err
-	return n, err
-}
-
-func (e *errWriter) printf(format string, a ...any) { fmt.Fprintf(e, format, a...) }
-
-// percent formats x/of as a percentage, "-" when of is zero.
-func percent(x, of float64) string {
-	if of == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f%%", 100*x/of)
-}
-
-// commas formats n with thousands separators: 6738415616 -> "6,738,415,616".
-func commas(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-// shortCount formats a parameter count with three significant digits and a K, M, B or T suffix:
-// 6738415616 -> "6.74B".
-func shortCount(n int64) string {
-	x := float64(n)
-	for _, u := range []struct {
-		div    float64
-		suffix string
-	}{{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}} {
-		if x >= u.div {
-			v := x / u.div
-			switch {
-			case v >= 100:
-				return fmt.Sprintf("%.0f%s", v, u.suffix)
-			case v >= 10:
-				return fmt.Sprintf("%.1f%s", v, u.suffix)
-			default:
-				return fmt.Sprintf("%.2f%s", v, u.suffix)
-			}
-		}
-	}
-	return fmt.Sprint(n)
 }

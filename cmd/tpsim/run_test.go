@@ -101,21 +101,6 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
-func TestCommas(t *testing.T) {
-	cases := []struct {
-		n    int64
-		want string
-	}{
-		{0, "0"}, {999, "999"}, {1000, "1,000"}, {-1234567, "-1,234,567"},
-		{6738415616, "6,738,415,616"}, // Llama-2-7B (Touvron et al. 2023)
-	}
-	for _, c := range cases {
-		if got := commas(c.n); got != c.want {
-			t.Errorf("commas(%d) = %q, want %q", c.n, got, c.want)
-		}
-	}
-}
-
 func TestShortCount(t *testing.T) {
 	cases := []struct {
 		n    int64

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/units"
 	"github.com/tpsim/tpsim/validate"
@@ -126,7 +127,7 @@ func valFormat(metric string, v float64) string {
 	case validate.StepTime:
 		return units.Seconds(v).String()
 	case validate.TokensPerS, validate.TokensPerSPerGPU:
-		return commas(int64(v + 0.5))
+		return reports.Commas(int64(v + 0.5))
 	case validate.TFLOPs, validate.ModelTFLOPsPerGPU:
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	}
@@ -206,27 +207,27 @@ func valWriteText(w io.Writer, name string, n int, out *validate.Output) error {
 
 // valWriteFiles writes validate.csv, validate.json and the figure into dir.
 func valWriteFiles(dir string, out *validate.Output) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := atomicfile.CheckDir(dir); err != nil {
 		return err
 	}
 	header := []string{"id", "source", "gpu", "hardware", "strategy", "metric", "published", "predicted", "ape"}
 	var rows [][]string
 	for _, r := range out.Rows {
 		rows = append(rows, []string{r.ID, r.Source, r.GPU, r.Hardware, r.Strategy, r.Metric,
-			strconv.FormatFloat(r.Published, 'g', 6, 64), strconv.FormatFloat(r.Predicted, 'g', 6, 64), strconv.FormatFloat(r.APE, 'f', 4, 64)})
+			reports.Number(r.Published), strconv.FormatFloat(r.Predicted, 'g', 6, 64), strconv.FormatFloat(r.APE, 'f', 4, 64)})
 	}
 	var csv bytes.Buffer
 	if err := reports.CSV(&csv, header, rows); err != nil {
 		return err
 	}
-	if err := validate.WriteFileAtomic(filepath.Join(dir, "validate.csv"), csv.Bytes()); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "validate.csv"), csv.Bytes(), 0o644); err != nil {
 		return err
 	}
 	var js bytes.Buffer
 	if err := writeJSON(&js, out); err != nil {
 		return err
 	}
-	if err := validate.WriteFileAtomic(filepath.Join(dir, "validate.json"), js.Bytes()); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "validate.json"), js.Bytes(), 0o644); err != nil {
 		return err
 	}
 	if len(out.Rows) == 0 {

@@ -1,0 +1,56 @@
+package search
+
+import (
+	"testing"
+
+	"github.com/tpsim/tpsim/strategies"
+)
+
+// The figure's points are every feasible candidate with its exact step (the same as pricing the
+// whole space without bounds), and its winner is the plan's first row.
+func TestScatter(t *testing.T) {
+	m, hw := tinyGPT(t), a100(t)
+	pl, err := Plan(m, hw, Request{GPUs: 8, GlobalBatch: 16, Objective: Time, Top: 5, Sim: SimOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, winner := pl.Scatter()
+	space, err := strategies.Enumerate(m, 8, strategies.EnumerateOptions{GBS: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := NewEvaluator(m, hw, space, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[Point]int{}
+	for _, e := range ev.Evaluate() {
+		if e.Priced && e.Feasible {
+			want[Point{Step: float64(e.Step), Peak: float64(e.Peak)}]++
+		}
+	}
+	got := map[Point]int{}
+	for _, p := range all {
+		got[p]++
+	}
+	if len(all) == 0 || len(got) != len(want) {
+		t.Fatalf("%d points (%d distinct), want %d distinct", len(all), len(got), len(want))
+	}
+	for p, n := range want {
+		if got[p] != n {
+			t.Errorf("point %+v: %d times, want %d", p, got[p], n)
+		}
+	}
+	if top := pl.Out.Top[0]; winner.Strategy != Label(mustParse(t, top.Strategy)) || winner.Step != float64(top.Time.Step) {
+		t.Errorf("winner %+v, want the first row %s at %v", winner, top.Strategy, top.Time.Step)
+	}
+}
+
+func mustParse(t *testing.T, s string) strategies.Strategy {
+	t.Helper()
+	st, err := strategies.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
