@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
@@ -427,7 +428,7 @@ func Run(ctx context.Context, st *Study, dir string, o Options) (*Results, error
 		buf.Write(line)
 		buf.WriteByte('\n')
 	}
-	if err := WriteFileAtomic(path, buf.Bytes()); err != nil {
+	if err := writeFile(path, buf.Bytes()); err != nil {
 		return nil, err
 	}
 	// Report from the records as read back, so a resumed run and a fresh one are the same bytes.
@@ -474,7 +475,7 @@ func readCells(path string, log io.Writer) (map[string]Record, error) {
 	if n := bytes.LastIndexByte(data, '\n') + 1; n < len(data) {
 		fmt.Fprintf(log, "study: %s: cutting off a torn last line (%d bytes, a write cut short)\n", path, len(data)-n)
 		data = data[:n]
-		if err := WriteFileAtomic(path, data); err != nil {
+		if err := writeFile(path, data); err != nil {
 			return nil, err
 		}
 	}
@@ -497,30 +498,10 @@ func readCells(path string, log io.Writer) (map[string]Record, error) {
 	return out, nil
 }
 
-// WriteFileAtomic writes data to path through a temporary file in the same directory and a
-// rename, so that a reader sees the old file or the new one, never part of one.
-func WriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("study: %w", err)
-	}
-	name := tmp.Name()
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(name, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(name, path)
-	}
-	if err != nil {
-		os.Remove(name)
+// writeFile writes data to path atomically (internal/atomicfile: a temporary file and a rename),
+// so that a reader sees the old file or the new one, never part of one.
+func writeFile(path string, data []byte) error {
+	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("study: writing %s: %w", path, err)
 	}
 	return nil

@@ -49,7 +49,7 @@ func Write(dir string, rep *Report) error {
 		if err != nil {
 			return fmt.Errorf("study: %w", err)
 		}
-		if err := WriteFileAtomic(filepath.Join(dir, "hardware", v.Name+".json"), append(b, '\n')); err != nil {
+		if err := writeFile(filepath.Join(dir, "hardware", v.Name+".json"), append(b, '\n')); err != nil {
 			return err
 		}
 	}
@@ -57,14 +57,14 @@ func Write(dir string, rep *Report) error {
 	if err := reports.CSV(&csv, CSVHeader, rep.CSVRows()); err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, CSVFile), csv.Bytes()); err != nil {
+	if err := writeFile(filepath.Join(dir, CSVFile), csv.Bytes()); err != nil {
 		return err
 	}
 	md, err := rep.Markdown()
 	if err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, MDFile), md); err != nil {
+	if err := writeFile(filepath.Join(dir, MDFile), md); err != nil {
 		return err
 	}
 	figs, err := rep.Figures()
@@ -75,7 +75,7 @@ func Write(dir string, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, HTMLFile), page)
+	return writeFile(filepath.Join(dir, HTMLFile), page)
 }
 
 // primary returns the rows of the first objective, in cell order.
