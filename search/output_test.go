@@ -1,6 +1,7 @@
 package search
 
 import (
+	"math"
 	"testing"
 
 	"github.com/tpsim/tpsim/strategies"
@@ -41,7 +42,9 @@ func TestScatter(t *testing.T) {
 			t.Errorf("point %+v: %d times, want %d", p, got[p], n)
 		}
 	}
-	if top := pl.Out.Top[0]; winner.Strategy != Label(mustParse(t, top.Strategy)) || winner.Step != float64(top.Time.Step) {
+	// The row is Predict of the lowered Program, the point the search's closed form: equal to
+	// 1e-9 (TestFastPathEqualsDerivedOnWholeSpaces), not to the bit.
+	if top := pl.Out.Top[0]; winner.Strategy != Label(mustParse(t, top.Strategy)) || math.Abs(winner.Step-float64(top.Time.Step)) > 1e-9*winner.Step {
 		t.Errorf("winner %+v, want the first row %s at %v", winner, top.Strategy, top.Time.Step)
 	}
 }
