@@ -400,7 +400,13 @@ func (o *op) fail(peer int, w why) error {
 	// Name the ranks that have returned if there are any: they are why the others wait.
 	var gone, running []int
 	for _, j := range candidates {
-		if exited, _ := st.status(gs.ranks[j]); exited {
+		exited, _ := st.status(gs.ranks[j])
+		// Look at entered again after the status: a member may have entered the collective and
+		// failed inside it since the scan above, and then it did arrive (its own error names why).
+		if o.peer < 0 && o.gr.entered[j].Load() >= o.seq {
+			continue
+		}
+		if exited {
 			gone = append(gone, gs.ranks[j])
 		} else {
 			running = append(running, gs.ranks[j])
