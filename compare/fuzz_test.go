@@ -3,6 +3,8 @@ package compare
 import (
 	"bytes"
 	"testing"
+
+	"github.com/tpsim/tpsim/reports"
 )
 
 // ParseResults never panics, and what it accepts writes back to JSON and parses again.
@@ -19,7 +21,7 @@ func FuzzParseResults(f *testing.F) {
 			return
 		}
 		var b bytes.Buffer
-		if err := WriteJSON(&b, res); err != nil {
+		if err := reports.WriteJSON(&b, res); err != nil {
 			t.Fatalf("accepted results do not encode: %v", err)
 		}
 		if _, err := ParseResults(b.Bytes()); err != nil {

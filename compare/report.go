@@ -2,7 +2,6 @@ package compare
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -31,7 +30,7 @@ type Timeline struct {
 // none, never half of one.
 func WriteFiles(dir string, res *Results, tl *Timeline) error {
 	var js bytes.Buffer
-	if err := WriteJSON(&js, res); err != nil {
+	if err := reports.WriteJSON(&js, res); err != nil {
 		return err
 	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, "results.json"), js.Bytes(), 0o644); err != nil {
@@ -63,14 +62,6 @@ func WriteFiles(dir string, res *Results, tl *Timeline) error {
 		return err
 	}
 	return atomicfile.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644)
-}
-
-// WriteJSON writes v as indented JSON, as every tpsim --json does.
-func WriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // figureSpec is one figure DrawFigures draws.

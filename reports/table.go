@@ -2,6 +2,7 @@ package reports
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -138,4 +139,13 @@ func checkTable(header []string, rows [][]string) error {
 		}
 	}
 	return nil
+}
+
+// WriteJSON writes v as indented JSON, as every tpsim --json and results file does: HTML
+// characters unescaped, map keys sorted by encoding/json, so the bytes are deterministic.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/program"
+	"github.com/tpsim/tpsim/reports"
 )
 
 var compareHelp = `Usage: tpsim compare [flags]
@@ -292,7 +293,7 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.JSON {
-		err = compare.WriteJSON(stdout, res)
+		err = reports.WriteJSON(stdout, res)
 	} else {
 		err = compare.WriteTable(stdout, res, o.Out)
 	}

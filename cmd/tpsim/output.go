@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,14 +11,8 @@ import (
 
 // The output helpers every subcommand shares: JSON, printing with one error check, the trace file.
 
-// writeJSON writes v as indented JSON; encoding/json sorts map keys, so the output is
-// deterministic.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+// writeJSON writes v as indented JSON, deterministic (reports.WriteJSON).
+func writeJSON(w io.Writer, v any) error { return reports.WriteJSON(w, v) }
 
 // errWriter remembers the first write error so that printing code can check once.
 type errWriter struct {
