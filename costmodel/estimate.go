@@ -78,25 +78,11 @@ func (e *Estimator) Estimate(st strategies.Strategy) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, hw, mesh := e.m, e.hw, st.Mesh
 	plan := "none"
-	if mesh.TP > 1 {
+	if st.Mesh.TP > 1 {
 		plan = "megatron"
 	}
-	r := &Result{Model: m.Name, Hardware: hw.Name, Strategy: st.String(), Plan: plan, Devices: t.Devices,
-		Feasible: t.Feasible, Memory: t.Memory, Time: t.Time, FLOPs: t.FLOPs, MFU: t.MFU, HFU: t.HFU,
-		ModelTFLOPsPerGPU: t.ModelTFLOPsPerGPU, HardwareTFLOPsPerGPU: t.HardwareTFLOPsPerGPU, TokensPerS: t.TokensPerS,
-		CommBytes: map[string]units.Bytes{}, CommTime: map[string]units.Seconds{}}
-	for i, d := range strategies.DimOrder {
-		r.CommBytes[d] = t.CommBytes[i]
-		r.CommTime[d] = t.CommTime[i]
-	}
-	if !t.Feasible {
-		r.Reason = fmt.Sprintf("needs %v per device (params %v, grads %v, optimizer %v, activations %v), %s has %v",
-			r.Memory.Peak, r.Memory.Params, r.Memory.Grads, r.Memory.Optimizer, r.Memory.Activations, hw.Name, hw.Device.Memory)
-	}
-	r.Assumptions = assumptions(st, hw, peak, st.Microbatches(), m.Transformer != nil)
-	return r, nil
+	return t.result(e.m.Name, st, plan, e.hw, peak, st.Microbatches(), e.m.Transformer != nil), nil
 }
 
 // Totals is Estimate without the Result's strings and maps, for search loops (its buffers are
