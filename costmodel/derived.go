@@ -16,13 +16,18 @@ import (
 // program.Lower's Program, without lowering all the layers. A transformer's price is affine in
 // the layers of each pipeline stage (every layer lowers to the same ops), so Derived lowers the
 // model with one layer per stage and with two (first, middle and last stage kinds: at most six
-// layers), prices those stages with the same Coster as Predict, extrapolates each stage kind to
-// its layer count (uneven stages included, program.StageCounts), rebuilds each stage's optimizer
-// phase from its parameters with program.OptimizerOps (DDP buckets span layers, so they are not
-// affine) and composes the step with Predict's compose. The pieces are memoized across calls by
-// everything that changes their lowering or price, so a search lowers once per distinct
-// per-layer configuration. Models it cannot shorten (MLPs, transformers of few layers, plans
-// other than the default Megatron plan, which may name single layers) are lowered whole.
+// layers), prices those stages' forward and backward with the same Coster as Predict,
+// extrapolates each stage kind to its layer count (uneven stages included, program.StageCounts),
+// prices each stage's optimizer phase with program.OptimizerPhase from one layer's parameters
+// (DDP buckets span layers, so that phase is not affine: OptimizerPhase walks the buckets until
+// they repeat) and composes the step with Predict's compose. The pieces are memoized across
+// calls by exactly what changes them: the forward and backward by the lowering's inputs and the
+// device count (not the pipeline depth, the interleaving, the schedule, the overlap, the global
+// batch, and the data-parallel degree and ZeRO stage but under ZeRO-3), the optimizer phase by
+// the stage's parameters and the groups that reduce them (not the microbatch, the sequence's
+// activations, recompute or attention). So a search lowers once per distinct per-layer
+// configuration. Models it cannot shorten (MLPs, transformers of few layers, plans other than the
+// default Megatron plan, which may name single layers) are lowered whole.
 //
 // A Derived is safe for concurrent use.
 type Derived struct {
@@ -30,10 +35,10 @@ type Derived struct {
 	hw *hardware.Hardware
 
 	mu     sync.Mutex
-	low    map[lowKey]*lowered
-	pieces map[pieceKey]*kindPieces
-	opt    map[optKey]Piece
+	pieces map[lowKey]*kindPieces
+	opt    map[optKey]*Piece
 	flops  map[[2]int]units.FLOPs
+	counts map[int][]int
 }
 
 // NewDerived returns the derived closed form of m on hw.
@@ -41,33 +46,33 @@ func NewDerived(m *model.Model, hw *hardware.Hardware) (*Derived, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	return &Derived{m: m, hw: hw, low: map[lowKey]*lowered{}, pieces: map[pieceKey]*kindPieces{},
-		opt: map[optKey]Piece{}, flops: map[[2]int]units.FLOPs{}}, nil
+	return &Derived{m: m, hw: hw, pieces: map[lowKey]*kindPieces{}, opt: map[optKey]*Piece{},
+		flops: map[[2]int]units.FLOPs{}, counts: map[int][]int{}}, nil
 }
 
-// lowKey is everything of a strategy that changes the forward and backward Derived lowers: not
-// the pipeline depth beyond the number of stage kinds, the interleaving, the schedule, the
-// overlap, the global batch, and the data-parallel degree and ZeRO stage but under ZeRO-3 (whose
-// gathers and reductions are in the forward and backward); the optimizer phase is rebuilt for
-// the real strategy (OptimizerOps).
+// lowKey is everything of a strategy that changes the forward and backward Derived lowers and
+// their prices per microbatch: the mesh's tensor- and context-parallel degrees (the strides of
+// every group follow from them), the device count (the pipeline sends' level, shared cores), the
+// data-parallel degree under ZeRO-3 only (whose gathers and reductions are in the forward and
+// backward), whether there is a pipeline (kinds: 1, or 3 for first, middle and last stages),
+// and the options the ops depend on.
 type lowKey struct {
-	dp, cp, tp, kinds, mbs, seq          int
-	zero3                                bool
+	dp, cp, tp, kinds, mbs, seq, devices int
+	zero3, sp                            bool
 	recompute, attention, precision, opt string
-	sp                                   bool
 	bucket                               int64
 }
 
-// pieceKey adds what changes the prices of the ops and the per-step sums: the mesh (strides,
-// levels, the pipeline sends' level), the ZeRO stage and the microbatches.
-type pieceKey struct {
-	lowKey
-	pp, dp, zero, gbs int
-}
-
+// optKey is everything a stage's optimizer phase depends on: its parameters (the stage kind and
+// its layers, the tensor-parallel split and sequence parallel's partial gradients), the groups
+// that reduce them and their levels (g = dp x cp, the ZeRO stage, the tied embedding's level
+// between the first and last pipeline ranks, -1 for none), the bytes per element and the
+// buckets.
 type optKey struct {
-	pieceKey
-	kind, n, nv int
+	kinds, kind, n, tp, cp, g, zero, seq, devices, tied int
+	sp                                                  bool
+	precision, opt                                      string
+	bucket                                              int64
 }
 
 // lowered is the model lowered with one and with two layers per stage kind.
@@ -77,10 +82,11 @@ type lowered struct {
 	pre, layer, post [3][]program.Param
 }
 
-// kindPieces is each stage kind's forward and backward priced with one and two layers.
+// kindPieces is each stage kind's forward and backward priced with one and two layers, per
+// microbatch (Piece.CommTime and Piece.Sent of one microbatch: stagePiece scales them).
 type kindPieces struct {
 	one, two [3]Piece
-	coster   *Coster
+	peak     units.FLOPsPerSecond
 	low      *lowered
 }
 
@@ -116,7 +122,8 @@ func (d *Derived) Estimate(st strategies.Strategy) (*Result, error) {
 // whole reports whether st on the model must be lowered whole.
 func (d *Derived) whole(st strategies.Strategy) bool {
 	t := d.m.Transformer
-	if t == nil || t.Layers < 2*min(st.Mesh.PP*st.VPP, 3) {
+	// The shortened pipeline has three stages (first, middle, last) of two layers.
+	if t == nil || t.Layers < 2 || st.Mesh.PP*st.VPP > 1 && t.Layers < 6 {
 		return true
 	}
 	p := st.Plan
@@ -149,37 +156,71 @@ func (d *Derived) totals(st strategies.Strategy, o composeOpts) (Totals, strateg
 		t.finish(st, d.hw, c.peak)
 		return t, st, c.peak, nil
 	}
-	kp, err := d.kindPieces(st)
+	nv := st.Mesh.PP * st.VPP
+	kp, err := d.kindPieces(st, nv)
 	if err != nil {
 		return t, st, 0, err
 	}
-	nv := st.Mesh.PP * st.VPP
-	nk := min(nv, 3)
-	counts := program.StageCounts(d.m.Transformer.Layers, nv)
-	pieces := make([]Piece, nv)
+	counts := d.stageCounts(nv)
+	sc := derivedPool.Get().(*derivedScratch)
+	defer derivedPool.Put(sc)
+	sc.pieces = grow(sc.pieces, nv)
+	pieces := sc.pieces
+	// At most six distinct stages: three kinds of c or c - 1 layers (program.StageCounts).
+	var made [3][2]bool
+	c := counts[0]
+	for _, n := range counts {
+		c = max(c, n)
+	}
 	for i, n := range counts {
-		k := kindOf(i, nv)
-		pieces[i] = d.stagePiece(st, kp, k, n, nk, nv)
+		k, j := kindOf(i, nv), c-n
+		if !made[k][j] {
+			if err := d.stagePiece(st, kp, k, n, nv, &sc.kinds[k][j]); err != nil {
+				return t, st, 0, err
+			}
+			made[k][j] = true
+		}
+		pieces[i] = sc.kinds[k][j]
 	}
 	p := kp.low.one
 	if _, err := compose(st, st.Microbatches(), p.ParamBytes, p.GradBytes, p.OptBytes, pieces, &t, o); err != nil {
 		return t, st, 0, err
 	}
 	t.FLOPs.Model = d.modelFLOPs(st)
-	t.finish(st, d.hw, kp.coster.peak)
-	return t, st, kp.coster.peak, nil
+	t.finish(st, d.hw, kp.peak)
+	return t, st, kp.peak, nil
 }
 
-// kindOf is the stage kind of virtual stage i of nv: 0 the first (or only), 2 the last (1 when
-// there are two stages), 1 the stages between.
+// derivedScratch holds totals' buffers, reused across calls.
+type derivedScratch struct {
+	pieces []Piece
+	kinds  [3][2]Piece
+}
+
+var derivedPool = sync.Pool{New: func() any { return new(derivedScratch) }}
+
+// kindOf is the stage kind of virtual stage i of nv: 0 the first (or only), 2 the last, 1 the
+// stages between.
 func kindOf(i, nv int) int {
 	switch {
 	case i == 0:
 		return 0
 	case i == nv-1:
-		return min(nv, 3) - 1
+		return 2
 	}
 	return 1
+}
+
+// stageCounts is program.StageCounts of the model's layers over nv stages, memoized.
+func (d *Derived) stageCounts(nv int) []int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.counts[nv]
+	if !ok {
+		c = program.StageCounts(d.m.Transformer.Layers, nv)
+		d.counts[nv] = c
+	}
+	return c
 }
 
 func (d *Derived) modelFLOPs(st strategies.Strategy) units.FLOPs {
@@ -196,30 +237,34 @@ func (d *Derived) modelFLOPs(st strategies.Strategy) units.FLOPs {
 	return f
 }
 
-// kindPieces returns the priced stage kinds of st, lowering them when no strategy with the same
-// lowering came before.
-func (d *Derived) kindPieces(st strategies.Strategy) (*kindPieces, error) {
-	nk := min(st.Mesh.PP*st.VPP, 3)
-	pk := keyOf(st, nk)
-	lk := pk.lowKey
+// kindPieces returns the priced stage kinds of st on nv virtual stages, lowering them when no
+// strategy with the same lowering came before.
+func (d *Derived) kindPieces(st strategies.Strategy, nv int) (*kindPieces, error) {
+	nk := 1
+	if nv > 1 {
+		nk = 3
+	}
+	ms := st.Mesh
+	k := lowKey{cp: ms.CP, tp: ms.TP, kinds: nk, mbs: st.MBS, seq: st.Seq, devices: ms.Devices(), zero3: st.ZeRO == 3, sp: st.SP,
+		recompute: st.Recompute, attention: st.Attention, precision: st.Precision, opt: st.Optimizer, bucket: st.BucketBytes}
+	if k.zero3 {
+		k.dp = ms.DP
+	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if kp, ok := d.pieces[pk]; ok {
+	kp, ok := d.pieces[k]
+	d.mu.Unlock()
+	if ok {
 		return kp, nil
 	}
-	low, ok := d.low[lk]
-	if !ok {
-		var err error
-		if low, err = d.lower(st, nk); err != nil {
-			return nil, err
-		}
-		d.low[lk] = low
+	low, err := d.lower(st, nk)
+	if err != nil {
+		return nil, err
 	}
-	// Price the shortened Programs' ops as the real strategy's: the Coster reads the strategy's
-	// mesh (strides, pipeline level), precision, attention kernel and optimizer.
+	// Price the shortened Programs' ops as the real strategy's, per microbatch: the Coster reads
+	// the strategy's mesh (strides, pipeline level), precision and attention kernel.
 	real := func(p *program.Program) *program.Program {
 		q := *p
-		q.Strategy, q.Microbatches, q.Tokens = st, st.Microbatches(), int64(st.GBS)*int64(max(st.Seq, 1))
+		q.Strategy, q.Microbatches, q.Tokens = st, 1, int64(st.GBS)*int64(max(st.Seq, 1))
 		return &q
 	}
 	c1, err := NewCoster(real(low.one), d.hw)
@@ -230,24 +275,15 @@ func (d *Derived) kindPieces(st strategies.Strategy) (*kindPieces, error) {
 	if err != nil {
 		return nil, err
 	}
-	kp := &kindPieces{coster: c1, low: low}
+	kp = &kindPieces{peak: c1.peak, low: low}
 	for k := 0; k < nk; k++ {
 		kp.one[k] = c1.fbPiece(low.one.Stages[k])
 		kp.two[k] = c2.fbPiece(low.two.Stages[k])
 	}
-	d.pieces[pk] = kp
+	d.mu.Lock()
+	d.pieces[k] = kp
+	d.mu.Unlock()
 	return kp, nil
-}
-
-// keyOf is st's pieceKey with nk stage kinds.
-func keyOf(st strategies.Strategy, nk int) pieceKey {
-	ms := st.Mesh
-	lk := lowKey{cp: ms.CP, tp: ms.TP, kinds: nk, mbs: st.MBS, seq: st.Seq, zero3: st.ZeRO == 3,
-		recompute: st.Recompute, attention: st.Attention, precision: st.Precision, opt: st.Optimizer, sp: st.SP, bucket: st.BucketBytes}
-	if lk.zero3 {
-		lk.dp = ms.DP
-	}
-	return pieceKey{lk, ms.PP, ms.DP, st.ZeRO, st.GBS}
 }
 
 // lower lowers the model shortened to nk and 2 nk layers on a pipeline of nk stages (one of
@@ -305,46 +341,71 @@ func shorten(m *model.Model, k int) *model.Model {
 	return &s
 }
 
-// stagePiece is stage kind k with n layers: its forward and backward extrapolated from one and
-// two layers, its optimizer phase built for its parameters.
-func (d *Derived) stagePiece(st strategies.Strategy, kp *kindPieces, k, n, nk, nv int) Piece {
-	p := extrapolate(&kp.one[k], &kp.two[k], n)
-	ok := optKey{keyOf(st, nk), k, n, 0}
-	// Only the first and last stages' optimizer phase depends on the number of stages (the tied
-	// embedding's all-reduce); the index of a middle stage does not matter.
-	if k != 1 {
-		ok.nv = nv
+// stagePiece sets *p to stage kind k with n layers of st on nv virtual stages: its forward and
+// backward extrapolated from one and two layers, its optimizer phase priced for its parameters.
+func (d *Derived) stagePiece(st strategies.Strategy, kp *kindPieces, k, n, nv int, p *Piece) error {
+	*p = extrapolate(&kp.one[k], &kp.two[k], n)
+	m := st.Microbatches()
+	for i := range nDims {
+		p.CommTime[i] *= units.Seconds(m)
+		p.Sent[i] *= units.Bytes(m)
 	}
-	d.mu.Lock()
-	o, hit := d.opt[ok]
-	d.mu.Unlock()
-	if !hit {
-		low := kp.low
-		params := append([]program.Param(nil), low.pre[k]...)
-		for range n {
-			params = append(params, low.layer[k]...)
-		}
-		params = append(params, low.post[k]...)
-		index := k
-		if k == nk-1 && nk > 1 {
-			index = nv - 1
-		}
-		q := *low.one
-		q.Strategy = st
-		kp.coster.optimizerPiece(q.OptimizerOps(index, nv, params), &o)
-		for i := range params {
-			o.Params += params[i].Elems()
-		}
-		d.mu.Lock()
-		d.opt[ok] = o
-		d.mu.Unlock()
+	o, err := d.optimizer(st, kp, k, n, nv)
+	if err != nil {
+		return err
 	}
 	p.OptCompute, p.OptComm, p.DPComm, p.LastBucket, p.Buckets, p.Params = o.OptCompute, o.OptComm, o.DPComm, o.LastBucket, o.Buckets, o.Params
 	for i := range nDims {
 		p.CommTime[i] += o.CommTime[i]
 		p.Sent[i] += o.Sent[i]
 	}
-	return p
+	return nil
+}
+
+// optimizer is the optimizer phase of stage kind k with n layers of st on nv virtual stages
+// (program.OptimizerPhase), memoized.
+func (d *Derived) optimizer(st strategies.Strategy, kp *kindPieces, k, n, nv int) (*Piece, error) {
+	ms := st.Mesh
+	low := kp.low
+	nk := len(low.one.Stages)
+	key := optKey{kinds: nk, kind: k, n: n, tp: ms.TP, cp: ms.CP, g: ms.DP * ms.CP, zero: st.ZeRO, seq: st.Seq, devices: ms.Devices(), tied: -1,
+		sp: st.SP, precision: st.Precision, opt: st.Optimizer, bucket: st.BucketBytes}
+	// Only the first and last stages' optimizer phase depends on the pipeline (the tied
+	// embedding's all-reduce between the first and last pipeline ranks, on their level).
+	index := k
+	if k == 2 {
+		index = nv - 1
+	}
+	if nv > 1 && k != 1 && low.one.TiedHead() {
+		key.tied = d.hw.LevelFor((ms.PP-1)*ms.Stride(strategies.DimPP) + 1)
+	}
+	d.mu.Lock()
+	o, hit := d.opt[key]
+	d.mu.Unlock()
+	if hit {
+		return o, nil
+	}
+	q := *low.one
+	q.Strategy = st
+	c, err := NewCoster(&q, d.hw)
+	if err != nil {
+		return nil, err
+	}
+	o = &Piece{}
+	sp := program.StageParams{Pre: low.pre[k], Layer: low.layer[k], Post: low.post[k], Layers: n}
+	q.OptimizerPhase(index, nv, sp, false, func(op *program.Op, times int) { c.optimizerOp(op, times, o) })
+	for _, ps := range [][]program.Param{sp.Pre, sp.Post} {
+		for i := range ps {
+			o.Params += ps[i].Elems()
+		}
+	}
+	for i := range sp.Layer {
+		o.Params += int64(n) * sp.Layer[i].Elems()
+	}
+	d.mu.Lock()
+	d.opt[key] = o
+	d.mu.Unlock()
+	return o, nil
 }
 
 // extrapolate is a + (n-1)(b-a) for every forward and backward quantity of a stage of one layer

@@ -94,13 +94,18 @@ func StageComm(s *program.Stage) units.Bytes { return stageComm(s.Optimizer) }
 func stageComm(ops []program.Op) units.Bytes {
 	var n units.Bytes
 	for i := range ops {
-		op := &ops[i]
-		reduce := op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter
-		if reduce && op.Dim != strategies.DimPP && op.Group > 1 {
-			n = max(n, op.FullBytes)
-		}
+		n = max(n, gradBuffer(&ops[i]))
 	}
 	return n
+}
+
+// gradBuffer is the bytes of the gradient buffer op reduces (StageComm), 0 for other ops.
+func gradBuffer(op *program.Op) units.Bytes {
+	reduce := op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter
+	if reduce && op.Dim != strategies.DimPP && op.Group > 1 {
+		return op.FullBytes
+	}
+	return 0
 }
 
 // StageGathers is ZeRO-3's parameter buffers in s: a module's whole (tp-local) parameters are

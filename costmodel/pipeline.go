@@ -110,9 +110,9 @@ func (sc *scratch) ends(st strategies.Strategy, m int, f, b []units.Seconds) ([]
 	return free, nil
 }
 
-func grow(s []units.Seconds, n int) []units.Seconds {
+func grow[T any](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]units.Seconds, n)
+		return make([]T, n)
 	}
 	return s[:n]
 }

@@ -89,24 +89,29 @@ func (c *Coster) fbPiece(s *program.Stage) Piece {
 // optimizerPiece adds the optimizer phase ops to t (their times, bytes and gradient buffers).
 func (c *Coster) optimizerPiece(ops []program.Op, t *Piece) {
 	for i := range ops {
-		op := &ops[i]
-		if d := DimIndex(op.Dim); d >= 0 {
-			t.Sent[d] += op.SentBytes
-		}
-		if !op.Kind.IsComm() {
-			t.OptCompute += c.Compute(op)
-			continue
-		}
-		d := c.Comm(op)
-		t.CommTime[DimIndex(op.Dim)] += d
-		if op.Dim == strategies.DimDP && (op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter) {
-			t.DPComm += d
-			t.LastBucket = d
-		} else {
-			t.OptComm += d
-		}
+		c.optimizerOp(&ops[i], 1, t)
 	}
-	t.Buckets = max(t.Buckets, stageComm(ops))
+}
+
+// optimizerOp adds times identical optimizer phase ops op to t (program.OptimizerPhase).
+func (c *Coster) optimizerOp(op *program.Op, times int, t *Piece) {
+	k := units.Seconds(times)
+	if d := DimIndex(op.Dim); d >= 0 {
+		t.Sent[d] += units.Bytes(times) * op.SentBytes
+	}
+	t.Buckets = max(t.Buckets, gradBuffer(op))
+	if !op.Kind.IsComm() {
+		t.OptCompute += k * c.Compute(op)
+		return
+	}
+	d := c.Comm(op)
+	t.CommTime[DimIndex(op.Dim)] += k * d
+	if op.Dim == strategies.DimDP && (op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter) {
+		t.DPComm += k * d
+		t.LastBucket = d
+	} else {
+		t.OptComm += k * d
+	}
 }
 
 // composeOpts: see compose. ranks asks for every rank's memory.

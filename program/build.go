@@ -2,6 +2,7 @@ package program
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/strategies"
@@ -453,14 +454,6 @@ func (b *builder) vocabParallelLoss(y ValueID) {
 		FLOPs: units.FLOPs(5 * rows * int64(b.tp)), MemBytes: b.v(all).Bytes() + b.v(lse).Bytes()})
 }
 
-func paramNames(params []Param) []string {
-	out := make([]string, len(params))
-	for i, q := range params {
-		out[i] = q.Name
-	}
-	return out
-}
-
 // optimizer emits the gradient reductions, the update and the ZeRO parameter gathers of a stage.
 func (b *builder) optimizer() {
 	s := b.stage
@@ -470,66 +463,98 @@ func (b *builder) optimizer() {
 // OptimizerOps is the optimizer phase of virtual stage index of nv holding params (in
 // registration order): the tensor-parallel all-reduce of tp-partial gradients, the data-parallel
 // gradient reduction in DDP buckets, the tied embedding's all-reduce over pp, the update and the
-// ZeRO-1/2 parameter gather. Lower calls it for every stage; the closed form calls it for a stage
-// of any number of layers, so the two cannot disagree on any of these ops.
+// ZeRO-1/2 parameter gather. Lower calls it for every stage; the closed form prices the same
+// phase for a stage of any number of layers with OptimizerPhase, so the two cannot disagree on
+// any of these ops.
 func (p *Program) OptimizerOps(index, nv int, params []Param) []Op {
-	st := p.Strategy
-	tp := st.Mesh.TP
 	var ops []Op
-	emit := func(op Op) {
-		op.Phase, op.Fwd = Optimizer, -1
-		ops = append(ops, op)
+	p.OptimizerPhase(index, nv, StageParams{Pre: params}, true, func(op *Op, _ int) { ops = append(ops, *op) })
+	return ops
+}
+
+// StageParams is a stage's parameters in registration order: Pre, then Layers copies of Layer
+// (one transformer layer's; their names do not matter), then Post.
+type StageParams struct {
+	Pre, Layer, Post []Param
+	Layers           int
+}
+
+// each calls f on every parameter of sp in registration order, Layer once (times Layers).
+func (sp *StageParams) each(f func(q *Param, times int64)) {
+	for i := range sp.Pre {
+		f(&sp.Pre[i], 1)
 	}
-	g := st.Mesh.DP * st.Mesh.CP
-	var partial []string
-	var partialElems int64
-	for _, q := range params {
-		if q.PartialTP && tp > 1 {
-			partial = append(partial, q.Name)
-			if st.ZeRO == 3 {
-				// ZeRO-3 reduce-scattered the gradient over dp in backward: the rank all-reduces
-				// its chunk (the first ranks' chunks are one element longer when g does not
-				// divide the tensor: exec's comm.ChunkBounds).
-				partialElems += ceilDiv(q.Elems(), int64(g))
-			} else {
-				partialElems += q.Elems()
-			}
+	if sp.Layers > 0 {
+		for i := range sp.Layer {
+			f(&sp.Layer[i], int64(sp.Layers))
 		}
 	}
-	if len(partial) > 0 {
+	for i := range sp.Post {
+		f(&sp.Post[i], 1)
+	}
+}
+
+// OptimizerPhase is OptimizerOps for a stage whose parameters are sp: it calls emit with each op
+// in OptimizerOps' order. With names false the ops name no parameters (Op.Params nil), and
+// identical layers are not walked one by one: once a layer leaves DDP's open bucket as it found
+// it, every later layer fills the same buckets, and emit gets each of that layer's buckets once
+// with times, the number of layers that fill it alike (the order of the buckets within one layer
+// is kept, so the last bucket emitted is the last one reduced). Otherwise times is 1.
+func (p *Program) OptimizerPhase(index, nv int, sp StageParams, names bool, emit func(op *Op, times int)) {
+	st := p.Strategy
+	tp := st.Mesh.TP
+	one := func(op Op, times int) {
+		op.Phase, op.Fwd = Optimizer, -1
+		emit(&op, times)
+	}
+	g := st.Mesh.DP * st.Mesh.CP
+	var partial, all []string
+	var partialElems, total, embed int64
+	sp.each(func(q *Param, times int64) {
+		n := q.Elems()
+		total += times * n
+		if q.Name == "embed.weight" {
+			embed = n
+		}
+		if names {
+			for range times {
+				all = append(all, q.Name)
+			}
+		}
+		if !q.PartialTP || tp <= 1 {
+			return
+		}
+		if names {
+			for range times {
+				partial = append(partial, q.Name)
+			}
+		}
+		if st.ZeRO == 3 {
+			// ZeRO-3 reduce-scattered the gradient over dp in backward: the rank all-reduces
+			// its chunk (the first ranks' chunks are one element longer when g does not
+			// divide the tensor: exec's comm.ChunkBounds).
+			n = ceilDiv(n, int64(g))
+		}
+		partialElems += times * n
+	})
+	if partialElems > 0 {
 		// Korthikanti et al. 2022 §4.2.2: parameters applied to sequence-parallel activations have
 		// their gradients all-reduced over the tensor-parallel group.
 		n := units.Bytes(partialElems * int64(p.GradBytes))
-		emit(Op{Kind: OpAllReduce, Module: "grads", Params: partial, Dim: strategies.DimTP, Group: tp,
-			SentBytes: 2 * n * units.Bytes(tp-1) / units.Bytes(tp), FullBytes: n, MemBytes: n})
+		one(Op{Kind: OpAllReduce, Module: "grads", Params: partial, Dim: strategies.DimTP, Group: tp,
+			SentBytes: 2 * n * units.Bytes(tp-1) / units.Bytes(tp), FullBytes: n, MemBytes: n}, 1)
 	}
 	if g > 1 && st.ZeRO < 3 {
-		// Buckets in reverse registration order, as DDP fills them during backward.
-		var bucket []string
-		var be int64
-		flush := func() {
-			if len(bucket) == 0 {
-				return
-			}
-			n := units.Bytes(be * int64(p.GradBytes))
+		p.buckets(&sp, names, func(elems int64, bucket []string, times int) {
+			n := units.Bytes(elems * int64(p.GradBytes))
 			op := Op{Module: "grads", Params: bucket, Dim: strategies.DimDP, Group: g, FullBytes: n, MemBytes: n}
 			if st.ZeRO == 0 {
 				op.Kind, op.SentBytes = OpAllReduce, 2*n*units.Bytes(g-1)/units.Bytes(g)
 			} else {
 				op.Kind, op.SentBytes = OpReduceScatter, n*units.Bytes(g-1)/units.Bytes(g)
 			}
-			emit(op)
-			bucket, be = nil, 0
-		}
-		for i := len(params) - 1; i >= 0; i-- {
-			q := &params[i]
-			bucket = append(bucket, q.Name)
-			be += q.Elems()
-			if be*int64(p.GradBytes) >= st.BucketBytes {
-				flush()
-			}
-		}
-		flush()
+			one(op, times)
+		})
 	}
 	if last := nv - 1; p.TiedHead() && st.Mesh.PP > 1 && (index == 0 || index == last) {
 		// Tied embeddings over a pipeline: the first stage's embedding and the last stage's copy
@@ -542,19 +567,13 @@ func (p *Program) OptimizerOps(index, nv int, params []Param) []Op {
 		if index == last {
 			peer = 0
 		}
-		var elems int64
-		for i := range params {
-			if params[i].Name == "embed.weight" {
-				elems = params[i].Elems()
-			}
+		n := units.Bytes(embed * int64(p.GradBytes))
+		var embedName []string
+		if names {
+			embedName = []string{"embed.weight"}
 		}
-		n := units.Bytes(elems * int64(p.GradBytes))
-		emit(Op{Kind: OpAllReduce, Module: "embed", Params: []string{"embed.weight"}, Dim: strategies.DimPP, Group: 2, Peer: peer,
-			SentBytes: n, FullBytes: n, MemBytes: n})
-	}
-	var total int64
-	for _, q := range params {
-		total += q.Elems()
+		one(Op{Kind: OpAllReduce, Module: "embed", Params: embedName, Dim: strategies.DimPP, Group: 2, Peer: peer,
+			SentBytes: n, FullBytes: n, MemBytes: n}, 1)
 	}
 	local := total
 	if st.ZeRO >= 1 {
@@ -562,14 +581,77 @@ func (p *Program) OptimizerOps(index, nv int, params []Param) []Op {
 	}
 	// Adam: about 10 FLOPs per parameter (two moment updates, bias corrections, sqrt, divide);
 	// memory traffic reads and writes parameters, gradients and optimizer state.
-	emit(Op{Kind: OpStep, Module: "optimizer", Params: paramNames(params), FLOPs: units.FLOPs(10 * local), Elems: local,
-		MemBytes: units.Bytes(local * int64(2*(p.ParamBytes+p.OptBytes)+p.GradBytes))})
+	if names && all == nil {
+		all = []string{}
+	}
+	one(Op{Kind: OpStep, Module: "optimizer", Params: all, FLOPs: units.FLOPs(10 * local), Elems: local,
+		MemBytes: units.Bytes(local * int64(2*(p.ParamBytes+p.OptBytes)+p.GradBytes))}, 1)
 	if st.ZeRO == 1 || st.ZeRO == 2 {
 		n := units.Bytes(total * int64(p.ParamBytes))
-		emit(Op{Kind: OpAllGather, Module: "params", Params: paramNames(params), Dim: strategies.DimDP, Group: g,
-			SentBytes: n * units.Bytes(g-1) / units.Bytes(g), FullBytes: n, MemBytes: n})
+		one(Op{Kind: OpAllGather, Module: "params", Params: slices.Clone(all), Dim: strategies.DimDP, Group: g,
+			SentBytes: n * units.Bytes(g-1) / units.Bytes(g), FullBytes: n, MemBytes: n}, 1)
 	}
-	return ops
+}
+
+// buckets calls emit with the elements of each DDP gradient bucket of sp (and their names when
+// names is true), in the order DDP fills them during backward: parameters in reverse
+// registration order join the open bucket until it holds at least Strategy.BucketBytes
+// (torch.nn.parallel.DistributedDataParallel, bucket_cap_mb). Without names, the layers after
+// one that leaves the open bucket as it found it fill the same buckets: emit gets those once,
+// with how many layers fill them (OptimizerPhase).
+func (p *Program) buckets(sp *StageParams, names bool, emit func(elems int64, bucket []string, times int)) {
+	var bucket []string
+	var be int64
+	limit, gb := p.Strategy.BucketBytes, int64(p.GradBytes)
+	// A layer's buckets while they are recorded: their elements, from the second layer that
+	// found the open bucket as the first did.
+	var rec []int64
+	recording := false
+	add := func(q *Param) {
+		if names {
+			bucket = append(bucket, q.Name)
+		}
+		be += q.Elems()
+		if be*gb >= limit {
+			if recording {
+				rec = append(rec, be)
+			} else {
+				emit(be, bucket, 1)
+			}
+			bucket, be = nil, 0
+		}
+	}
+	run := func(ps []Param) {
+		for i := len(ps) - 1; i >= 0; i-- {
+			add(&ps[i])
+		}
+	}
+	run(sp.Post)
+	for l := 0; l < sp.Layers; l++ {
+		if names {
+			run(sp.Layer)
+			continue
+		}
+		// Walk one layer, recording its buckets; when it leaves the open bucket as it found it
+		// and closed some, every remaining layer closes the same ones.
+		from := be
+		recording, rec = true, rec[:0]
+		run(sp.Layer)
+		recording = false
+		if be == from && len(rec) > 0 {
+			for _, e := range rec {
+				emit(e, nil, sp.Layers-l)
+			}
+			break
+		}
+		for _, e := range rec {
+			emit(e, nil, 1)
+		}
+	}
+	run(sp.Pre)
+	if be > 0 {
+		emit(be, bucket, 1)
+	}
 }
 
 // TiedHead reports whether the output head reads the embedding's weight (a transformer without
