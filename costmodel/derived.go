@@ -75,19 +75,16 @@ type optKey struct {
 	bucket                                              int64
 }
 
-// lowered is the model lowered with one and with two layers per stage kind.
-type lowered struct {
-	one, two *program.Program
-	// per stage kind: the parameters before the layers, one layer's and those after
-	pre, layer, post [3][]program.Param
-}
-
 // kindPieces is each stage kind's forward and backward priced with one and two layers, per
-// microbatch (Piece.CommTime and Piece.Sent of one microbatch: stagePiece scales them).
+// microbatch (Piece.CommTime and Piece.Sent of one microbatch: stagePiece scales them), and the
+// stage kinds' parameters for their optimizer phase.
 type kindPieces struct {
 	one, two [3]Piece
 	peak     units.FLOPsPerSecond
-	low      *lowered
+	// p is a shortened Program (its bytes per element and tied head are the model's).
+	p *program.Program
+	// per stage kind: the parameters before the layers, one layer's and those after
+	pre, layer, post [3][]program.Param
 }
 
 // Totals prices st (Resolve'd against the model first) without the Result's strings.
@@ -122,8 +119,8 @@ func (d *Derived) Estimate(st strategies.Strategy) (*Result, error) {
 // whole reports whether st on the model must be lowered whole.
 func (d *Derived) whole(st strategies.Strategy) bool {
 	t := d.m.Transformer
-	// The shortened pipeline has three stages (first, middle, last) of two layers.
-	if t == nil || t.Layers < 2 || st.Mesh.PP*st.VPP > 1 && t.Layers < 6 {
+	// The shortened pipeline has five layers (Derived.lower).
+	if t == nil || t.Layers < 2 || st.Mesh.PP*st.VPP > 1 && t.Layers < 5 {
 		return true
 	}
 	p := st.Plan
@@ -182,7 +179,7 @@ func (d *Derived) totals(st strategies.Strategy, o composeOpts) (Totals, strateg
 		}
 		pieces[i] = sc.kinds[k][j]
 	}
-	p := kp.low.one
+	p := kp.p
 	if _, err := compose(st, st.Microbatches(), p.ParamBytes, p.GradBytes, p.OptBytes, pieces, &t, o); err != nil {
 		return t, st, 0, err
 	}
@@ -256,29 +253,9 @@ func (d *Derived) kindPieces(st strategies.Strategy, nv int) (*kindPieces, error
 	if ok {
 		return kp, nil
 	}
-	low, err := d.lower(st, nk)
+	kp, err := d.lower(st, nk)
 	if err != nil {
 		return nil, err
-	}
-	// Price the shortened Programs' ops as the real strategy's, per microbatch: the Coster reads
-	// the strategy's mesh (strides, pipeline level), precision and attention kernel.
-	real := func(p *program.Program) *program.Program {
-		q := *p
-		q.Strategy, q.Microbatches, q.Tokens = st, 1, int64(st.GBS)*int64(max(st.Seq, 1))
-		return &q
-	}
-	c1, err := NewCoster(real(low.one), d.hw)
-	if err != nil {
-		return nil, err
-	}
-	c2, err := NewCoster(real(low.two), d.hw)
-	if err != nil {
-		return nil, err
-	}
-	kp = &kindPieces{peak: c1.peak, low: low}
-	for k := 0; k < nk; k++ {
-		kp.one[k] = c1.fbPiece(low.one.Stages[k])
-		kp.two[k] = c2.fbPiece(low.two.Stages[k])
 	}
 	d.mu.Lock()
 	d.pieces[k] = kp
@@ -286,11 +263,20 @@ func (d *Derived) kindPieces(st strategies.Strategy, nv int) (*kindPieces, error
 	return kp, nil
 }
 
-// lower lowers the model shortened to nk and 2 nk layers on a pipeline of nk stages (one of
-// each kind), and splits each stage's parameters around its layers.
-func (d *Derived) lower(st strategies.Strategy, nk int) (*lowered, error) {
+// lower lowers the model shortened for st with nk stage kinds, prices each kind's forward and
+// backward with one and two layers, and splits each kind's parameters around its layers. One
+// stage kind (no pipeline): one layer, then two. A pipeline: five layers on four stages, which
+// program.StageCounts splits 1, 1, 2, 1: the first, middle and last stages with one layer, and a
+// middle stage with two, whose difference to the one-layer middle stage is one layer's price in
+// any stage (every layer lowers to the same ops; TestDerivedAffineInLayers); the maxima of
+// memory of a first or last stage of two layers are those of its one layer and of a layer after
+// a layer (the middle stage of two).
+func (d *Derived) lower(st strategies.Strategy, nk int) (*kindPieces, error) {
 	short := st
-	short.Mesh.PP, short.VPP = nk, 1
+	short.Mesh.PP, short.VPP = 1, 1
+	if nk > 1 {
+		short.Mesh.PP = 4
+	}
 	if st.ZeRO < 3 {
 		// The data-parallel degree and ZeRO-1/2 change only the optimizer phase: lower one
 		// representative (ZeRO needs dp > 1), one microbatch per pipeline.
@@ -300,27 +286,85 @@ func (d *Derived) lower(st strategies.Strategy, nk int) (*lowered, error) {
 	if short.Schedule == strategies.ScheduleInterleaved {
 		short.Schedule = strategies.Schedule1F1B
 	}
-	low := &lowered{}
-	var err error
-	if low.one, err = program.Lower(shorten(d.m, nk), short); err != nil {
-		return nil, err
+	kp := &kindPieces{}
+	// Price the shortened Programs' ops as the real strategy's, per microbatch: the Coster reads
+	// the strategy's mesh (strides, pipeline level), precision and attention kernel.
+	price := func(layers int) (*program.Program, []Piece, error) {
+		p, err := program.Lower(shorten(d.m, layers), short)
+		if err != nil {
+			return nil, nil, err
+		}
+		q := *p
+		q.Strategy, q.Microbatches, q.Tokens = st, 1, int64(st.GBS)*int64(max(st.Seq, 1))
+		c, err := NewCoster(&q, d.hw)
+		if err != nil {
+			return nil, nil, err
+		}
+		kp.peak = c.peak
+		pieces := make([]Piece, len(p.Stages))
+		for i, s := range p.Stages {
+			pieces[i] = c.fbPiece(s)
+		}
+		return p, pieces, nil
 	}
-	if low.two, err = program.Lower(shorten(d.m, 2*nk), short); err != nil {
-		return nil, err
-	}
-	for k, s := range low.one.Stages {
+	split := func(k int, s *program.Stage) {
 		for _, q := range s.Params {
 			switch {
 			case strings.HasPrefix(q.Module, "layers."):
-				low.layer[k] = append(low.layer[k], q)
-			case len(low.layer[k]) == 0:
-				low.pre[k] = append(low.pre[k], q)
+				kp.layer[k] = append(kp.layer[k], q)
+			case len(kp.layer[k]) == 0:
+				kp.pre[k] = append(kp.pre[k], q)
 			default:
-				low.post[k] = append(low.post[k], q)
+				kp.post[k] = append(kp.post[k], q)
 			}
 		}
 	}
-	return low, nil
+	layers := 1
+	if nk > 1 {
+		layers = 5
+	}
+	p, one, err := price(layers)
+	if err != nil {
+		return nil, err
+	}
+	kp.p = p
+	if nk == 1 {
+		_, two, err := price(2)
+		if err != nil {
+			return nil, err
+		}
+		kp.one[0], kp.two[0] = one[0], two[0]
+		split(0, p.Stages[0])
+		return kp, nil
+	}
+	mid1, mid2 := &one[1], &one[2]
+	for k, i := range [3]int{0, 1, 3} {
+		kp.one[k] = one[i]
+		kp.two[k] = addLayer(&one[i], mid1, mid2)
+		split(k, p.Stages[i])
+	}
+	kp.two[1] = *mid2
+	return kp, nil
+}
+
+// addLayer is stage a with one more layer: a plus the difference between the middle stages of
+// two layers (m2) and of one (m1), the maxima of memory those of a and of m2.
+func addLayer(a, m1, m2 *Piece) Piece {
+	sec := func(x, y, z units.Seconds) units.Seconds { return x + (z - y) }
+	byt := func(x, y, z units.Bytes) units.Bytes { return x + (z - y) }
+	p := Piece{
+		FCompute: sec(a.FCompute, m1.FCompute, m2.FCompute), BCompute: sec(a.BCompute, m1.BCompute, m2.BCompute),
+		FComm: sec(a.FComm, m1.FComm, m2.FComm), BComm: sec(a.BComm, m1.BComm, m2.BComm),
+		FOverlap: sec(a.FOverlap, m1.FOverlap, m2.FOverlap), BOverlap: sec(a.BOverlap, m1.BOverlap, m2.BOverlap),
+		FLOPs: a.FLOPs + (m2.FLOPs - m1.FLOPs),
+		Act:   byt(a.Act, m1.Act, m2.Act), Live: byt(a.Live, m1.Live, m2.Live),
+		Work: max(a.Work, m2.Work), Gathers: max(a.Gathers, m2.Gathers),
+	}
+	for i := range nDims {
+		p.CommTime[i] = sec(a.CommTime[i], m1.CommTime[i], m2.CommTime[i])
+		p.Sent[i] = byt(a.Sent[i], m1.Sent[i], m2.Sent[i])
+	}
+	return p
 }
 
 // shorten returns m with its first k transformer layers only.
@@ -366,8 +410,10 @@ func (d *Derived) stagePiece(st strategies.Strategy, kp *kindPieces, k, n, nv in
 // (program.OptimizerPhase), memoized.
 func (d *Derived) optimizer(st strategies.Strategy, kp *kindPieces, k, n, nv int) (*Piece, error) {
 	ms := st.Mesh
-	low := kp.low
-	nk := len(low.one.Stages)
+	nk := 1
+	if nv > 1 {
+		nk = 3
+	}
 	key := optKey{kinds: nk, kind: k, n: n, tp: ms.TP, cp: ms.CP, g: ms.DP * ms.CP, zero: st.ZeRO, seq: st.Seq, devices: ms.Devices(), tied: -1,
 		sp: st.SP, precision: st.Precision, opt: st.Optimizer, bucket: st.BucketBytes}
 	// Only the first and last stages' optimizer phase depends on the pipeline (the tied
@@ -376,7 +422,7 @@ func (d *Derived) optimizer(st strategies.Strategy, kp *kindPieces, k, n, nv int
 	if k == 2 {
 		index = nv - 1
 	}
-	if nv > 1 && k != 1 && low.one.TiedHead() {
+	if nv > 1 && k != 1 && kp.p.TiedHead() {
 		key.tied = d.hw.LevelFor((ms.PP-1)*ms.Stride(strategies.DimPP) + 1)
 	}
 	d.mu.Lock()
@@ -385,14 +431,14 @@ func (d *Derived) optimizer(st strategies.Strategy, kp *kindPieces, k, n, nv int
 	if hit {
 		return o, nil
 	}
-	q := *low.one
+	q := *kp.p
 	q.Strategy = st
 	c, err := NewCoster(&q, d.hw)
 	if err != nil {
 		return nil, err
 	}
 	o = &Piece{}
-	sp := program.StageParams{Pre: low.pre[k], Layer: low.layer[k], Post: low.post[k], Layers: n}
+	sp := program.StageParams{Pre: kp.pre[k], Layer: kp.layer[k], Post: kp.post[k], Layers: n}
 	q.OptimizerPhase(index, nv, sp, false, func(op *program.Op, times int) { c.optimizerOp(op, times, o) })
 	for _, ps := range [][]program.Param{sp.Pre, sp.Post} {
 		for i := range ps {
