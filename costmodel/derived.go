@@ -35,7 +35,7 @@ type Derived struct {
 	hw *hardware.Hardware
 
 	mu     sync.Mutex
-	pieces map[lowKey]*kindPieces
+	pieces map[lowKey]*kindEntry
 	opt    map[optKey]*Piece
 	flops  map[[2]int]units.FLOPs
 	counts map[int][]int
@@ -46,7 +46,7 @@ func NewDerived(m *model.Model, hw *hardware.Hardware) (*Derived, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	return &Derived{m: m, hw: hw, pieces: map[lowKey]*kindPieces{}, opt: map[optKey]*Piece{},
+	return &Derived{m: m, hw: hw, pieces: map[lowKey]*kindEntry{}, opt: map[optKey]*Piece{},
 		flops: map[[2]int]units.FLOPs{}, counts: map[int][]int{}}, nil
 }
 
@@ -248,19 +248,31 @@ func (d *Derived) kindPieces(st strategies.Strategy, nv int) (*kindPieces, error
 		k.dp = ms.DP
 	}
 	d.mu.Lock()
-	kp, ok := d.pieces[k]
-	d.mu.Unlock()
-	if ok {
-		return kp, nil
+	e, ok := d.pieces[k]
+	if !ok {
+		e = &kindEntry{}
+		d.pieces[k] = e
 	}
-	kp, err := d.lower(st, nk)
-	if err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	d.pieces[k] = kp
 	d.mu.Unlock()
-	return kp, nil
+	// The first caller lowers; concurrent callers with the same key wait for it rather than
+	// lowering again (the pieces do not depend on which strategy of the key came first).
+	e.once.Do(func() { e.kp, e.err = d.lower(st, nk) })
+	if e.err != nil {
+		// Not kept: the next strategy of the key lowers again and says what is wrong with it.
+		d.mu.Lock()
+		if d.pieces[k] == e {
+			delete(d.pieces, k)
+		}
+		d.mu.Unlock()
+	}
+	return e.kp, e.err
+}
+
+// kindEntry is a memoized kindPieces, lowered once.
+type kindEntry struct {
+	once sync.Once
+	kp   *kindPieces
+	err  error
 }
 
 // lower lowers the model shortened for st with nk stage kinds, prices each kind's forward and
@@ -422,7 +434,7 @@ func (d *Derived) optimizer(st strategies.Strategy, kp *kindPieces, k, n, nv int
 	if k == 2 {
 		index = nv - 1
 	}
-	if nv > 1 && k != 1 && kp.p.TiedHead() {
+	if ms.PP > 1 && k != 1 && kp.p.TiedHead() {
 		key.tied = d.hw.LevelFor((ms.PP-1)*ms.Stride(strategies.DimPP) + 1)
 	}
 	d.mu.Lock()

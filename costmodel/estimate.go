@@ -36,14 +36,14 @@ type Totals struct {
 // (uneven) stages, and the stages compose with Predict's compose. It returns what
 // Derived and Predict(program.Lower(m, st), hw) return (search's
 // TestFastPathEqualsDerivedOnWholeSpaces keeps every total equal on whole search spaces, for
-// every strategy family; it is fifty times faster than Derived there), for transformers built by model.Transformer.Build
-// and MLPs built by model.MLP under the default Megatron plan (st.Plan nil or "megatron"). It reads
-// m.Transformer, the configuration the transformer's tree was built from. An Estimator is
-// read-only once made; Totals and Estimate may run concurrently.
+// every strategy family; it is several times faster than Derived there), for transformers built
+// by model.Transformer.Build under the default Megatron plan (st.Plan nil or "megatron"). It reads
+// m.Transformer, the configuration the transformer's tree was built from. MLPs, whose search
+// spaces are a few hundred candidates, Derived lowers whole. An Estimator is read-only once
+// made; Totals and Estimate may run concurrently.
 type Estimator struct {
 	m  *model.Model
 	hw *hardware.Hardware
-	c  chain // the MLP's Linear layers; empty for a transformer
 }
 
 // NewEstimator checks m and returns its Estimator on hw. It returns an error for an invalid model
@@ -52,23 +52,16 @@ func NewEstimator(m *model.Model, hw *hardware.Hardware) (*Estimator, error) {
 	if len(hw.Efficiency.KernelRates) > 0 {
 		return nil, fmt.Errorf("costmodel: hardware %q has per-kernel rates (a calibrated host profile), which Estimate does not price; use Predict(program.Lower(m, st), hw)", hw.Name)
 	}
-	e := &Estimator{m: m, hw: hw}
-	if m.Transformer != nil {
-		if err := m.Transformer.Validate(); err != nil {
-			return nil, err
-		}
-		if m.Batch <= 0 {
-			return nil, fmt.Errorf("model: %q batch = %d; it must be positive", m.Name, m.Batch)
-		}
-		return e, nil
+	if m.Transformer == nil {
+		return nil, fmt.Errorf("costmodel: the fast path prices transformers built by model.Transformer.Build; model %q is not one, use Derived", m.Name)
 	}
-	if err := m.Validate(); err != nil {
+	if err := m.Transformer.Validate(); err != nil {
 		return nil, err
 	}
-	if !mlpChain(m, &e.c) {
-		return nil, fmt.Errorf("costmodel: Estimate prices transformers built by model.Transformer.Build and Linear/activation chains built by model.MLP; model %q is neither, use Predict(program.Lower(m, st), hw)", m.Name)
+	if m.Batch <= 0 {
+		return nil, fmt.Errorf("model: %q batch = %d; it must be positive", m.Name, m.Batch)
 	}
-	return e, nil
+	return &Estimator{m: m, hw: hw}, nil
 }
 
 // Estimate returns the Result Predict(program.Lower(m, st), hw) returns, strings included.
@@ -163,68 +156,42 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals, o composeOpts) (
 	g := int64(mesh.DP * mesh.CP)
 	tp := int64(mesh.TP)
 
-	// Stage kinds priced for ns[j] layers; counts[i] is stage i's layers (nil: one stage, kind 0).
+	// Stage kinds priced for ns[j] layers; counts[i] is stage i's layers.
 	var sums [2][nKinds]stageSum
 	var haves [2][nKinds]bool
 	var ns [2]int64
-	var counts []int
-	var modelFLOPs units.FLOPs
-	if m.Transformer != nil {
-		// Stages hold c or c - 1 layers (program.StageCounts): price each stage kind for both.
-		x := newXF(&p, m, st, eb, pb, gb)
-		counts = program.StageCounts(m.Transformer.Layers, nv)
-		ns[0] = int64(counts[0])
-		for _, c := range counts {
-			if int64(c) != ns[0] {
-				ns[1] = int64(c)
-			}
+	// Stages hold c or c - 1 layers (program.StageCounts): price each stage kind for both.
+	x := newXF(&p, m, st, eb, pb, gb)
+	counts := program.StageCounts(m.Transformer.Layers, nv)
+	ns[0] = int64(counts[0])
+	for _, c := range counts {
+		if int64(c) != ns[0] {
+			ns[1] = int64(c)
 		}
-		for j, n := range ns {
-			if n == 0 {
-				continue
-			}
-			x.stages(n, nv, &sums[j], &haves[j])
-			var lay layerPack
-			for k := range nKinds {
-				if haves[j][k] {
-					pk := packer{cap: st.BucketBytes, gb: gb, cost: bucketCost(&p, st, g)}
-					if g > 1 && st.ZeRO < 3 {
-						x.packStage(&pk, k, n, nv, &lay)
-					}
-					var tied units.Bytes
-					if x.tied && nv > 1 && (k == kFirst || k == kLast) {
-						// The embedding group's all-reduce of the tied embedding's gradient between the
-						// first and last pipeline ranks (Shoeybi et al. 2019; Megatron-LM).
-						tied = units.Bytes(x.vocab * x.h * gb)
-					}
-					optimizerCosts(&p, &sums[j][k], st, g, tp, pb, gb, ob, &pk, tied)
-				}
-			}
-		}
-		modelFLOPs = transformerModelFLOPs(m.Transformer, st.GBS, st.Seq)
-	} else {
-		c := &e.c
-		if err := checkChain(m, c, tp); err != nil {
-			return st, 0, err
-		}
-		s := &sums[0][kOnly]
-		haves[0][kOnly] = true
-		mlpStage(&p, c, st, eb, pb, gb, s)
-		var buf [64]int64
-		params := mlpParams(c, tp, buf[:0])
-		pk := packer{cap: st.BucketBytes, gb: gb, cost: bucketCost(&p, st, g)}
-		for i := len(params) - 1; i >= 0; i-- {
-			s.params += params[i]
-			pk.add(params[i])
-		}
-		optimizerCosts(&p, s, st, g, tp, pb, gb, ob, &pk, 0)
-		tokens := float64(st.GBS)
-		var fwd float64
-		for k := range c.in {
-			fwd += 2 * tokens * float64(c.in[k]) * float64(c.out[k])
-		}
-		modelFLOPs = units.FLOPs(3 * fwd)
 	}
+	for j, n := range ns {
+		if n == 0 {
+			continue
+		}
+		x.stages(n, nv, &sums[j], &haves[j])
+		var lay layerPack
+		for k := range nKinds {
+			if haves[j][k] {
+				pk := packer{cap: st.BucketBytes, gb: gb, cost: bucketCost(&p, st, g)}
+				if g > 1 && st.ZeRO < 3 {
+					x.packStage(&pk, k, n, nv, &lay)
+				}
+				var tied units.Bytes
+				if x.tied && nv > 1 && (k == kFirst || k == kLast) {
+					// The embedding group's all-reduce of the tied embedding's gradient between the
+					// first and last pipeline ranks (Shoeybi et al. 2019; Megatron-LM).
+					tied = units.Bytes(x.vocab * x.h * gb)
+				}
+				optimizerCosts(&p, &sums[j][k], st, g, tp, pb, gb, ob, &pk, tied)
+			}
+		}
+	}
+	modelFLOPs := transformerModelFLOPs(m.Transformer, st.GBS, st.Seq)
 	return st, peak, assemble(&p, st, hw, pb, gb, ob, &sums, &haves, ns, counts, modelFLOPs, out, o)
 }
 
