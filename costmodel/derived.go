@@ -36,6 +36,7 @@ type Derived struct {
 
 	mu     sync.Mutex
 	pieces map[lowKey]*kindEntry
+	params map[paramKey]*paramEntry
 	opt    map[optKey]*Piece
 	flops  map[[2]int]units.FLOPs
 	counts map[int][]int
@@ -46,7 +47,7 @@ func NewDerived(m *model.Model, hw *hardware.Hardware) (*Derived, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	return &Derived{m: m, hw: hw, pieces: map[lowKey]*kindEntry{}, opt: map[optKey]*Piece{},
+	return &Derived{m: m, hw: hw, pieces: map[lowKey]*kindEntry{}, params: map[paramKey]*paramEntry{}, opt: map[optKey]*Piece{},
 		flops: map[[2]int]units.FLOPs{}, counts: map[int][]int{}}, nil
 }
 
@@ -76,15 +77,33 @@ type optKey struct {
 }
 
 // kindPieces is each stage kind's forward and backward priced with one and two layers, per
-// microbatch (Piece.CommTime and Piece.Sent of one microbatch: stagePiece scales them), and the
-// stage kinds' parameters for their optimizer phase.
+// microbatch (Piece.CommTime and Piece.Sent of one microbatch: stagePiece scales them).
 type kindPieces struct {
 	one, two [3]Piece
 	peak     units.FLOPsPerSecond
-	// p is a shortened Program (its bytes per element and tied head are the model's).
+	// p is a shortened Program (its bytes per element are the model's).
+	p *program.Program
+}
+
+// paramKey is what the parameters of each stage kind depend on.
+type paramKey struct {
+	tp, kinds, seq  int
+	sp              bool
+	precision, opt string
+}
+
+// stageParams is each stage kind's parameters split around its layers, from a Program of the
+// model shortened (Derived.lower's shapes: one layer on one stage, or 1, 1, 2, 1 layers on four).
+type stageParams struct {
 	p *program.Program
 	// per stage kind: the parameters before the layers, one layer's and those after
 	pre, layer, post [3][]program.Param
+}
+
+type paramEntry struct {
+	once sync.Once
+	sp   *stageParams
+	err  error
 }
 
 // Totals prices st (Resolve'd against the model first) without the Result's strings.
@@ -284,19 +303,10 @@ type kindEntry struct {
 // memory of a first or last stage of two layers are those of its one layer and of a layer after
 // a layer (the middle stage of two).
 func (d *Derived) lower(st strategies.Strategy, nk int) (*kindPieces, error) {
-	short := st
-	short.Mesh.PP, short.VPP = 1, 1
+	short := shortStrategy(st, nk)
+	layers := 1
 	if nk > 1 {
-		short.Mesh.PP = 4
-	}
-	if st.ZeRO < 3 {
-		// The data-parallel degree and ZeRO-1/2 change only the optimizer phase: lower one
-		// representative (ZeRO needs dp > 1), one microbatch per pipeline.
-		short.Mesh.DP, short.ZeRO = 1, 0
-	}
-	short.GBS = short.Mesh.DP * short.MBS
-	if short.Schedule == strategies.ScheduleInterleaved {
-		short.Schedule = strategies.Schedule1F1B
+		layers = 5
 	}
 	kp := &kindPieces{}
 	// Price the shortened Programs' ops as the real strategy's, per microbatch: the Coster reads
@@ -319,22 +329,6 @@ func (d *Derived) lower(st strategies.Strategy, nk int) (*kindPieces, error) {
 		}
 		return p, pieces, nil
 	}
-	split := func(k int, s *program.Stage) {
-		for _, q := range s.Params {
-			switch {
-			case strings.HasPrefix(q.Module, "layers."):
-				kp.layer[k] = append(kp.layer[k], q)
-			case len(kp.layer[k]) == 0:
-				kp.pre[k] = append(kp.pre[k], q)
-			default:
-				kp.post[k] = append(kp.post[k], q)
-			}
-		}
-	}
-	layers := 1
-	if nk > 1 {
-		layers = 5
-	}
 	p, one, err := price(layers)
 	if err != nil {
 		return nil, err
@@ -346,17 +340,84 @@ func (d *Derived) lower(st strategies.Strategy, nk int) (*kindPieces, error) {
 			return nil, err
 		}
 		kp.one[0], kp.two[0] = one[0], two[0]
-		split(0, p.Stages[0])
 		return kp, nil
 	}
 	mid1, mid2 := &one[1], &one[2]
 	for k, i := range [3]int{0, 1, 3} {
 		kp.one[k] = one[i]
 		kp.two[k] = addLayer(&one[i], mid1, mid2)
-		split(k, p.Stages[i])
 	}
 	kp.two[1] = *mid2
 	return kp, nil
+}
+
+// shortStrategy is st on the shortened model of nk stage kinds: one stage, or four (Derived.lower),
+// one microbatch, no interleaving; the data-parallel degree and ZeRO-1/2 change only the
+// optimizer phase, so one representative is lowered (ZeRO needs dp > 1) but under ZeRO-3.
+func shortStrategy(st strategies.Strategy, nk int) strategies.Strategy {
+	short := st
+	short.Mesh.PP, short.VPP = 1, 1
+	if nk > 1 {
+		short.Mesh.PP = 4
+	}
+	if st.ZeRO < 3 {
+		short.Mesh.DP, short.ZeRO = 1, 0
+	}
+	short.GBS = short.Mesh.DP * short.MBS
+	if short.Schedule == strategies.ScheduleInterleaved {
+		short.Schedule = strategies.Schedule1F1B
+	}
+	return short
+}
+
+// stageParams returns each stage kind's parameters of st with nk stage kinds, from the model
+// shortened and lowered once per paramKey: the smallest strategy with the same parameters (one
+// sample, one sequence per context-parallel group, no recompute, no data parallel).
+func (d *Derived) stageParams(st strategies.Strategy, nk int) (*stageParams, error) {
+	k := paramKey{tp: st.Mesh.TP, kinds: nk, seq: st.Seq, sp: st.SP, precision: st.Precision, opt: st.Optimizer}
+	d.mu.Lock()
+	e, ok := d.params[k]
+	if !ok {
+		e = &paramEntry{}
+		d.params[k] = e
+	}
+	d.mu.Unlock()
+	e.once.Do(func() {
+		short := st
+		short.Mesh.CP, short.MBS, short.Recompute, short.ZeRO = 1, 1, strategies.RecomputeNone, 0
+		short = shortStrategy(short, nk)
+		layers := 1
+		if nk > 1 {
+			layers = 5
+		}
+		p, err := program.Lower(shorten(d.m, layers), short)
+		if err != nil {
+			e.err = err
+			return
+		}
+		sp := &stageParams{p: p}
+		for k, i := range []int{0, 1, 3}[:nk] {
+			for _, q := range p.Stages[i].Params {
+				switch {
+				case strings.HasPrefix(q.Module, "layers."):
+					sp.layer[k] = append(sp.layer[k], q)
+				case len(sp.layer[k]) == 0:
+					sp.pre[k] = append(sp.pre[k], q)
+				default:
+					sp.post[k] = append(sp.post[k], q)
+				}
+			}
+		}
+		e.sp = sp
+	})
+	if e.err != nil {
+		d.mu.Lock()
+		if d.params[k] == e {
+			delete(d.params, k)
+		}
+		d.mu.Unlock()
+	}
+	return e.sp, e.err
 }
 
 // addLayer is stage a with one more layer: a plus the difference between the middle stages of
@@ -406,7 +467,7 @@ func (d *Derived) stagePiece(st strategies.Strategy, kp *kindPieces, k, n, nv in
 		p.CommTime[i] *= units.Seconds(m)
 		p.Sent[i] *= units.Bytes(m)
 	}
-	o, err := d.optimizer(st, kp, k, n, nv)
+	o, err := d.optimizer(st, k, n, nv)
 	if err != nil {
 		return err
 	}
@@ -420,11 +481,15 @@ func (d *Derived) stagePiece(st strategies.Strategy, kp *kindPieces, k, n, nv in
 
 // optimizer is the optimizer phase of stage kind k with n layers of st on nv virtual stages
 // (program.OptimizerPhase), memoized.
-func (d *Derived) optimizer(st strategies.Strategy, kp *kindPieces, k, n, nv int) (*Piece, error) {
+func (d *Derived) optimizer(st strategies.Strategy, k, n, nv int) (*Piece, error) {
 	ms := st.Mesh
 	nk := 1
 	if nv > 1 {
 		nk = 3
+	}
+	ps, err := d.stageParams(st, nk)
+	if err != nil {
+		return nil, err
 	}
 	key := optKey{kinds: nk, kind: k, n: n, tp: ms.TP, cp: ms.CP, g: ms.DP * ms.CP, zero: st.ZeRO, seq: st.Seq, devices: ms.Devices(), tied: -1,
 		sp: st.SP, precision: st.Precision, opt: st.Optimizer, bucket: st.BucketBytes}
@@ -434,7 +499,7 @@ func (d *Derived) optimizer(st strategies.Strategy, kp *kindPieces, k, n, nv int
 	if k == 2 {
 		index = nv - 1
 	}
-	if ms.PP > 1 && k != 1 && kp.p.TiedHead() {
+	if ms.PP > 1 && k != 1 && ps.p.TiedHead() {
 		key.tied = d.hw.LevelFor((ms.PP-1)*ms.Stride(strategies.DimPP) + 1)
 	}
 	d.mu.Lock()
@@ -443,14 +508,14 @@ func (d *Derived) optimizer(st strategies.Strategy, kp *kindPieces, k, n, nv int
 	if hit {
 		return o, nil
 	}
-	q := *kp.p
+	q := *ps.p
 	q.Strategy = st
 	c, err := NewCoster(&q, d.hw)
 	if err != nil {
 		return nil, err
 	}
 	o = &Piece{}
-	sp := program.StageParams{Pre: kp.pre[k], Layer: kp.layer[k], Post: kp.post[k], Layers: n}
+	sp := program.StageParams{Pre: ps.pre[k], Layer: ps.layer[k], Post: ps.post[k], Layers: n}
 	q.OptimizerPhase(index, nv, sp, false, func(op *program.Op, times int) { c.optimizerOp(op, times, o) })
 	for _, ps := range [][]program.Param{sp.Pre, sp.Post} {
 		for i := range ps {
