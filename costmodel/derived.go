@@ -87,8 +87,8 @@ type kindPieces struct {
 
 // paramKey is what the parameters of each stage kind depend on.
 type paramKey struct {
-	tp, kinds, seq  int
-	sp              bool
+	tp, kinds, seq int
+	sp             bool
 	precision, opt string
 }
 
