@@ -44,6 +44,8 @@ type Totals struct {
 type Estimator struct {
 	m  *model.Model
 	hw *hardware.Hardware
+	// d prices each stage's optimizer phase (Derived.optimizer: program.OptimizerPhase).
+	d *Derived
 }
 
 // NewEstimator checks m and returns its Estimator on hw. It returns an error for an invalid model
@@ -61,7 +63,11 @@ func NewEstimator(m *model.Model, hw *hardware.Hardware) (*Estimator, error) {
 	if m.Batch <= 0 {
 		return nil, fmt.Errorf("model: %q batch = %d; it must be positive", m.Name, m.Batch)
 	}
-	return &Estimator{m: m, hw: hw}, nil
+	d, err := NewDerived(m, hw)
+	if err != nil {
+		return nil, err
+	}
+	return &Estimator{m: m, hw: hw, d: d}, nil
 }
 
 // Estimate returns the Result Predict(program.Lower(m, st), hw) returns, strings included.
@@ -100,15 +106,8 @@ type stageSum struct {
 	tally
 	work            units.Bytes // StageWorkspace: most transient bytes live at once
 	live            units.Bytes // StageLive: most bytes live at once, saved and transient
-	comm            units.Bytes // StageComm: the largest gradient bucket (tp or dp reduction)
-	params, partial int64       // local parameter elements; those with tp-partial gradients
-	partialLen      int64       // the elements of each tensor with a tp-partial gradient (h)
-	optCompute      units.Seconds
-	optComm         units.Seconds // blocking: tp gradient all-reduce, tied embedding over pp, ZeRO-1/2 parameter gather
-	dpComm          units.Seconds // gradient reduction over dp
-	lastBucket      units.Seconds
-	optTime         [nDims]units.Seconds
-	optSent         [nDims]units.Bytes
+	// opt is the optimizer phase, its parameters and gradient buffers (Derived's).
+	opt *Piece
 }
 
 // stage kinds of a pipeline.
@@ -120,6 +119,9 @@ const (
 	nKinds
 )
 
+// derivedKind is Derived's stage kind of each.
+var derivedKind = [nKinds]int{kOnly: 0, kFirst: 0, kMiddle: 1, kLast: 2}
+
 func (e *Estimator) totals(st strategies.Strategy, out *Totals, o composeOpts) (strategies.Strategy, units.FLOPsPerSecond, error) {
 	m, hw := e.m, e.hw
 	if p := st.Plan; p != nil && (p.Name != "megatron" || len(p.Rules) != 0 || p.Whole != "") {
@@ -129,32 +131,26 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals, o composeOpts) (
 	if err := st.Validate(m); err != nil {
 		return st, 0, err
 	}
-	dtype := "bf16"
-	// Rajbhandari et al. 2020 §3.1: 2-byte parameters and gradients; fp32 master weights (SGD), and
-	// momentum and variance (Adam) in the optimizer state. fp32: 4 + 4 bytes, Adam's two moments.
-	eb, pb, gb, ob := int64(2), int64(2), int64(2), int64(4)
-	if st.Optimizer == strategies.OptimizerAdam {
-		ob = 12
+	nv := st.Mesh.PP * st.VPP
+	nk := 1
+	if nv > 1 {
+		nk = 3
 	}
-	if st.Precision == strategies.PrecisionFP32 {
-		dtype = "fp32"
-		eb, pb, gb, ob = 4, 4, 4, 0
-		if st.Optimizer == strategies.OptimizerAdam {
-			ob = 8
-		}
-	}
-	peak, err := hw.PeakFor(dtype)
+	// The bytes per element (Rajbhandari et al. 2020 §3.1) and the peak at the precision are
+	// the Program's and the Coster's.
+	ps, err := e.d.stageParams(st, nk)
 	if err != nil {
-		return st, 0, fmt.Errorf("costmodel: %v", err)
-	}
-	if err := CheckFlash(st, hw); err != nil {
 		return st, 0, err
 	}
-	mesh := st.Mesh
+	q := *ps.p
+	q.Strategy = st
+	c, err := NewCoster(&q, hw)
+	if err != nil {
+		return st, 0, err
+	}
+	peak := c.peak
+	eb, pb, gb, ob := int64(q.ActBytes), int64(q.ParamBytes), int64(q.GradBytes), int64(q.OptBytes)
 	p := newPricer(hw, peak, st)
-	nv := mesh.PP * st.VPP
-	g := int64(mesh.DP * mesh.CP)
-	tp := int64(mesh.TP)
 
 	// Stage kinds priced for ns[j] layers; counts[i] is stage i's layers.
 	var sums [2][nKinds]stageSum
@@ -174,20 +170,13 @@ func (e *Estimator) totals(st strategies.Strategy, out *Totals, o composeOpts) (
 			continue
 		}
 		x.stages(n, nv, &sums[j], &haves[j])
-		var lay layerPack
 		for k := range nKinds {
 			if haves[j][k] {
-				pk := packer{cap: st.BucketBytes, gb: gb, cost: bucketCost(&p, st, g)}
-				if g > 1 && st.ZeRO < 3 {
-					x.packStage(&pk, k, n, nv, &lay)
+				o, err := e.d.optimizer(st, derivedKind[k], int(n), nv)
+				if err != nil {
+					return st, 0, err
 				}
-				var tied units.Bytes
-				if x.tied && nv > 1 && (k == kFirst || k == kLast) {
-					// The embedding group's all-reduce of the tied embedding's gradient between the
-					// first and last pipeline ranks (Shoeybi et al. 2019; Megatron-LM).
-					tied = units.Bytes(x.vocab * x.h * gb)
-				}
-				optimizerCosts(&p, &sums[j][k], st, g, tp, pb, gb, ob, &pk, tied)
+				sums[j][k].opt = o
 			}
 		}
 	}
@@ -271,8 +260,6 @@ func (x *xf) stages(n int64, nv int, stages *[nKinds]stageSum, have *[nKinds]boo
 		send.saved = -x.r // the output is sent, not saved
 	}
 
-	layerElems := x.layerParamElems()
-	layerPartial := x.layerPartialTP()
 	kinds := [3]int{kOnly}
 	nk := 1
 	if nv > 1 {
@@ -289,16 +276,10 @@ func (x *xf) stages(n int64, nv int, stages *[nKinds]stageSum, have *[nKinds]boo
 		s := &stages[k]
 		first, last := k == kOnly || k == kFirst, k == kOnly || k == kLast
 		s.tally = layers
-		s.params = n * layerElems
-		s.partial, s.partialLen = n*layerPartial, x.h
 		var w walker
 		if first {
 			s.addScaled(&pre, 1)
 			w.run(preF, 1)
-			s.params += x.vocab * x.h
-			if x.learned {
-				s.params += x.positions * x.h
-			}
 		} else {
 			s.addScaled(&recv, 1)
 			w.run(recvF, 1)
@@ -308,13 +289,6 @@ func (x *xf) stages(n int64, nv int, stages *[nKinds]stageSum, have *[nKinds]boo
 			w.run(layerF, n)
 			w.run(postF, 1)
 			w.run(postB, 1)
-			s.params += x.normParams()
-			if x.sp {
-				s.partial += x.normParams()
-			}
-			if !x.tiedSharesStage(nv) {
-				s.params += x.vocab * x.h // the head's weight, or a tied copy of the embedding's
-			}
 		} else {
 			s.addScaled(&send, 1)
 			w.run(layerF, n-1)
@@ -329,189 +303,6 @@ func (x *xf) stages(n int64, nv int, stages *[nKinds]stageSum, have *[nKinds]boo
 			w.run(recvB, 1)
 		}
 		s.work, s.live = w.pc, w.pa
-	}
-}
-
-// tiedSharesStage reports whether a tied head reuses the embedding's weight on the same stage
-// (one stage holds both); with a pipeline the last stage keeps its own copy, as Megatron-LM does.
-func (x *xf) tiedSharesStage(nv int) bool { return x.tied && nv == 1 }
-
-// packStage feeds stage kind k's parameters to pk in reverse registration order, the order DDP
-// fills its gradient buckets in during backward. lay caches the layers' part from an empty bucket.
-func (x *xf) packStage(pk *packer, k int, n int64, nv int, lay *layerPack) {
-	first, last := k == kOnly || k == kFirst, k == kOnly || k == kLast
-	if last {
-		if !x.tiedSharesStage(nv) {
-			pk.add(x.vocab * x.h)
-		}
-		if !x.rms {
-			pk.add(x.h)
-		}
-		pk.add(x.h)
-	}
-	if pk.be == 0 && lay.ok {
-		lay.apply(pk)
-	} else {
-		from := *pk
-		x.packLayers(pk, n)
-		if from.be == 0 {
-			*lay = layerPack{ok: true, be: pk.be, n: pk.n - from.n, maxB: pk.maxB, last: pk.last, t: pk.t - from.t}
-		}
-	}
-	if first {
-		if x.learned {
-			pk.add(x.positions * x.h)
-		}
-		pk.add(x.vocab * x.h)
-	}
-}
-
-// packLayers feeds n layers' parameters to pk, last layer first.
-func (x *xf) packLayers(pk *packer, n int64) {
-	var l [14]int64
-	nl := x.layerParams(&l)
-	lp := l[:nl]
-	for i := int64(0); i < n; i++ {
-		before := *pk
-		for j := nl - 1; j >= 0; j-- {
-			pk.add(lp[j])
-		}
-		if pk.be == before.be && pk.n > before.n {
-			// The bucket state repeats: every remaining layer fills the same buckets.
-			pk.n += int(n-i-1) * (pk.n - before.n)
-			pk.t += units.Seconds(n-i-1) * (pk.t - before.t)
-			return
-		}
-	}
-}
-
-// layerPack is packLayers' effect from an empty open bucket (the bucket state is all that
-// matters: the buckets it closes do not depend on those closed before).
-type layerPack struct {
-	ok         bool
-	be         int64
-	n          int
-	maxB, last int64
-	t          units.Seconds
-}
-
-func (l *layerPack) apply(pk *packer) {
-	if l.n > 0 {
-		pk.maxB = max(pk.maxB, l.maxB)
-		pk.last = l.last
-	}
-	pk.n += l.n
-	pk.t += l.t
-	pk.be = l.be
-}
-
-// packer is DDP's gradient bucketing (torch.nn.parallel.DistributedDataParallel, bucket_cap_mb):
-// gradients join the current bucket until it holds at least cap bytes.
-type packer struct {
-	cap, gb int64
-	be      int64 // elements in the open bucket
-	n       int   // buckets closed
-	maxB    int64 // elements of the largest
-	last    int64 // elements of the last closed
-	// cost prices one bucket of so many bytes (the data-parallel collective, as Coster.Comm
-	// prices it); t sums it over the buckets closed. Nil cost: no reduction to price.
-	cost func(units.Bytes) units.Seconds
-	t    units.Seconds
-}
-
-func (pk *packer) add(elems int64) {
-	pk.be += elems
-	if pk.be*pk.gb >= pk.cap {
-		pk.flush()
-	}
-}
-
-func (pk *packer) flush() {
-	if pk.be == 0 {
-		return
-	}
-	pk.n++
-	if pk.cost != nil {
-		pk.t += pk.cost(units.Bytes(pk.be * pk.gb))
-	}
-	pk.maxB = max(pk.maxB, pk.be)
-	pk.last = pk.be
-	pk.be = 0
-}
-
-// bucketCost prices one gradient bucket's data-parallel reduction: an all-reduce, or a
-// reduce-scatter under ZeRO-1/2; nil when there is none (one data-parallel rank, or ZeRO-3).
-func bucketCost(p *pricer, st strategies.Strategy, g int64) func(units.Bytes) units.Seconds {
-	if g <= 1 || st.ZeRO >= 3 {
-		return nil
-	}
-	kind := program.OpReduceScatter
-	if st.ZeRO == 0 {
-		kind = program.OpAllReduce
-	}
-	return func(n units.Bytes) units.Seconds { return p.collective(kind, int(g), p.stride, n) }
-}
-
-// optimizerCosts adds a stage's once-per-step ops: the tensor-parallel all-reduce of gradients
-// of sequence-parallel parameters, the data-parallel gradient reduction (all-reduce, or
-// reduce-scatter under ZeRO-1/2, in buckets), the all-reduce over pp of a tied embedding's
-// gradient of tied bytes (0: none; Megatron-LM's embedding group, in place, so no buffer), the
-// optimizer step over the local shard, and the ZeRO-1/2 all-gather of the updated parameters
-// (Rajbhandari et al. 2020 §5), which writes the parameters in place (no buffer: StageComm).
-func optimizerCosts(p *pricer, s *stageSum, st strategies.Strategy, g, tp, pb, gb, ob int64, pk *packer, tied units.Bytes) {
-	if s.partial > 0 && tp > 1 {
-		elems := s.partial
-		if st.ZeRO == 3 {
-			// ZeRO-3 reduce-scattered these gradients over dp in backward: each rank
-			// all-reduces its chunk of every tensor (program.OptimizerOps).
-			elems = s.partial / s.partialLen * ((s.partialLen + g - 1) / g)
-		}
-		n := units.Bytes(elems * gb)
-		d := p.collective(program.OpAllReduce, int(tp), 1, n)
-		s.optComm += d
-		s.optTime[dimTP] += d
-		s.optSent[dimTP] += 2 * n * units.Bytes(tp-1) / units.Bytes(tp)
-		s.comm = max(s.comm, n)
-	}
-	total := s.params
-	if g > 1 && st.ZeRO < 3 {
-		pk.flush()
-		kind := program.OpReduceScatter
-		if st.ZeRO == 0 {
-			kind = program.OpAllReduce
-		}
-		// Each bucket is one collective, priced as Coster.Comm prices it (packer.cost).
-		all := units.Bytes(total * gb)
-		d := pk.t
-		s.dpComm += d
-		s.optTime[dimDP] += d
-		s.lastBucket = p.collective(kind, int(g), p.stride, units.Bytes(pk.last*gb))
-		sent := all * units.Bytes(g-1) / units.Bytes(g)
-		if st.ZeRO == 0 {
-			sent *= 2
-		}
-		s.optSent[dimDP] += sent
-		s.comm = max(s.comm, units.Bytes(pk.maxB*gb))
-	}
-	if tied > 0 {
-		d := p.ppAllReduce(tied)
-		s.optComm += d
-		s.optTime[dimPP] += d
-		s.optSent[dimPP] += tied // 2(p-1)/p n with p = 2
-	}
-	local := total
-	if st.ZeRO >= 1 {
-		local = (total + g - 1) / g
-	}
-	// Adam: about 10 FLOPs per parameter; memory traffic reads and writes parameters, gradients
-	// and optimizer state (as the Program's optimizer_step op).
-	s.optCompute += p.ewTime(float64(10*local), float64(local*(2*(pb+ob)+gb)))
-	if st.ZeRO == 1 || st.ZeRO == 2 {
-		n := units.Bytes(total * pb)
-		d := p.collective(program.OpAllGather, int(g), p.stride, n)
-		s.optComm += d
-		s.optTime[dimDP] += d
-		s.optSent[dimDP] += n * units.Bytes(g-1) / units.Bytes(g)
 	}
 }
 
@@ -553,13 +344,14 @@ func assemble(p *pricer, st strategies.Strategy, hw *hardware.Hardware, pb, gb, 
 			s := &sums[j][k]
 			q := &kinds[j][k]
 			q.FCompute, q.BCompute, q.FComm, q.BComm, q.FOverlap, q.BOverlap = s.fCompute, s.bCompute, s.fComm, s.bComm, s.fOverlap, s.bOverlap
-			q.OptCompute, q.OptComm, q.DPComm, q.LastBucket = s.optCompute, s.optComm, s.dpComm, s.lastBucket
+			o := s.opt
+			q.OptCompute, q.OptComm, q.DPComm, q.LastBucket = o.OptCompute, o.OptComm, o.DPComm, o.LastBucket
 			for d := range nDims {
-				q.CommTime[d] = units.Seconds(mb)*s.commTime[d] + s.optTime[d]
-				q.Sent[d] = units.Bytes(mb)*s.sent[d] + s.optSent[d]
+				q.CommTime[d] = units.Seconds(mb)*s.commTime[d] + o.CommTime[d]
+				q.Sent[d] = units.Bytes(mb)*s.sent[d] + o.Sent[d]
 			}
-			q.FLOPs, q.Params = s.flops, s.params
-			q.Act, q.Live, q.Work, q.Buckets, q.Gathers = s.saved, s.live, s.work, s.comm, 2*s.gather
+			q.FLOPs, q.Params = s.flops, o.Params
+			q.Act, q.Live, q.Work, q.Buckets, q.Gathers = s.saved, s.live, s.work, o.Buckets, 2*s.gather
 		}
 	}
 	sc := composePool.Get().(*composeScratch)

@@ -119,66 +119,6 @@ func (x *xf) normParams() int64 {
 	return 2 * x.h // LayerNorm weight and bias
 }
 
-// layerParams lists a layer's local parameter elements in registration order (the order of
-// Stage.Params), for gradient buckets; it returns their count.
-func (x *xf) layerParams(out *[14]int64) int {
-	n := 0
-	add := func(v int64) { out[n] = v; n++ }
-	addNorm := func() {
-		add(x.h)
-		if !x.rms {
-			add(x.h)
-		}
-	}
-	addNorm()
-	add(x.qkvOut * x.h)
-	if x.qkvBias {
-		add(x.qkvOut)
-	}
-	add(x.h * x.heads * x.hd)
-	if x.bias {
-		add(x.h) // row-parallel bias: replicated
-	}
-	addNorm()
-	ups := 1
-	if x.gated {
-		ups = 2 // gate and up
-	}
-	for range ups {
-		add(x.ffn * x.h)
-		if x.bias {
-			add(x.ffn)
-		}
-	}
-	add(x.h * x.ffn)
-	if x.bias {
-		add(x.h)
-	}
-	return n
-}
-
-func (x *xf) layerParamElems() int64 {
-	var l [14]int64
-	var n int64
-	for _, v := range l[:x.layerParams(&l)] {
-		n += v
-	}
-	return n
-}
-
-// layerPartialTP is the elements of a layer's parameters whose gradients are all-reduced over tp
-// after backward (Korthikanti et al. 2022 §4.2.2: norms and row-parallel biases see s/t tokens).
-func (x *xf) layerPartialTP() int64 {
-	if !x.sp {
-		return 0
-	}
-	n := 2 * x.normParams()
-	if x.bias {
-		n += 2 * x.h
-	}
-	return n
-}
-
 // Local parameter elements of each op that reads parameters (ZeRO-3 gathers them before the op
 // and reduce-scatters their gradients after its backward). A row-parallel bias is its own op
 // when t > 1, else the Linear adds it.
