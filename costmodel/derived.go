@@ -93,7 +93,7 @@ type paramKey struct {
 }
 
 // stageParams is each stage kind's parameters split around its layers, from a Program of the
-// model shortened (Derived.lower's shapes: one layer on one stage, or 1, 1, 2, 1 layers on four).
+// model shortened to one layer per stage.
 type stageParams struct {
 	p *program.Program
 	// per stage kind: the parameters before the layers, one layer's and those after
@@ -383,21 +383,23 @@ func (d *Derived) stageParams(st strategies.Strategy, nk int) (*stageParams, err
 	}
 	d.mu.Unlock()
 	e.once.Do(func() {
+		// One layer on each of the first, middle and last stages (the first and last only, of
+		// a model of two layers).
 		short := st
 		short.Mesh.CP, short.MBS, short.Recompute, short.ZeRO = 1, 1, strategies.RecomputeNone, 0
-		short = shortStrategy(short, nk)
-		layers := 1
+		short = shortStrategy(short, 1)
 		if nk > 1 {
-			layers = 5
+			short.Mesh.PP = min(3, d.m.Transformer.Layers)
 		}
-		p, err := program.Lower(shorten(d.m, layers), short)
+		p, err := program.Lower(shorten(d.m, short.Mesh.PP), short)
 		if err != nil {
 			e.err = err
 			return
 		}
 		sp := &stageParams{p: p}
-		for k, i := range []int{0, 1, 3}[:nk] {
-			for _, q := range p.Stages[i].Params {
+		for i, s := range p.Stages {
+			k := kindOf(i, len(p.Stages))
+			for _, q := range s.Params {
 				switch {
 				case strings.HasPrefix(q.Module, "layers."):
 					sp.layer[k] = append(sp.layer[k], q)

@@ -104,8 +104,8 @@ func (e *Estimator) Quick(st strategies.Strategy) (Totals, error) {
 // the gradient reductions and the optimizer (as Coster.stage splits them).
 type stageSum struct {
 	tally
-	work            units.Bytes // StageWorkspace: most transient bytes live at once
-	live            units.Bytes // StageLive: most bytes live at once, saved and transient
+	work units.Bytes // StageWorkspace: most transient bytes live at once
+	live units.Bytes // StageLive: most bytes live at once, saved and transient
 	// opt is the optimizer phase, its parameters and gradient buffers (Derived's).
 	opt *Piece
 }

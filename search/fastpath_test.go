@@ -23,7 +23,8 @@ func near(a, b, tol float64) bool {
 // stages because it is faster, equals the closed form derived from the Program
 // (costmodel.Derived) on every candidate of whole search spaces: every strategy family the
 // enumeration produces (ZeRO 0-3, tp, sp, cp, pp with every schedule and vpp, recompute modes,
-// overlap on and off), a model whose gradient buckets span layers, and tied embeddings.
+// overlap on and off), a model whose gradient buckets span layers, tied embeddings, and a model
+// of two layers.
 func TestFastPathEqualsDerivedOnWholeSpaces(t *testing.T) {
 	mid, err := model.Transformer{Hidden: 256, Layers: 10, Heads: 8, KVHeads: 4, HeadDim: 32, FFN: 512, Vocab: 512, Seq: 64,
 		Gated: true, RMSNorm: true, Tied: true, Batch: 16}.Build("llama-mid", "llama")
@@ -39,6 +40,8 @@ func TestFastPathEqualsDerivedOnWholeSpaces(t *testing.T) {
 		{tinyGPT(t), 8, strategies.EnumerateOptions{GBS: 16}},
 		{mid, 16, strategies.EnumerateOptions{GBS: 32, Fix: mustFix(t, "bucket_mb=1")}},
 		{preset(t, "llama2-7b"), 8, strategies.EnumerateOptions{GBS: 16}},
+		// Two layers: too few for Derived to shorten a pipeline, so it lowers them whole.
+		{preset(t, "gpt-tiny"), 8, strategies.EnumerateOptions{GBS: 16}},
 	} {
 		space, err := strategies.Enumerate(c.m, c.gpus, c.o)
 		if err != nil {
