@@ -81,8 +81,9 @@ type optKey struct {
 type kindPieces struct {
 	one, two [3]Piece
 	peak     units.FLOPsPerSecond
-	// p is a shortened Program (its bytes per element are the model's).
-	p *program.Program
+	// The bytes per element of parameters, gradients and optimizer state (program.Program's);
+	// the lowered Programs themselves are not kept (a search holds thousands of these).
+	pb, gb, ob int
 }
 
 // paramKey is what the parameters of each stage kind depend on.
@@ -198,8 +199,7 @@ func (d *Derived) totals(st strategies.Strategy, o composeOpts) (Totals, strateg
 		}
 		pieces[i] = sc.kinds[k][j]
 	}
-	p := kp.p
-	if _, err := compose(st, st.Microbatches(), p.ParamBytes, p.GradBytes, p.OptBytes, pieces, &t, o); err != nil {
+	if _, err := compose(st, st.Microbatches(), kp.pb, kp.gb, kp.ob, pieces, &t, o); err != nil {
 		return t, st, 0, err
 	}
 	t.FLOPs.Model = d.modelFLOPs(st)
@@ -333,7 +333,7 @@ func (d *Derived) lower(st strategies.Strategy, nk int) (*kindPieces, error) {
 	if err != nil {
 		return nil, err
 	}
-	kp.p = p
+	kp.pb, kp.gb, kp.ob = p.ParamBytes, p.GradBytes, p.OptBytes
 	if nk == 1 {
 		_, two, err := price(2)
 		if err != nil {
