@@ -28,15 +28,17 @@
 //
 // Three ways to price a strategy, equal by test, all composing per-stage Pieces with one
 // function (compose: the pipeline timeline, the overlap rules, memory per rank): Predict prices
-// a Program op by op; Derived (Estimate) is the closed form derived from the Program, lowering
-// the model shortened to one and two layers per stage kind and extrapolating in the layers
-// (uneven stages, any plan, memoized per lowering, so a search lowers once per distinct per-layer
-// configuration); Estimator is a hand-written closed form of the same Programs for the default
-// Megatron plan of a transformer or an MLP, kept equal to Derived on whole search spaces by test
-// (search's TestFastPathEqualsDerivedOnWholeSpaces). It stays because Derived is far slower in a
-// search: GPT-3 175B on 256 A100 has 111,054 candidates but 5,652 distinct shortened lowerings,
-// 14,787 priced piece sets and 131,217 optimizer phases, and Derived took 35.2 s for them where
-// the fast path took 0.50 s (search's BenchmarkEvaluateFastPathVsDerived, one core, loaded
-// machine); each distinct lowering costs about 6 ms, so Derived within 3x of the fast path
-// needs lowering some twenty times cheaper.
+// a Program op by op; Derived (Estimate) is the closed form derived from the Program: the
+// forward and backward of a model shortened to one layer (no pipeline: and two) or to five on
+// four stages (1, 1, 2, 1 layers: first, middle and last kinds and one layer's difference),
+// extrapolated in the layers, and each stage's optimizer phase from one layer's parameters
+// (program.OptimizerPhase, which walks DDP's buckets until they repeat), memoized by exactly what
+// changes each (uneven stages, any plan; TestDerivedAffineInLayers); Estimator is a hand-written
+// closed form of the forward and backward for the default Megatron plan of a transformer, whose
+// optimizer phase, parameters, bytes per element and peak are Derived's, kept equal to Derived on
+// whole search spaces by test (search's TestFastPathEqualsDerivedOnWholeSpaces). It stays
+// because Derived is still about five times slower in a search: GPT-3 175B on 256 A100 has
+// 111,054 candidates but about 4,400 distinct forward/backward configurations, each a
+// program.Lower of about 0.5 ms of CPU; everything else Derived does per candidate costs less
+// than the fast path (search's BenchmarkEvaluateFastPathVsDerived, per CPU-second).
 package costmodel
