@@ -142,8 +142,9 @@ func CheckFlash(st strategies.Strategy, hw *hardware.Hardware) error {
 // FlashKernel is a FlashAttention generation that a strategy's attn option names, and where the
 // hardware gives its fraction of peak.
 type FlashKernel struct {
-	Attn, Name, Field string
-	Fraction          func(hardware.Efficiency) float64
+	Attn        strategies.Attention
+	Name, Field string
+	Fraction    func(hardware.Efficiency) float64
 }
 
 // FlashKernels are the fused attention kernels tpsim prices, newest first.
@@ -231,7 +232,7 @@ func (c *Coster) shared(op *program.Op, t units.Seconds) units.Seconds {
 // for matrix products, which the GEMM efficiency prices. The vocabulary-parallel cross-entropy
 // has its own kernels: "cross_entropy_stats" on the shard, "cross_entropy_combine" on the
 // gathered statistics and "cross_entropy_shard.backward".
-func KernelKey(op *program.Op, optimizer string) string {
+func KernelKey(op *program.Op, optimizer strategies.Optimizer) string {
 	var k string
 	switch op.Kind {
 	case program.OpAct:
@@ -255,7 +256,7 @@ func KernelKey(op *program.Op, optimizer string) string {
 			k = "cross_entropy"
 		}
 	case program.OpStep:
-		return optimizer
+		return string(optimizer)
 	case program.OpAttention, program.OpEmbedding, program.OpAdd, program.OpMul, program.OpBias, program.OpDropout:
 		k = string(op.Kind)
 	default:

@@ -51,11 +51,14 @@ func NewDerived(m *model.Model, hw *hardware.Hardware) (*Derived, error) {
 // gathers and reductions are in the forward and backward); the optimizer phase is rebuilt for
 // the real strategy (OptimizerOps).
 type lowKey struct {
-	dp, cp, tp, kinds, mbs, seq          int
-	zero3                                bool
-	recompute, attention, precision, opt string
-	sp                                   bool
-	bucket                               int64
+	dp, cp, tp, kinds, mbs, seq int
+	zero3                       bool
+	recompute                   strategies.Recompute
+	attention                   strategies.Attention
+	precision                   strategies.Precision
+	opt                         strategies.Optimizer
+	sp                          bool
+	bucket                      int64
 }
 
 // pieceKey adds what changes the prices of the ops and the per-step sums: the mesh (strides,

@@ -140,7 +140,7 @@ func TestScheduleOrders(t *testing.T) {
 		return strings.Join(b, " ")
 	}
 	cases := []struct {
-		sched         string
+		sched         strategies.Schedule
 		pp, vpp, r, m int
 		want          string
 	}{
@@ -160,7 +160,7 @@ func TestScheduleOrders(t *testing.T) {
 	}
 	// Every schedule runs each forward and backward once, a backward after its forward, and 1F1B
 	// keeps at most pp-rank microbatches in flight (its point: Narayanan et al. 2021 §2.2.1).
-	for _, sched := range []string{"gpipe", "1f1b", "interleaved"} {
+	for _, sched := range []strategies.Schedule{"gpipe", "1f1b", "interleaved"} {
 		for _, pp := range []int{2, 4} {
 			vpp := map[bool]int{true: 2, false: 1}[sched == "interleaved"]
 			for r := 0; r < pp; r++ {

@@ -155,7 +155,7 @@ func (x *explainer) howSplit(i int) string {
 		ways = append(ways, fmt.Sprintf("sharding the %s over dp=%d (ZeRO-%d)", what, st.Mesh.DP*st.Mesh.CP, st.ZeRO))
 	}
 	if st.Recompute != strategies.RecomputeNone {
-		ways = append(ways, st.Recompute+" activation recomputation")
+		ways = append(ways, string(st.Recompute)+" activation recomputation")
 	}
 	if st.SP {
 		ways = append(ways, "sequence parallelism")

@@ -54,8 +54,8 @@ var RejectReasons = []string{RejectHeads, RejectFFN, RejectVocab, RejectLayers, 
 
 // Enumeration order of the recompute modes and schedules (Candidate.Recompute, Candidate.Schedule).
 var (
-	RecomputeModes = []string{RecomputeNone, RecomputeSelective, RecomputeFull}
-	Schedules      = []string{Schedule1F1B, ScheduleInterleaved, ScheduleGPipe}
+	RecomputeModes = []Recompute{RecomputeNone, RecomputeSelective, RecomputeFull}
+	Schedules      = []Schedule{Schedule1F1B, ScheduleInterleaved, ScheduleGPipe}
 )
 
 // Candidate is one point of the search space, compactly (a search holds millions): the searched
