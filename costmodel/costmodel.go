@@ -232,38 +232,38 @@ func (c *Coster) shared(op *program.Op, t units.Seconds) units.Seconds {
 // for matrix products, which the GEMM efficiency prices. The vocabulary-parallel cross-entropy
 // has its own kernels: "cross_entropy_stats" on the shard, "cross_entropy_combine" on the
 // gathered statistics and "cross_entropy_shard.backward".
-func KernelKey(op *program.Op, optimizer strategies.Optimizer) string {
-	var k string
+func KernelKey(op *program.Op, optimizer strategies.Optimizer) hardware.Kernel {
+	var k hardware.Kernel
 	switch op.Kind {
 	case program.OpAct:
-		k = op.Act
+		k = hardware.Kernel(op.Act)
 	case program.OpNorm:
-		k = "layernorm"
+		k = hardware.KernelLayerNorm
 		if op.Norm == model.KindRMSNorm {
-			k = "rmsnorm"
+			k = hardware.KernelRMSNorm
 		}
 	case program.OpLossStats:
-		return "cross_entropy_stats"
+		return hardware.KernelCrossEntropyStats
 	case program.OpLoss:
 		switch {
 		case op.Loss == model.KindMSE:
-			k = "mse"
+			k = hardware.KernelMSE
 		case op.VocabHi > 0 && op.Phase == program.Backward: // vocabulary-parallel
-			k = "cross_entropy_shard"
+			k = hardware.KernelCrossEntropyShard
 		case op.VocabHi > 0:
-			return "cross_entropy_combine"
+			return hardware.KernelCrossEntropyCombine
 		default:
-			k = "cross_entropy"
+			k = hardware.KernelCrossEntropy
 		}
 	case program.OpStep:
-		return string(optimizer)
+		return hardware.Kernel(optimizer)
 	case program.OpAttention, program.OpEmbedding, program.OpAdd, program.OpMul, program.OpBias, program.OpDropout:
-		k = string(op.Kind)
+		k = hardware.Kernel(op.Kind)
 	default:
 		return ""
 	}
 	if op.Phase == program.Backward && op.Fwd >= 0 {
-		k += ".backward"
+		k = k.Backward()
 	}
 	return k
 }

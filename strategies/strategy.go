@@ -84,8 +84,8 @@ type Strategy struct {
 	MBS int `json:"mbs"`
 	GBS int `json:"gbs"`
 	// Seq overrides the model's sequence length when positive.
-	Seq       int    `json:"seq"`
-	ZeRO      int    `json:"zero"`
+	Seq       int       `json:"seq"`
+	ZeRO      int       `json:"zero"`
 	Recompute Recompute `json:"recompute"`
 	SP        bool      `json:"sp"`
 	Schedule  Schedule  `json:"schedule"`
