@@ -49,7 +49,7 @@ type Result struct {
 	Reason   string `json:"reason"`
 
 	Memory    Memory                 `json:"memory_bytes"`
-	CommBytes map[string]units.Bytes `json:"comm_bytes"`
+	CommBytes map[strategies.Dim]units.Bytes `json:"comm_bytes"`
 	Time      Time                   `json:"time_s"`
 	FLOPs     FLOPs                  `json:"flops"`
 
@@ -60,7 +60,7 @@ type Result struct {
 	TokensPerS           float64 `json:"tokens_per_s"`
 
 	// CommTime is the time of each mesh dimension's communication per step, exposed or not.
-	CommTime map[string]units.Seconds `json:"comm_time_s"`
+	CommTime map[strategies.Dim]units.Seconds `json:"comm_time_s"`
 	// Assumptions lists what the prediction assumed that the inputs did not say.
 	Assumptions []string `json:"assumptions"`
 }

@@ -398,7 +398,7 @@ func TestInterleavedCommBytesPerRank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{strategies.DimPP, strategies.DimTP} {
+	for _, d := range []strategies.Dim{strategies.DimPP, strategies.DimTP} {
 		var want units.Bytes
 		for rank := 0; rank < st.Mesh.PP; rank++ {
 			var sum units.Bytes

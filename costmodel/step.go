@@ -318,7 +318,7 @@ func (t *Totals) result(model string, st strategies.Strategy, plan string, hw *h
 	r := &Result{Model: model, Hardware: hw.Name, Strategy: st.String(), Plan: plan, Devices: t.Devices,
 		Feasible: t.Feasible, Memory: t.Memory, Time: t.Time, FLOPs: t.FLOPs, MFU: t.MFU, HFU: t.HFU,
 		ModelTFLOPsPerGPU: t.ModelTFLOPsPerGPU, HardwareTFLOPsPerGPU: t.HardwareTFLOPsPerGPU, TokensPerS: t.TokensPerS,
-		CommBytes: map[string]units.Bytes{}, CommTime: map[string]units.Seconds{}}
+		CommBytes: map[strategies.Dim]units.Bytes{}, CommTime: map[strategies.Dim]units.Seconds{}}
 	for i, d := range strategies.DimOrder {
 		r.CommBytes[d] = t.CommBytes[i]
 		r.CommTime[d] = t.CommTime[i]

@@ -180,7 +180,7 @@ func Collectives(p *program.Program) []CollectiveRecord {
 				case op.Kind == program.OpSend:
 					mod = fmt.Sprintf("to stage %d", op.Peer)
 				}
-				out = append(out, CollectiveRecord{Stage: s.Index, Phase: op.Phase.String(), Kind: string(op.Kind), Dim: op.Dim,
+				out = append(out, CollectiveRecord{Stage: s.Index, Phase: op.Phase.String(), Kind: string(op.Kind), Dim: string(op.Dim),
 					Module: mod, Shape: shape, SentBytes: int64(op.SentBytes)})
 			}
 		}

@@ -34,7 +34,7 @@ type Span struct {
 	// the simulator lays out such a task as one node when none of its ops overlaps another);
 	// Kind and Module are those of its last op.
 	Task   bool
-	Dim    string
+	Dim    strategies.Dim
 	Stage  int // virtual stage (model chunk)
 	Micro  int // microbatch, -1 for optimizer ops
 	Phase  program.Phase

@@ -123,7 +123,7 @@ func Parse(s string) (Strategy, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return st, fmt.Errorf("strategies: empty strategy; write it as \"dp=8,tp=8,mbs=1\" (mesh dimensions %s; options %s)",
-			strings.Join(DimOrder, ", "), strings.Join(OptionKeys, ", "))
+			strings.Join(DimNames(), ", "), strings.Join(OptionKeys, ", "))
 	}
 	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
@@ -241,7 +241,7 @@ func (st *Strategy) set(k, v string) error {
 	case "overlap":
 		st.Overlap, err = onOff(k, v)
 	default:
-		keys := append(append([]string{}, DimOrder...), OptionKeys...)
+		keys := append(DimNames(), OptionKeys...)
 		sort.Strings(keys)
 		return fmt.Errorf("strategies: unknown option %q; valid keys: %s", k, strings.Join(keys, ", "))
 	}
