@@ -48,10 +48,10 @@ type Result struct {
 	Feasible bool   `json:"feasible"`
 	Reason   string `json:"reason"`
 
-	Memory    Memory                 `json:"memory_bytes"`
+	Memory    Memory                         `json:"memory_bytes"`
 	CommBytes map[strategies.Dim]units.Bytes `json:"comm_bytes"`
-	Time      Time                   `json:"time_s"`
-	FLOPs     FLOPs                  `json:"flops"`
+	Time      Time                           `json:"time_s"`
+	FLOPs     FLOPs                          `json:"flops"`
 
 	MFU                  float64 `json:"mfu"`
 	HFU                  float64 `json:"hfu"`
