@@ -691,9 +691,10 @@ func (e *engine) run() {
 // compete for the same links, "each collective gets a fraction of the available bandwidth"
 // (meta-pytorch/torchrec#4251): the link is busy for the same total time either way. So two
 // collectives over the same mesh dimension take the sum of their times, never the max; the
-// closed form charges the data-parallel link the same sum against the compute it hides behind
-// (costmodel compose: FOverlap, BOverlap). Collectives over different dimensions (tensor
-// parallel over NVLink beside data parallel over the network) have links of their own.
+// closed form charges the data-parallel link the same sum against the main sequence it hides
+// behind (costmodel's overlapExposed). Collectives over different dimensions (tensor parallel
+// over NVLink beside data parallel over the network) have links of their own, so a gather runs
+// beside a blocking tensor-parallel collective of the main sequence.
 func (e *engine) tryStart(r int) {
 	if !e.mainBusy[r] && e.mainNext[r] < len(e.main[r]) {
 		id := e.main[r][e.mainNext[r]]
