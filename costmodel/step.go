@@ -157,12 +157,7 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 		s := &pieces[i]
 		r := i % pp
 		rt := &ranks[r]
-		fe, be := s.FOverlap, s.BOverlap
-		if st.Overlap {
-			// ZeRO-3 prefetch: gathers hide behind compute, only the excess shows.
-			fe = max(0, s.FOverlap-s.FCompute)
-			be = max(0, s.BOverlap-s.BCompute)
-		}
+		fe, be := overlapExposed(st, s)
 		rt.compute += s.FCompute + s.BCompute
 		rt.comm += s.FComm + s.BComm + fe + be
 		rt.perMicro += s.FCompute + s.BCompute + s.FComm + s.BComm + fe + be
@@ -253,11 +248,7 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 	f, b := sc.f, sc.b
 	for i := range pieces {
 		s := &pieces[i]
-		fe, be := s.FOverlap, s.BOverlap
-		if st.Overlap {
-			fe = max(0, s.FOverlap-s.FCompute)
-			be = max(0, s.BOverlap-s.BCompute)
-		}
+		fe, be := overlapExposed(st, s)
 		f[i] = s.FCompute + s.FComm + fe
 		b[i] = s.BCompute + s.BComm + be
 	}
@@ -301,6 +292,22 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 		out.Time.Bubble = 0
 	}
 	return perRank, nil
+}
+
+// overlapExposed is what of stage piece s's data-parallel link time (ZeRO-3's gathers and
+// reduce-scatters) shows in its forward and backward of one microbatch: all of it without
+// overlap; with it, what the main sequence (compute and the blocking tensor- and
+// context-parallel collectives, which use links of their own) does not hide. The gathers and
+// reduce-scatters of a phase share the data-parallel link, so their times add (NCCL serialises
+// one communicator's collectives; sim's engine.tryStart cites the sources), and the simulator
+// hides them behind every op of the main sequence as this does. What a backward leaves on the
+// link delays the next forward's first gathers, and with them that forward's compute, so it
+// shows in full there too: no carry between microbatches.
+func overlapExposed(st strategies.Strategy, s *Piece) (fe, be units.Seconds) {
+	if !st.Overlap {
+		return s.FOverlap, s.BOverlap
+	}
+	return max(0, s.FOverlap-s.FCompute-s.FComm), max(0, s.BOverlap-s.BCompute-s.BComm)
 }
 
 // finish fills the figures that follow from the step time and the memory: MFU, HFU, TFLOP/s per
