@@ -528,13 +528,13 @@ type engine struct {
 var nLinks = len(strategies.DimOrder)
 
 // linkIndex is the index of dimension dim in strategies.DimOrder.
-func linkIndex(dim string) int {
+func linkIndex(dim strategies.Dim) int {
 	for i, d := range strategies.DimOrder {
 		if d == dim {
 			return i
 		}
 	}
-	panic("sim: asynchronous collective on unknown mesh dimension " + dim)
+	panic("sim: asynchronous collective on unknown mesh dimension " + string(dim))
 }
 
 // link is one rank's link of one mesh dimension: a min-heap of the ready asynchronous
