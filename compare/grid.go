@@ -48,7 +48,7 @@ func ppMesh(n int) (strategies.Mesh, string, bool) {
 
 // pipeline sets the schedule and the microbatch size that gives PipelineMicrobatchesPerStage
 // microbatches per stage.
-func pipeline(schedule string) func(*strategies.Strategy) error {
+func pipeline(schedule strategies.Schedule) func(*strategies.Strategy) error {
 	return func(st *strategies.Strategy) error {
 		st.Schedule = schedule
 		local := st.GBS / st.Mesh.DP

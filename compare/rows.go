@@ -27,7 +27,7 @@ func PredictedSample(r *costmodel.Result) reports.Sample {
 		s.Memory[k] = float64(v)
 	}
 	for k, v := range r.CommBytes {
-		s.CommBytes[k] = float64(v)
+		s.CommBytes[string(k)] = float64(v)
 	}
 	return s
 }
@@ -105,7 +105,7 @@ func MeasuredSample(runs []*exec.Result, step time.Duration, warmup int) reports
 		if most < 0 || r.PeakBytes["peak"] > last.Ranks[most].PeakBytes["peak"] {
 			most = i
 		}
-		pp := r.Coords[strategies.DimPP]
+		pp := r.Coords[string(strategies.DimPP)]
 		if perStage[pp] == nil {
 			perStage[pp] = map[string]float64{}
 		}
@@ -320,7 +320,7 @@ func MakeRow(in RowInput, ref *exec.Result, hw *hardware.Hardware) Row {
 	e.CommSharePred, e.CommShareMeas = commShare(row.Predicted.Time), commShare(row.Measured.Time)
 	e.CommShareErr = e.CommSharePred - e.CommShareMeas
 	e.CommBytesAbs, e.MemoryRel = map[string]float64{}, map[string]float64{}
-	for _, d := range strategies.DimOrder {
+	for _, d := range strategies.DimNames() {
 		e.CommBytesAbs[d] = math.Abs(row.Predicted.CommBytes[d] - row.Measured.CommBytes[d])
 	}
 	for _, c := range append(append([]string{}, exec.Categories...), "peak") {

@@ -48,10 +48,10 @@ type Result struct {
 	Feasible bool   `json:"feasible"`
 	Reason   string `json:"reason"`
 
-	Memory    Memory                 `json:"memory_bytes"`
-	CommBytes map[string]units.Bytes `json:"comm_bytes"`
-	Time      Time                   `json:"time_s"`
-	FLOPs     FLOPs                  `json:"flops"`
+	Memory    Memory                         `json:"memory_bytes"`
+	CommBytes map[strategies.Dim]units.Bytes `json:"comm_bytes"`
+	Time      Time                           `json:"time_s"`
+	FLOPs     FLOPs                          `json:"flops"`
 
 	MFU                  float64 `json:"mfu"`
 	HFU                  float64 `json:"hfu"`
@@ -60,7 +60,7 @@ type Result struct {
 	TokensPerS           float64 `json:"tokens_per_s"`
 
 	// CommTime is the time of each mesh dimension's communication per step, exposed or not.
-	CommTime map[string]units.Seconds `json:"comm_time_s"`
+	CommTime map[strategies.Dim]units.Seconds `json:"comm_time_s"`
 	// Assumptions lists what the prediction assumed that the inputs did not say.
 	Assumptions []string `json:"assumptions"`
 }
@@ -142,8 +142,9 @@ func CheckFlash(st strategies.Strategy, hw *hardware.Hardware) error {
 // FlashKernel is a FlashAttention generation that a strategy's attn option names, and where the
 // hardware gives its fraction of peak.
 type FlashKernel struct {
-	Attn, Name, Field string
-	Fraction          func(hardware.Efficiency) float64
+	Attn        strategies.Attention
+	Name, Field string
+	Fraction    func(hardware.Efficiency) float64
 }
 
 // FlashKernels are the fused attention kernels tpsim prices, newest first.
@@ -231,38 +232,38 @@ func (c *Coster) shared(op *program.Op, t units.Seconds) units.Seconds {
 // for matrix products, which the GEMM efficiency prices. The vocabulary-parallel cross-entropy
 // has its own kernels: "cross_entropy_stats" on the shard, "cross_entropy_combine" on the
 // gathered statistics and "cross_entropy_shard.backward".
-func KernelKey(op *program.Op, optimizer string) string {
-	var k string
+func KernelKey(op *program.Op, optimizer strategies.Optimizer) hardware.Kernel {
+	var k hardware.Kernel
 	switch op.Kind {
 	case program.OpAct:
-		k = op.Act
+		k = hardware.Kernel(op.Act)
 	case program.OpNorm:
-		k = "layernorm"
+		k = hardware.KernelLayerNorm
 		if op.Norm == model.KindRMSNorm {
-			k = "rmsnorm"
+			k = hardware.KernelRMSNorm
 		}
 	case program.OpLossStats:
-		return "cross_entropy_stats"
+		return hardware.KernelCrossEntropyStats
 	case program.OpLoss:
 		switch {
 		case op.Loss == model.KindMSE:
-			k = "mse"
+			k = hardware.KernelMSE
 		case op.VocabHi > 0 && op.Phase == program.Backward: // vocabulary-parallel
-			k = "cross_entropy_shard"
+			k = hardware.KernelCrossEntropyShard
 		case op.VocabHi > 0:
-			return "cross_entropy_combine"
+			return hardware.KernelCrossEntropyCombine
 		default:
-			k = "cross_entropy"
+			k = hardware.KernelCrossEntropy
 		}
 	case program.OpStep:
-		return optimizer
+		return hardware.Kernel(optimizer)
 	case program.OpAttention, program.OpEmbedding, program.OpAdd, program.OpMul, program.OpBias, program.OpDropout:
-		k = string(op.Kind)
+		k = hardware.Kernel(op.Kind)
 	default:
 		return ""
 	}
 	if op.Phase == program.Backward && op.Fwd >= 0 {
-		k += ".backward"
+		k = k.Backward()
 	}
 	return k
 }

@@ -60,7 +60,10 @@ func NewDerived(m *model.Model, hw *hardware.Hardware) (*Derived, error) {
 type lowKey struct {
 	dp, cp, tp, kinds, mbs, seq, devices int
 	zero3, sp                            bool
-	recompute, attention, precision, opt string
+	recompute                            strategies.Recompute
+	attention                            strategies.Attention
+	precision                            strategies.Precision
+	opt                                  strategies.Optimizer
 	bucket                               int64
 }
 
@@ -72,7 +75,8 @@ type lowKey struct {
 type optKey struct {
 	kinds, kind, n, tp, cp, g, zero, seq, devices, tied int
 	sp                                                  bool
-	precision, opt                                      string
+	precision                                           strategies.Precision
+	opt                                                 strategies.Optimizer
 	bucket                                              int64
 }
 
@@ -90,7 +94,8 @@ type kindPieces struct {
 type paramKey struct {
 	tp, kinds, seq int
 	sp             bool
-	precision, opt string
+	precision      strategies.Precision
+	opt            strategies.Optimizer
 }
 
 // stageParams is each stage kind's parameters split around its layers, from a Program of the

@@ -22,7 +22,7 @@ const (
 
 // DimIndex returns the index of mesh dimension name in Totals.CommBytes and Totals.CommTime
 // (the order of strategies.DimOrder), or -1 for an unknown name.
-func DimIndex(name string) int {
+func DimIndex(name strategies.Dim) int {
 	for i, d := range strategies.DimOrder {
 		if d == name {
 			return i

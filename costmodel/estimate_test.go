@@ -171,7 +171,7 @@ func equalResults(t *testing.T, name string, got, want *Result, rel float64) {
 		{"flops.hardware", float64(got.FLOPs.Hardware), float64(want.FLOPs.Hardware)},
 	}
 	for _, d := range strategies.DimOrder {
-		sums = append(sums, pair{"comm_bytes." + d, float64(got.CommBytes[d]), float64(want.CommBytes[d])})
+		sums = append(sums, pair{"comm_bytes." + string(d), float64(got.CommBytes[d]), float64(want.CommBytes[d])})
 	}
 	for _, p := range sums {
 		if !near(p.got, p.want, 1e-12) {
@@ -191,7 +191,7 @@ func equalResults(t *testing.T, name string, got, want *Result, rel float64) {
 		{"tokens_per_s", got.TokensPerS, want.TokensPerS},
 	}
 	for _, d := range strategies.DimOrder {
-		ps = append(ps, pair{"comm_time_s." + d, float64(got.CommTime[d]), float64(want.CommTime[d])})
+		ps = append(ps, pair{"comm_time_s." + string(d), float64(got.CommTime[d]), float64(want.CommTime[d])})
 	}
 	for _, p := range ps {
 		if !near(p.got, p.want, rel) {

@@ -61,7 +61,7 @@ type xf struct {
 	pb, gb             int64 // bytes per parameter and per gradient element
 
 	sp, gated, rms, bias, qkvBias, learned, tied, dropout, flash bool
-	recompute                                                    string
+	recompute                                                    strategies.Recompute
 	zero3                                                        bool
 
 	// Derived sizes in bytes.

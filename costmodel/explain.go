@@ -17,7 +17,7 @@ func (r *Result) CommBound(st strategies.Strategy) string {
 	if r.Time.Step <= 0 || float64(r.Time.CommExposed) < CommBoundShare*float64(r.Time.Step) {
 		return ""
 	}
-	dim := ""
+	var dim strategies.Dim
 	for _, d := range strategies.DimOrder {
 		if r.CommTime[d] > 0 && (dim == "" || r.CommTime[d] > r.CommTime[dim]) {
 			dim = d
@@ -31,7 +31,7 @@ func (r *Result) CommBound(st strategies.Strategy) string {
 }
 
 // CommCarries says what a mesh dimension's collectives carry under st.
-func CommCarries(dim string, st strategies.Strategy) string {
+func CommCarries(dim strategies.Dim, st strategies.Strategy) string {
 	switch dim {
 	case strategies.DimDP:
 		switch st.ZeRO {
@@ -52,5 +52,5 @@ func CommCarries(dim string, st strategies.Strategy) string {
 	case strategies.DimCP:
 		return "context-parallel key/value exchange"
 	}
-	return dim
+	return string(dim)
 }

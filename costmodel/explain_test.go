@@ -12,8 +12,8 @@ func TestCommBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Result{Time: Time{Step: 10, CommExposed: 3}, CommTime: map[string]units.Seconds{"dp": 2, "tp": 4},
-		CommBytes: map[string]units.Bytes{"dp": 1 << 30, "tp": 1 << 20}}
+	r := &Result{Time: Time{Step: 10, CommExposed: 3}, CommTime: map[strategies.Dim]units.Seconds{"dp": 2, "tp": 4},
+		CommBytes: map[strategies.Dim]units.Bytes{"dp": 1 << 30, "tp": 1 << 20}}
 	// 3 s of 10 exposed is 30% >= 20%; tp's 4 s is the longest.
 	want := "Communication bound: exposed communication is 30.0% of the step. tp dominates (tp=2, tensor-parallel activation all-gathers and reduce-scatters): " +
 		units.Seconds(4).String() + " per step, overlapped or not, " + units.Bytes(1<<20).String() + " sent per device."

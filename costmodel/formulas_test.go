@@ -266,7 +266,7 @@ func TestKorthikantiActivationBytes(t *testing.T) {
 	for _, c := range []struct {
 		t         int
 		sp        bool
-		recompute string
+		recompute strategies.Recompute
 		want      float64
 	}{
 		{1, false, "none", 114 * sbh},      // 34 + 80
@@ -358,7 +358,7 @@ func TestProgramActivationsKorthikanti(t *testing.T) {
 				if rc != "full" {
 					got -= 2 * float64(rows) * 2 * 4 // two norms' fp32 mean and rstd
 				}
-				want := KorthikantiActivationBytes(s, b, h, a, tp, sp, krc)
+				want := KorthikantiActivationBytes(s, b, h, a, tp, sp, strategies.Recompute(krc))
 				if rc == "flash" {
 					want += float64(b * a / tp * s * 4)
 				}
@@ -398,7 +398,7 @@ func TestInterleavedCommBytesPerRank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{strategies.DimPP, strategies.DimTP} {
+	for _, d := range []strategies.Dim{strategies.DimPP, strategies.DimTP} {
 		var want units.Bytes
 		for rank := 0; rank < st.Mesh.PP; rank++ {
 			var sum units.Bytes

@@ -14,7 +14,7 @@ import (
 // in each comment), so that changing a formula fails a test even where every copy of it changes
 // alike.
 
-func pipeline(t *testing.T, schedule string, pp, vpp, m int, f, b units.Seconds) (Totals, []Memory) {
+func pipeline(t *testing.T, schedule strategies.Schedule, pp, vpp, m int, f, b units.Seconds) (Totals, []Memory) {
 	t.Helper()
 	st := strategies.Default(strategies.Mesh{PP: pp, DP: 1, CP: 1, TP: 1})
 	st.Schedule, st.VPP, st.GBS, st.Seq = schedule, vpp, m, 1
@@ -37,7 +37,7 @@ func pipeline(t *testing.T, schedule string, pp, vpp, m int, f, b units.Seconds)
 // no bubble, m(f + b) = 24.
 func TestPipelineBubbleHandDerived(t *testing.T) {
 	for _, c := range []struct {
-		schedule            string
+		schedule            strategies.Schedule
 		pp, vpp             int
 		f, b, step, compute units.Seconds
 	}{
@@ -62,7 +62,7 @@ func TestPipelineBubbleHandDerived(t *testing.T) {
 // microbatch per chunk, rank 0 holds 4000 (1F1B), 8000 (GPipe, m=8), 11000 (interleaved).
 func TestInFlightActivationsHandDerived(t *testing.T) {
 	for _, c := range []struct {
-		schedule string
+		schedule strategies.Schedule
 		vpp, m   int
 		want     []units.Bytes
 	}{

@@ -21,7 +21,7 @@ import "github.com/tpsim/tpsim/strategies"
 // (2as^2b), its dropout mask (as^2b) and dropout output (2as^2b). With t = 1 every row is the
 // no-parallelism one. It is a reference for tests, not what Predict or Estimate compute (they
 // follow the Program's values).
-func KorthikantiActivationBytes(s, b, h, a, t int, sp bool, recompute string) float64 {
+func KorthikantiActivationBytes(s, b, h, a, t int, sp bool, recompute strategies.Recompute) float64 {
 	sbh := float64(s) * float64(b) * float64(h)
 	tt := float64(t)
 	attn := 5 * float64(a) * float64(s) / float64(h) // 5as/h

@@ -162,12 +162,7 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 		s := &pieces[i]
 		r := i % pp
 		rt := &ranks[r]
-		fe, be := s.FOverlap, s.BOverlap
-		if st.Overlap {
-			// ZeRO-3 prefetch: gathers hide behind compute, only the excess shows.
-			fe = max(0, s.FOverlap-s.FCompute)
-			be = max(0, s.BOverlap-s.BCompute)
-		}
+		fe, be := overlapExposed(st, s)
 		rt.compute += s.FCompute + s.BCompute
 		rt.comm += s.FComm + s.BComm + fe + be
 		rt.perMicro += s.FCompute + s.BCompute + s.FComm + s.BComm + fe + be
@@ -258,11 +253,7 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 	f, b := sc.f, sc.b
 	for i := range pieces {
 		s := &pieces[i]
-		fe, be := s.FOverlap, s.BOverlap
-		if st.Overlap {
-			fe = max(0, s.FOverlap-s.FCompute)
-			be = max(0, s.BOverlap-s.BCompute)
-		}
+		fe, be := overlapExposed(st, s)
 		f[i] = s.FCompute + s.FComm + fe
 		b[i] = s.BCompute + s.BComm + be
 	}
@@ -308,6 +299,22 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 	return perRank, nil
 }
 
+// overlapExposed is what of stage piece s's data-parallel link time (ZeRO-3's gathers and
+// reduce-scatters) shows in its forward and backward of one microbatch: all of it without
+// overlap; with it, what the main sequence (compute and the blocking tensor- and
+// context-parallel collectives, which use links of their own) does not hide. The gathers and
+// reduce-scatters of a phase share the data-parallel link, so their times add (NCCL serialises
+// one communicator's collectives; sim's engine.tryStart cites the sources), and the simulator
+// hides them behind every op of the main sequence as this does. What a backward leaves on the
+// link delays the next forward's first gathers, and with them that forward's compute, so it
+// shows in full there too: no carry between microbatches.
+func overlapExposed(st strategies.Strategy, s *Piece) (fe, be units.Seconds) {
+	if !st.Overlap {
+		return s.FOverlap, s.BOverlap
+	}
+	return max(0, s.FOverlap-s.FCompute-s.FComm), max(0, s.BOverlap-s.BCompute-s.BComm)
+}
+
 // finish fills the figures that follow from the step time and the memory: MFU, HFU, TFLOP/s per
 // GPU, tokens per second and whether the strategy fits.
 func (t *Totals) finish(st strategies.Strategy, hw *hardware.Hardware, peak units.FLOPsPerSecond) {
@@ -323,7 +330,7 @@ func (t *Totals) result(model string, st strategies.Strategy, plan string, hw *h
 	r := &Result{Model: model, Hardware: hw.Name, Strategy: st.String(), Plan: plan, Devices: t.Devices,
 		Feasible: t.Feasible, Memory: t.Memory, Time: t.Time, FLOPs: t.FLOPs, MFU: t.MFU, HFU: t.HFU,
 		ModelTFLOPsPerGPU: t.ModelTFLOPsPerGPU, HardwareTFLOPsPerGPU: t.HardwareTFLOPsPerGPU, TokensPerS: t.TokensPerS,
-		CommBytes: map[string]units.Bytes{}, CommTime: map[string]units.Seconds{}}
+		CommBytes: map[strategies.Dim]units.Bytes{}, CommTime: map[strategies.Dim]units.Seconds{}}
 	for i, d := range strategies.DimOrder {
 		r.CommBytes[d] = t.CommBytes[i]
 		r.CommTime[d] = t.CommTime[i]

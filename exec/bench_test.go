@@ -23,9 +23,9 @@ func BenchmarkPipelineBubble(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, sched := range []string{strategies.ScheduleGPipe, strategies.Schedule1F1B} {
-		b.Run(sched, func(b *testing.B) {
-			st, err := strategies.Parse("pp=4,mbs=1,optimizer=sgd,schedule=" + sched)
+	for _, sched := range []strategies.Schedule{strategies.ScheduleGPipe, strategies.Schedule1F1B} {
+		b.Run(string(sched), func(b *testing.B) {
+			st, err := strategies.Parse("pp=4,mbs=1,optimizer=sgd,schedule=" + string(sched))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -181,7 +181,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // runProgram executes Program p, lowered from cfg (tests pass one altered on purpose).
 func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, error) {
 	st := p.Strategy
-	dims := []comm.Dim{{Name: strategies.DimPP, Size: st.Mesh.PP}, {Name: strategies.DimDP, Size: st.Mesh.DP}, {Name: strategies.DimTP, Size: st.Mesh.TP}}
+	dims := []comm.Dim{{Name: string(strategies.DimPP), Size: st.Mesh.PP}, {Name: string(strategies.DimDP), Size: st.Mesh.DP}, {Name: string(strategies.DimTP), Size: st.Mesh.TP}}
 	timeout := cfg.Timeout
 	if timeout == 0 {
 		timeout = 2 * time.Minute

@@ -106,8 +106,8 @@ func checkBytes(t *testing.T, what string, res *Result) {
 	sum := map[[2]int]float64{} // (pp rank, dim index) -> bytes over the ranks of that pp rank
 	n := map[int]int{}
 	for _, rr := range res.Ranks {
-		pr := rr.Coords[strategies.DimPP]
-		want := map[string]float64{}
+		pr := rr.Coords[string(strategies.DimPP)]
+		want := map[strategies.Dim]float64{}
 		for _, s := range p.Stages {
 			if s.Rank == pr {
 				for d, b := range p.CommBytes(s) {
@@ -115,11 +115,11 @@ func checkBytes(t *testing.T, what string, res *Result) {
 				}
 			}
 		}
-		if got := float64(rr.CommBytes[strategies.DimPP]); got != want[strategies.DimPP] {
+		if got := float64(rr.CommBytes[string(strategies.DimPP)]); got != want[strategies.DimPP] {
 			t.Errorf("%s rank %d: sent %g bytes per step on pp, the Program says %g", what, rr.Rank, got, want[strategies.DimPP])
 		}
-		for i, d := range []string{strategies.DimDP, strategies.DimTP} {
-			sum[[2]int{pr, i}] += float64(rr.CommBytes[d]) - want[d]
+		for i, d := range []strategies.Dim{strategies.DimDP, strategies.DimTP} {
+			sum[[2]int{pr, i}] += float64(rr.CommBytes[string(d)]) - want[d]
 		}
 		n[pr]++
 	}
@@ -140,7 +140,7 @@ func TestScheduleOrders(t *testing.T) {
 		return strings.Join(b, " ")
 	}
 	cases := []struct {
-		sched         string
+		sched         strategies.Schedule
 		pp, vpp, r, m int
 		want          string
 	}{
@@ -160,7 +160,7 @@ func TestScheduleOrders(t *testing.T) {
 	}
 	// Every schedule runs each forward and backward once, a backward after its forward, and 1F1B
 	// keeps at most pp-rank microbatches in flight (its point: Narayanan et al. 2021 §2.2.1).
-	for _, sched := range []string{"gpipe", "1f1b", "interleaved"} {
+	for _, sched := range []strategies.Schedule{"gpipe", "1f1b", "interleaved"} {
 		for _, pp := range []int{2, 4} {
 			vpp := map[bool]int{true: 2, false: 1}[sched == "interleaved"]
 			for r := 0; r < pp; r++ {
@@ -421,7 +421,7 @@ func TestZeRO3SequenceParallelTPBytes(t *testing.T) {
 	}
 	var got float64
 	for _, rr := range res.Ranks {
-		got += float64(rr.CommBytes[strategies.DimTP])
+		got += float64(rr.CommBytes[string(strategies.DimTP)])
 	}
 	got /= float64(len(res.Ranks))
 	if want := float64(p.CommBytes(s)[strategies.DimTP]); math.Abs(got-want) > 1 {

@@ -37,7 +37,7 @@ func (a action) String() string {
 //     forward_backward_pipelining_with_interleaving: warm-up (pp-rank-1)*2 + (vpp-1)*pp (all of
 //     them when m == pp), virtual microbatch k running chunk (k/pp) mod vpp forward and
 //     vpp-1-(k/pp) mod vpp backward, on microbatch (k/(pp*vpp))*pp + k mod pp.
-func Schedule(sched string, pp, vpp, rank, m int) []action {
+func Schedule(sched strategies.Schedule, pp, vpp, rank, m int) []action {
 	var out []action
 	switch sched {
 	case strategies.ScheduleGPipe:

@@ -26,7 +26,7 @@ type rank struct {
 	mail  *mailbox
 
 	ppIdx, dpIdx, tpIdx int
-	groups              map[string]*comm.Group
+	groups              map[strategies.Dim]*comm.Group
 	alloc               *allocator
 	// stages are the virtual stages this rank runs (chunk c is stages[c]); sched their order.
 	stages []*program.Stage
@@ -77,9 +77,9 @@ type vkey struct {
 func (r *rank) run() error {
 	co := r.c.Coords()
 	r.ppIdx, r.dpIdx, r.tpIdx = co[0], co[1], co[2]
-	r.groups = map[string]*comm.Group{}
-	for _, d := range []string{strategies.DimDP, strategies.DimTP} {
-		g, err := r.c.Group(d)
+	r.groups = map[strategies.Dim]*comm.Group{}
+	for _, d := range []strategies.Dim{strategies.DimDP, strategies.DimTP} {
+		g, err := r.c.Group(string(d))
 		if err != nil {
 			return err
 		}
@@ -876,14 +876,14 @@ func (r *rank) optGrad(name string) []float32 {
 }
 
 func (r *rank) result() RankResult {
-	rr := RankResult{Rank: r.c.Rank(), Coords: map[string]int{strategies.DimPP: r.ppIdx, strategies.DimDP: r.dpIdx, strategies.DimTP: r.tpIdx},
+	rr := RankResult{Rank: r.c.Rank(), Coords: map[string]int{string(strategies.DimPP): r.ppIdx, string(strategies.DimDP): r.dpIdx, string(strategies.DimTP): r.tpIdx},
 		PeakBytes: map[string]int64{}, CommBytes: map[string]int64{}, CommByKind: map[string]int64{},
 		StepTimes: r.stepTimes, Events: r.events}
 	rr.PeakBytes = r.alloc.peaks()
 	rr.MemoryErrors = r.memoryErrors()
 	last := r.stats[len(r.stats)-1]
 	steps := int64(len(r.stats))
-	for _, d := range strategies.DimOrder {
+	for _, d := range strategies.DimNames() {
 		rr.CommBytes[d] = 0
 	}
 	for k, c := range last {
@@ -891,8 +891,8 @@ func (r *rank) result() RankResult {
 		rr.CommByKind[string(k.Kind)+"/"+k.Dim] += c.Bytes / steps
 	}
 	if r.ppSent > 0 {
-		rr.CommBytes[strategies.DimPP] += r.ppSent / steps
-		rr.CommByKind["send/"+strategies.DimPP] += r.ppSent / steps
+		rr.CommBytes[string(strategies.DimPP)] += r.ppSent / steps
+		rr.CommByKind["send/"+string(strategies.DimPP)] += r.ppSent / steps
 	}
 	return rr
 }

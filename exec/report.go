@@ -20,13 +20,13 @@ const MatchTolerance = 1e-4
 // Report is a run checked against single-device training, in the JSON of `tpsim exec --json`
 // (the keys of `tpsim predict --json` where they mean the same).
 type Report struct {
-	Model     string `json:"model"`
-	Strategy  string `json:"strategy"`
-	Plan      string `json:"plan"`
-	Devices   int    `json:"devices"`
-	Steps     int    `json:"steps"`
-	Seed      uint64 `json:"seed"`
-	Optimizer string `json:"optimizer"`
+	Model     string               `json:"model"`
+	Strategy  string               `json:"strategy"`
+	Plan      string               `json:"plan"`
+	Devices   int                  `json:"devices"`
+	Steps     int                  `json:"steps"`
+	Seed      uint64               `json:"seed"`
+	Optimizer strategies.Optimizer `json:"optimizer"`
 	// MemoryBytes is the most loaded rank's peak per category; CommBytes the most bytes any rank
 	// sent per step on each dimension.
 	MemoryBytes map[string]int64 `json:"memory_bytes"`
@@ -180,7 +180,7 @@ func Collectives(p *program.Program) []CollectiveRecord {
 				case op.Kind == program.OpSend:
 					mod = fmt.Sprintf("to stage %d", op.Peer)
 				}
-				out = append(out, CollectiveRecord{Stage: s.Index, Phase: op.Phase.String(), Kind: string(op.Kind), Dim: op.Dim,
+				out = append(out, CollectiveRecord{Stage: s.Index, Phase: op.Phase.String(), Kind: string(op.Kind), Dim: string(op.Dim),
 					Module: mod, Shape: shape, SentBytes: int64(op.SentBytes)})
 			}
 		}
@@ -216,7 +216,7 @@ func Failures(cfg Config, res, ref *Result, d float64) []string {
 
 // LearningRate is the learning rate a run uses: lr, or when it is 0 the optimizer's default
 // (0.01 for SGD, 1e-3 for Adam).
-func LearningRate(lr float64, optimizer string) float64 {
+func LearningRate(lr float64, optimizer strategies.Optimizer) float64 {
 	if lr != 0 {
 		return lr
 	}
@@ -250,7 +250,7 @@ func CheckSpec(spec string, st strategies.Strategy) error {
 		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
 		k, v = strings.ToLower(strings.TrimSpace(k)), strings.ToLower(strings.TrimSpace(v))
 		switch {
-		case k == "precision" && v != strategies.PrecisionFP32:
+		case k == "precision" && v != string(strategies.PrecisionFP32):
 			return fmt.Errorf("--strategy: precision=%s is priced by 'tpsim predict', not executed: exec trains in fp32; use precision=fp32 or leave precision out", v)
 		case k == "overlap" && st.Overlap:
 			return fmt.Errorf("--strategy: overlap=%s is priced by 'tpsim predict', not executed: every collective in exec blocks its rank; use overlap=off or leave overlap out", v)

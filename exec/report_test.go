@@ -44,7 +44,7 @@ func TestFailures(t *testing.T) {
 func TestLearningRate(t *testing.T) {
 	for _, c := range []struct {
 		lr   float64
-		opt  string
+		opt  strategies.Optimizer
 		want float64
 	}{{0, strategies.OptimizerSGD, 0.01}, {0, strategies.OptimizerAdam, 1e-3}, {0.5, strategies.OptimizerAdam, 0.5}} {
 		if got := LearningRate(c.lr, c.opt); got != c.want {

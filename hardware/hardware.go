@@ -79,9 +79,9 @@ type Efficiency struct {
 	OpOverhead units.Seconds `json:"op_overhead_s,omitempty"`
 	// KernelRates is, per kernel, the elements per second it reaches when it is slower than the
 	// roofline (CPU code computing tanh or exp is; GPU kernels are memory-bound and need none).
-	// Keys are costmodel.KernelKey names ("gelu", "gelu.backward", "layernorm", "attention",
-	// "cross_entropy", "adam", ...); an op's elements are program.Op.Elems.
-	KernelRates map[string]float64 `json:"kernel_elems_per_s,omitempty"`
+	// Keys are the Kernel that costmodel.KernelKey names ("gelu", "gelu.backward", "layernorm",
+	// "attention", "cross_entropy", "adam", ...); an op's elements are program.Op.Elems.
+	KernelRates map[Kernel]float64 `json:"kernel_elems_per_s,omitempty"`
 }
 
 // Hardware is a device, the levels of the network joining many of them, and the efficiencies
@@ -243,6 +243,9 @@ func (h *Hardware) problems() []string {
 		add("efficiency.flash1_attention_fraction = %g must be in (0, 1], or 0 when no figure is known: the achieved fraction of peak of FlashAttention-1's forward and backward, e.g. 0.3", e.Flash1Max)
 	}
 	for _, k := range sortedKeys(e.KernelRates) {
+		if !k.Known() {
+			add("efficiency.kernel_elems_per_s.%s is not a kernel tpsim prices; use one of %s (each with .backward)", k, kernelNames())
+		}
 		if r := e.KernelRates[k]; !finitePositive(r) {
 			add("efficiency.kernel_elems_per_s.%s = %g must be positive: elements per second of that kernel", k, r)
 		}
@@ -339,12 +342,12 @@ func (h *Hardware) GEMMEfficiency(f units.FLOPs) float64 {
 	return e.GEMMLimit() * float64(f) / float64(f+e.GEMMHalfFLOPs)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	return keys
 }
 

@@ -426,6 +426,7 @@ func TestValidateErrors(t *testing.T) {
 		{"gemm half", func(h *Hardware) { h.Efficiency.GEMMHalfFLOPs = -1 }, []string{"efficiency.gemm_half_flops = -1 must be positive"}},
 		{"mem max", func(h *Hardware) { h.Efficiency.MemMax = 0 }, []string{"efficiency.mem_max_fraction = 0 must be in (0, 1]"}},
 		{"several at once", func(h *Hardware) { h.Name = ""; h.Efficiency.MemMax = 2 }, []string{"hardware: name is empty", "\nhardware: efficiency.mem_max_fraction = 2"}},
+		{"unknown kernel", func(h *Hardware) { h.Efficiency.KernelRates = map[Kernel]float64{"gleu": 1e9} }, []string{"efficiency.kernel_elems_per_s.gleu is not a kernel tpsim prices; use one of relu, gelu,"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

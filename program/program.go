@@ -161,11 +161,11 @@ type Op struct {
 	GradInput bool
 
 	// Collectives and point to point.
-	Dim    string   // mesh dimension of the group ("tp", "dp", "cp", "pp")
-	Group  int      // group size
-	Axis   int      // gathered / scattered / sliced dimension of the value (negative counts from the end)
-	Params []string // gradient or parameter buckets for data-parallel and ZeRO collectives
-	Peer   int      // pipeline stage sent to / received from; for the tied embedding's all-reduce over pp, the other stage
+	Dim    strategies.Dim // mesh dimension of the group
+	Group  int            // group size
+	Axis   int            // gathered / scattered / sliced dimension of the value (negative counts from the end)
+	Params []string       // gradient or parameter buckets for data-parallel and ZeRO collectives
+	Peer   int            // pipeline stage sent to / received from; for the tied embedding's all-reduce over pp, the other stage
 
 	// Elems is the natural size of a kernel that is not a matrix product, the unit of a
 	// hardware's kernel rates: output elements of elementwise ops and embeddings, input elements

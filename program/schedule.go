@@ -17,12 +17,12 @@ type Task struct {
 // Schedule returns the order in which pipeline rank r of p runs its tasks with m microbatches and
 // v model chunks (Narayanan et al. 2021 §2.2; Megatron-LM's schedules.py for the interleaved
 // warm-up count (p - r - 1)*2 + (v - 1)*p).
-func Schedule(kind string, p, v, m, r int) ([]Task, error) {
+func Schedule(kind strategies.Schedule, p, v, m, r int) ([]Task, error) {
 	return AppendSchedule(nil, kind, p, v, m, r)
 }
 
 // AppendSchedule appends Schedule's tasks to out.
-func AppendSchedule(out []Task, kind string, p, v, m, r int) ([]Task, error) {
+func AppendSchedule(out []Task, kind strategies.Schedule, p, v, m, r int) ([]Task, error) {
 	out = slices.Grow(out, 2*m*max(v, 1)) // every microbatch's forward and backward on each chunk
 	switch kind {
 	case strategies.ScheduleGPipe:

@@ -155,7 +155,7 @@ func (x *explainer) howSplit(i int) string {
 		ways = append(ways, fmt.Sprintf("sharding the %s over dp=%d (ZeRO-%d)", what, st.Mesh.DP*st.Mesh.CP, st.ZeRO))
 	}
 	if st.Recompute != strategies.RecomputeNone {
-		ways = append(ways, st.Recompute+" activation recomputation")
+		ways = append(ways, string(st.Recompute)+" activation recomputation")
 	}
 	if st.SP {
 		ways = append(ways, "sequence parallelism")
@@ -194,9 +194,9 @@ func (x *explainer) hardware(w int) string {
 		fmt.Fprintf(&b, "Hardware: a node holds %d devices on %s; the %d devices span %d nodes, joined by %s. ",
 			node, lvDesc(0), x.ev.GPUs, (x.ev.GPUs+node-1)/node, lvDesc(x.ev.slowest))
 	}
-	names := []string{"pp", "dp", "cp", "tp"}
-	what := map[string]string{"tp": "tensor-parallel activation collectives", "dp": "data-parallel gradient (and ZeRO) collectives",
-		"pp": "pipeline sends", "cp": "context-parallel key/value exchanges"}
+	names := strategies.DimOrder // indexed like dimPP..dimTP
+	what := map[strategies.Dim]string{strategies.DimTP: "tensor-parallel activation collectives", strategies.DimDP: "data-parallel gradient (and ZeRO) collectives",
+		strategies.DimPP: "pipeline sends", strategies.DimCP: "context-parallel key/value exchanges"}
 	var parts []string
 	for _, d := range []int{dimTP, dimCP, dimDP, dimPP} {
 		if lv[d] < 0 {

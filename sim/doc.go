@@ -16,10 +16,13 @@
 // Streams and dependencies. Each simulated rank runs its schedule's tasks (forward or backward
 // of one microbatch on one model chunk) in order on its main sequence: compute ops and the
 // collectives that block them (tensor- and context-parallel) one after another, as the Program
-// lists them. Asynchronous communication runs on the rank's communication stream, in issue
-// order, one at a time: data-parallel gradient buckets (when the strategy overlaps them, each
-// starts once the last microbatch's backward has produced its gradients; otherwise after the
-// whole backward) and ZeRO-3 parameter gathers (prefetched from the start of their task when
-// overlapping). A pipeline receive waits for the matching send of the neighbouring stage; the
-// send occupies the sender for the transfer time.
+// lists them. Asynchronous communication runs on the rank's link of its mesh dimension, one
+// collective at a time, the one that became ready first (ties in Program order): data-parallel
+// gradient buckets (when the strategy overlaps them, each starts once the last microbatch's
+// backward has produced its gradients; otherwise after the whole backward), ZeRO-3 parameter
+// gathers (prefetched from the start of their task when overlapping) and ZeRO-3 gradient
+// reduce-scatters (after the backward op that produces the gradients) all share the
+// data-parallel link, as NCCL serialises the collectives of one communicator (engine.tryStart
+// cites the sources). A pipeline receive waits for the matching send of the neighbouring stage;
+// the send occupies the sender for the transfer time.
 package sim

@@ -34,7 +34,7 @@ type Span struct {
 	// the simulator lays out such a task as one node when none of its ops overlaps another);
 	// Kind and Module are those of its last op.
 	Task   bool
-	Dim    string
+	Dim    strategies.Dim
 	Stage  int // virtual stage (model chunk)
 	Micro  int // microbatch, -1 for optimizer ops
 	Phase  program.Phase
@@ -66,8 +66,7 @@ type node struct {
 	rank    int
 	stage   int
 	micro   int
-	async   bool // on the comm stream, off the main sequence
-	rs      bool // on the reduce-scatter stream (ZeRO-3 gradients)
+	async   bool // on its rank's link for its mesh dimension, off the main sequence
 	cost    units.Seconds
 	compute bool // compute op (shares cores)
 	// task: the node stands for a whole forward or backward task (op is its last op), of
@@ -161,7 +160,7 @@ func Simulate(p *program.Program, c Coster, opt Options) (*Result, error) {
 		b.rank(r, tasks)
 	}
 	b.link()
-	s := &engine{nodes: b.nodes, main: b.main, comm: b.comm, rs: b.rs, opt: opt, replicas: st.Mesh.Devices() / pp}
+	s := &engine{nodes: b.nodes, main: b.main, opt: opt, replicas: st.Mesh.Devices() / pp}
 	s.run()
 	return s.result(p, opt), nil
 }
@@ -188,8 +187,6 @@ type builder struct {
 	opt   Options
 	nodes []*node
 	main  [][]int // per rank, main-sequence node ids in order
-	comm  [][]int // per rank, comm-stream node ids in issue order
-	rs    [][]int // per rank, ZeRO-3 gradient reduce-scatters in issue order (their own stream)
 	// sends[(from*2+phase)*m+micro] is 1 + the node of stage from's send of that microbatch's
 	// phase (its peer in sendTo); recvs lists the receives, linked to their sends by link.
 	sends  []int
@@ -239,7 +236,7 @@ func (b *builder) rank(r int, tasks []program.Task) {
 	}
 	p, st := b.p, b.p.Strategy
 	pp := st.Mesh.PP
-	var main, comm, rs, gathers, buckets []int
+	var main, gathers, buckets []int
 	prev := -1 // last main-sequence node
 	dep := func(n *node, d int) {
 		if d >= 0 {
@@ -306,14 +303,11 @@ func (b *builder) rank(r int, tasks []program.Task) {
 			}
 			id := b.add(n)
 			if async && op.Kind == program.OpReduceScatter {
-				// ZeRO-3 gradient reduction: it starts once the backward op before it has produced
-				// the module's gradients and runs beside the next ones, on a stream of its own so
-				// that the next module's gather is not queued behind it (PyTorch FSDP's
-				// post-backward stream beside its unshard stream, backward_prefetch=BACKWARD_PRE);
-				// the update waits for it.
-				n.async, n.rs = true, true
+				// ZeRO-3 gradient reduction: it may start once the backward op before it has
+				// produced the module's gradients and runs beside the next ones, on the data-parallel
+				// link that the gathers use too (engine.tryStart); the update waits for it.
+				n.async = true
 				dep(n, prev)
-				rs = append(rs, id)
 				buckets = append(buckets, id)
 				continue
 			}
@@ -322,7 +316,6 @@ func (b *builder) rank(r int, tasks []program.Task) {
 				// the main sequence (the one that uses the parameters) waits for it.
 				n.async = true
 				dep(n, taskStart)
-				comm = append(comm, id)
 				gathers = append(gathers, id)
 				continue
 			}
@@ -371,7 +364,6 @@ func (b *builder) rank(r int, tasks []program.Task) {
 						dep(n, g)
 					}
 				}
-				comm = append(comm, id)
 				buckets = append(buckets, id)
 				continue
 			}
@@ -389,8 +381,6 @@ func (b *builder) rank(r int, tasks []program.Task) {
 		}
 	}
 	b.main = append(b.main, main)
-	b.comm = append(b.comm, comm)
-	b.rs = append(b.rs, rs)
 }
 
 // segments lays out the last backward of stage s on rank r (task t), whose ops do not overlap,
@@ -516,8 +506,6 @@ func (b *builder) link() {
 type engine struct {
 	nodes    []*node
 	main     [][]int
-	comm     [][]int
-	rs       [][]int
 	opt      Options
 	replicas int
 
@@ -526,18 +514,92 @@ type engine struct {
 	now    units.Seconds
 	count  int
 
-	// per rank stream cursors and busy flags
-	mainNext, commNext, rsNext []int
-	commBusy, rsBusy           []bool
-	mainBusy                   []bool
+	// per rank main-sequence cursor and busy flag
+	mainNext []int
+	mainBusy []bool
+	// links[r*nLinks+d] is rank r's link of mesh dimension strategies.DimOrder[d]: the
+	// asynchronous collectives that are ready for it and whether one is running (see tryStart).
+	links []link
 
 	active []int // compute nodes running (processor sharing)
 }
 
+// nLinks is the number of mesh dimensions, one link each per rank.
+var nLinks = len(strategies.DimOrder)
+
+// linkIndex is the index of dimension dim in strategies.DimOrder.
+func linkIndex(dim strategies.Dim) int {
+	for i, d := range strategies.DimOrder {
+		if d == dim {
+			return i
+		}
+	}
+	panic("sim: asynchronous collective on unknown mesh dimension " + string(dim))
+}
+
+// link is one rank's link of one mesh dimension: a min-heap of the ready asynchronous
+// collectives that wait for it, by (ready time, node id), and whether one is running.
+type link struct {
+	queue []int
+	busy  bool
+}
+
+func (e *engine) linkOf(n *node) *link {
+	return &e.links[n.rank*nLinks+linkIndex(n.op.Dim)]
+}
+
+func (e *engine) before(a, b int) bool {
+	na, nb := e.nodes[a], e.nodes[b]
+	if na.ready != nb.ready {
+		return na.ready < nb.ready
+	}
+	return a < b
+}
+
+// enqueue adds ready asynchronous node id to its link's queue.
+func (e *engine) enqueue(id int) {
+	l := e.linkOf(e.nodes[id])
+	l.queue = append(l.queue, id)
+	q := l.queue
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !e.before(q[j], q[i]) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+// dequeue removes and returns the first of l's queue.
+func (e *engine) dequeue(l *link) int {
+	q := l.queue
+	n := len(q) - 1
+	top := q[0]
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && e.before(q[r], q[c]) {
+			c = r
+		}
+		if !e.before(q[c], q[i]) {
+			break
+		}
+		q[i], q[c] = q[c], q[i]
+		i = c
+	}
+	l.queue = q
+	return top
+}
+
 func (e *engine) run() {
 	nr := len(e.main)
-	e.mainNext, e.commNext, e.rsNext = make([]int, nr), make([]int, nr), make([]int, nr)
-	e.commBusy, e.mainBusy, e.rsBusy = make([]bool, nr), make([]bool, nr), make([]bool, nr)
+	e.mainNext, e.mainBusy = make([]int, nr), make([]bool, nr)
+	e.links = make([]link, nr*nLinks)
 	// The waiters of every node in one slice, each node's in the order of the nodes.
 	count := make([]int, len(e.nodes)+1)
 	for _, n := range e.nodes {
@@ -559,6 +621,9 @@ func (e *engine) run() {
 	}
 	for i, n := range e.nodes {
 		n.waiters = all[count[i]:count[i+1]:count[i+1]]
+		if n.async && n.pending == 0 {
+			e.enqueue(i)
+		}
 	}
 	touched := make([]bool, nr)
 	for r := 0; r < nr; r++ {
@@ -582,12 +647,9 @@ func (e *engine) run() {
 		if n.compute && e.opt.Cores > 0 {
 			e.removeActive(ev.n)
 		}
-		switch {
-		case n.rs:
-			e.rsBusy[n.rank] = false
-		case n.async:
-			e.commBusy[n.rank] = false
-		default:
+		if n.async {
+			e.linkOf(n).busy = false
+		} else {
 			e.mainBusy[n.rank] = false
 		}
 		// Only the ranks of this node and its waiters can start something now (every other
@@ -602,6 +664,9 @@ func (e *engine) run() {
 				m.ready = n.end
 				m.critDep = ev.n
 			}
+			if m.async && m.pending == 0 {
+				e.enqueue(w)
+			}
 		}
 		for r := range touched {
 			if touched[r] {
@@ -612,8 +677,24 @@ func (e *engine) run() {
 	}
 }
 
-// tryStart starts the next op of rank r's main sequence and comm stream when they are free and
-// their dependencies are done.
+// tryStart starts the next op of rank r's main sequence when it is free and the op's
+// dependencies are done, and on each of r's free links the asynchronous collective that became
+// ready first (ties in Program order).
+//
+// A link runs one collective at a time: collectives over one group are bandwidth-bound, and
+// NCCL serialises the operations of one communicator ("NCCL collective operations on a given
+// communicator are always serialized", NVIDIA/nccl#574). PyTorch's ProcessGroupNCCL runs all
+// collectives of a process group on one internal NCCL stream, so FSDP's all-gathers and
+// reduce-scatters, issued from separate CUDA streams over the same group, still run one after
+// the other "on the wire" (pytorch/pytorch#186335, FSDP2; #65299 for FSDP1); DDP's bucket
+// all-reduces go over the same group. Where they are given communicators of their own, they
+// compete for the same links, "each collective gets a fraction of the available bandwidth"
+// (meta-pytorch/torchrec#4251): the link is busy for the same total time either way. So two
+// collectives over the same mesh dimension take the sum of their times, never the max; the
+// closed form charges the data-parallel link the same sum against the main sequence it hides
+// behind (costmodel's overlapExposed). Collectives over different dimensions (tensor parallel
+// over NVLink beside data parallel over the network) have links of their own, so a gather runs
+// beside a blocking tensor-parallel collective of the main sequence.
 func (e *engine) tryStart(r int) {
 	if !e.mainBusy[r] && e.mainNext[r] < len(e.main[r]) {
 		id := e.main[r][e.mainNext[r]]
@@ -623,20 +704,10 @@ func (e *engine) tryStart(r int) {
 			e.start(id)
 		}
 	}
-	if !e.commBusy[r] && e.commNext[r] < len(e.comm[r]) {
-		id := e.comm[r][e.commNext[r]]
-		if e.nodes[id].pending == 0 {
-			e.commNext[r]++
-			e.commBusy[r] = true
-			e.start(id)
-		}
-	}
-	if !e.rsBusy[r] && e.rsNext[r] < len(e.rs[r]) {
-		id := e.rs[r][e.rsNext[r]]
-		if e.nodes[id].pending == 0 {
-			e.rsNext[r]++
-			e.rsBusy[r] = true
-			e.start(id)
+	for d := range nLinks {
+		if l := &e.links[r*nLinks+d]; !l.busy && len(l.queue) > 0 {
+			l.busy = true
+			e.start(e.dequeue(l))
 		}
 	}
 }

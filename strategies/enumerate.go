@@ -54,8 +54,8 @@ var RejectReasons = []string{RejectHeads, RejectFFN, RejectVocab, RejectLayers, 
 
 // Enumeration order of the recompute modes and schedules (Candidate.Recompute, Candidate.Schedule).
 var (
-	RecomputeModes = []string{RecomputeNone, RecomputeSelective, RecomputeFull}
-	Schedules      = []string{Schedule1F1B, ScheduleInterleaved, ScheduleGPipe}
+	RecomputeModes = []Recompute{RecomputeNone, RecomputeSelective, RecomputeFull}
+	Schedules      = []Schedule{Schedule1F1B, ScheduleInterleaved, ScheduleGPipe}
 )
 
 // Candidate is one point of the search space, compactly (a search holds millions): the searched
@@ -223,7 +223,7 @@ func Enumerate(m *model.Model, gpus int, o EnumerateOptions) (*Space, error) {
 	fm := fix.Strategy.Mesh
 	fixedDevices := 1
 	for _, d := range DimOrder {
-		if fix.Has(d) {
+		if fix.Has(string(d)) {
 			fixedDevices *= fm.Size(d)
 		}
 	}
@@ -253,7 +253,7 @@ func (e *enumerator) domain(key string, all []int) []int {
 	}
 	var v int
 	st := e.fix.Strategy
-	switch key {
+	switch Dim(key) {
 	case DimPP:
 		v = st.Mesh.PP
 	case DimDP:
@@ -401,20 +401,20 @@ func (e *enumerator) options(ms Mesh) options {
 
 func (e *enumerator) run(gpus int) {
 	divs := divisors(gpus)
-	for _, pp := range e.domain(DimPP, divs) {
+	for _, pp := range e.domain(string(DimPP), divs) {
 		if gpus%pp != 0 {
 			continue
 		}
-		for _, tp := range e.domain(DimTP, divisors(gpus/pp)) {
+		for _, tp := range e.domain(string(DimTP), divisors(gpus/pp)) {
 			if (gpus/pp)%tp != 0 {
 				continue
 			}
-			for _, cp := range e.domain(DimCP, divisors(gpus/pp/tp)) {
+			for _, cp := range e.domain(string(DimCP), divisors(gpus/pp/tp)) {
 				if (gpus/pp/tp)%cp != 0 {
 					continue
 				}
 				dp := gpus / pp / tp / cp
-				if e.fix.Has(DimDP) && dp != e.fix.Strategy.Mesh.DP {
+				if e.fix.Has(string(DimDP)) && dp != e.fix.Strategy.Mesh.DP {
 					continue
 				}
 				e.mesh(Mesh{PP: pp, DP: dp, CP: cp, TP: tp})

@@ -24,7 +24,7 @@ func naiveSpace(m *model.Model, gpus, gbs int) []string {
 						for _, rc := range RecomputeModes {
 							for _, sp := range []bool{false, true} {
 								type sv struct {
-									s string
+									s Schedule
 									v int
 								}
 								scheds := []sv{{Schedule1F1B, 1}}
@@ -190,18 +190,18 @@ func TestEnumerateFix(t *testing.T) {
 // Under attn=flash selective recompute equals no recompute (FlashAttention recomputes the scores
 // itself), so the search does not list it twice; a fixed recompute=selective is still honoured.
 func TestEnumerateFlashSkipsSelective(t *testing.T) {
-	for _, attn := range []string{AttentionFlash, AttentionFlash1} {
-		t.Run(attn, func(t *testing.T) { testFlashSkipsSelective(t, attn) })
+	for _, attn := range []Attention{AttentionFlash, AttentionFlash1} {
+		t.Run(string(attn), func(t *testing.T) { testFlashSkipsSelective(t, attn) })
 	}
 }
 
-func testFlashSkipsSelective(t *testing.T, attn string) {
+func testFlashSkipsSelective(t *testing.T, attn Attention) {
 	m := testmodels.Llama(t, 4)
-	_, got := enumerated(t, m, 8, EnumerateOptions{GBS: 16, Fix: mustFix(t, "attn="+attn)})
-	modes := map[string]int{}
+	_, got := enumerated(t, m, 8, EnumerateOptions{GBS: 16, Fix: mustFix(t, "attn="+string(attn))})
+	modes := map[Recompute]int{}
 	for _, str := range got {
 		for _, rc := range RecomputeModes {
-			if strings.Contains(str, "recompute="+rc+",") {
+			if strings.Contains(str, "recompute="+string(rc)+",") {
 				modes[rc]++
 			}
 		}
@@ -209,7 +209,7 @@ func testFlashSkipsSelective(t *testing.T, attn string) {
 	if modes[RecomputeSelective] != 0 || modes[RecomputeNone] == 0 || modes[RecomputeFull] == 0 {
 		t.Errorf("recompute modes searched under attn=%s: %v; want none and full only", attn, modes)
 	}
-	if _, fixed := enumerated(t, m, 8, EnumerateOptions{GBS: 16, Fix: mustFix(t, "attn="+attn+",recompute=selective")}); len(fixed) == 0 {
+	if _, fixed := enumerated(t, m, 8, EnumerateOptions{GBS: 16, Fix: mustFix(t, "attn="+string(attn)+",recompute=selective")}); len(fixed) == 0 {
 		t.Error("a fixed recompute=selective with attn=flash gave no candidates")
 	}
 }

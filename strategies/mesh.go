@@ -7,18 +7,30 @@ import (
 	"strings"
 )
 
-// Mesh dimension names. Ranks are numbered with pp outermost and tp fastest (rank =
+// Dim is a mesh dimension. Ranks are numbered with pp outermost and tp fastest (rank =
 // ((pp*DP + dp)*CP + cp)*TP + tp), Megatron-LM's default order, so that a tensor-parallel group is
 // a run of consecutive devices and stays inside a node when tp divides the node size.
+type Dim string
+
+// The mesh dimensions.
 const (
-	DimPP = "pp"
-	DimDP = "dp"
-	DimCP = "cp"
-	DimTP = "tp"
+	DimPP Dim = "pp"
+	DimDP Dim = "dp"
+	DimCP Dim = "cp"
+	DimTP Dim = "tp"
 )
 
 // DimOrder is the order of mesh dimensions from outermost to fastest-varying.
-var DimOrder = []string{DimPP, DimDP, DimCP, DimTP}
+var DimOrder = []Dim{DimPP, DimDP, DimCP, DimTP}
+
+// DimNames are DimOrder's names.
+func DimNames() []string {
+	s := make([]string, len(DimOrder))
+	for i, d := range DimOrder {
+		s[i] = string(d)
+	}
+	return s
+}
 
 // Mesh is a named device mesh. Sizes of absent dimensions are 1.
 type Mesh struct {
@@ -26,7 +38,7 @@ type Mesh struct {
 }
 
 // Size returns the size of dimension name; it panics on a name not in DimOrder.
-func (m Mesh) Size(name string) int {
+func (m Mesh) Size(name Dim) int {
 	switch name {
 	case DimPP:
 		return m.PP
@@ -44,7 +56,7 @@ func (m Mesh) Size(name string) int {
 func (m Mesh) Devices() int { return m.PP * m.DP * m.CP * m.TP }
 
 // Stride is the distance in rank numbers between neighbours of a group along dimension name.
-func (m Mesh) Stride(name string) int {
+func (m Mesh) Stride(name Dim) int {
 	s := 1
 	for i := len(DimOrder) - 1; i >= 0; i-- {
 		if DimOrder[i] == name {
@@ -56,8 +68,8 @@ func (m Mesh) Stride(name string) int {
 }
 
 // Coords returns the coordinate of rank along each dimension of DimOrder.
-func (m Mesh) Coords(rank int) map[string]int {
-	c := map[string]int{}
+func (m Mesh) Coords(rank int) map[Dim]int {
+	c := map[Dim]int{}
 	for i := len(DimOrder) - 1; i >= 0; i-- {
 		n := m.Size(DimOrder[i])
 		c[DimOrder[i]] = rank % n
@@ -94,7 +106,7 @@ func ParseMesh(s string) (Mesh, error) {
 			return m, err
 		}
 		if !isMeshDim(k) {
-			return m, fmt.Errorf("strategies: unknown mesh dimension %q; valid dimensions: %s", k, strings.Join(DimOrder, ", "))
+			return m, fmt.Errorf("strategies: unknown mesh dimension %q; valid dimensions: %s", k, strings.Join(DimNames(), ", "))
 		}
 		if err := setMeshDim(&m, k, v, seen); err != nil {
 			return m, err
@@ -105,7 +117,7 @@ func ParseMesh(s string) (Mesh, error) {
 
 func isMeshDim(k string) bool {
 	for _, d := range DimOrder {
-		if d == k {
+		if string(d) == k {
 			return true
 		}
 	}
@@ -121,7 +133,7 @@ func setMeshDim(m *Mesh, k, v string, seen map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	switch k {
+	switch Dim(k) {
 	case DimPP:
 		m.PP = n
 	case DimDP:

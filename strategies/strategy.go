@@ -12,27 +12,35 @@ import (
 // Recompute modes (Korthikanti et al. 2022 §4): none keeps every activation; selective recomputes the
 // attention core (softmax and its inputs) in backward; full keeps only each layer's input and reruns
 // the layer's forward in backward.
+type Recompute string
+
 const (
-	RecomputeNone      = "none"
-	RecomputeSelective = "selective"
-	RecomputeFull      = "full"
+	RecomputeNone      Recompute = "none"
+	RecomputeSelective Recompute = "selective"
+	RecomputeFull      Recompute = "full"
 )
 
-// Pipeline schedules (Narayanan et al. 2021 §2.2).
+// Schedule is a pipeline schedule (Narayanan et al. 2021 §2.2).
+type Schedule string
+
+// Pipeline schedules.
 const (
-	ScheduleGPipe       = "gpipe"
-	Schedule1F1B        = "1f1b"
-	ScheduleInterleaved = "interleaved"
+	ScheduleGPipe       Schedule = "gpipe"
+	Schedule1F1B        Schedule = "1f1b"
+	ScheduleInterleaved Schedule = "interleaved"
 )
 
 // Precisions. Mixed is bf16 compute with fp32 master weights and Adam moments (Rajbhandari et al.
 // 2020 §3.1: 2 + 2 + 12 bytes per parameter); fp32 is what exec runs. FP8 is mixed with the
 // Linear layers' matrix products in FP8 (Transformer Engine, torchao Float8 linears): the same
 // bytes per parameter, the products at the hardware's FP8 rate (costmodel prices it).
+type Precision string
+
+// Precisions.
 const (
-	PrecisionMixed = "mixed"
-	PrecisionFP32  = "fp32"
-	PrecisionFP8   = "fp8"
+	PrecisionMixed Precision = "mixed"
+	PrecisionFP32  Precision = "fp32"
+	PrecisionFP8   Precision = "fp8"
 )
 
 // Attention kernels. Eager runs the attention core as separate kernels (two batched products,
@@ -44,10 +52,13 @@ const (
 // attn_impl triton of MosaicML's llm-foundry): the same algorithm, values, FLOPs and memory, at a
 // lower fraction of peak (FlashAttention-2 is 1.7-3.0x faster than FlashAttention and 1.3-2.5x
 // faster than its Triton port on A100, Dao 2023 §4.1), so only its price differs.
+type Attention string
+
+// Attention kernels.
 const (
-	AttentionEager  = "eager"
-	AttentionFlash  = "flash"
-	AttentionFlash1 = "flash1"
+	AttentionEager  Attention = "eager"
+	AttentionFlash  Attention = "flash"
+	AttentionFlash1 Attention = "flash1"
 )
 
 // FusedAttention reports whether the attention core is a FlashAttention kernel of either
@@ -56,10 +67,13 @@ func (st Strategy) FusedAttention() bool {
 	return st.Attention == AttentionFlash || st.Attention == AttentionFlash1
 }
 
+// Optimizer is the training optimizer.
+type Optimizer string
+
 // Optimizers.
 const (
-	OptimizerAdam = "adam"
-	OptimizerSGD  = "sgd"
+	OptimizerAdam Optimizer = "adam"
+	OptimizerSGD  Optimizer = "sgd"
 )
 
 // Strategy is how a model is split and trained. The zero value is not valid; use Default or Parse.
@@ -70,16 +84,16 @@ type Strategy struct {
 	MBS int `json:"mbs"`
 	GBS int `json:"gbs"`
 	// Seq overrides the model's sequence length when positive.
-	Seq       int    `json:"seq"`
-	ZeRO      int    `json:"zero"`
-	Recompute string `json:"recompute"`
-	SP        bool   `json:"sp"`
-	Schedule  string `json:"schedule"`
-	VPP       int    `json:"vpp"`
-	Precision string `json:"precision"`
-	Optimizer string `json:"optimizer"`
+	Seq       int       `json:"seq"`
+	ZeRO      int       `json:"zero"`
+	Recompute Recompute `json:"recompute"`
+	SP        bool      `json:"sp"`
+	Schedule  Schedule  `json:"schedule"`
+	VPP       int       `json:"vpp"`
+	Precision Precision `json:"precision"`
+	Optimizer Optimizer `json:"optimizer"`
 	// Attention is the attention kernel: AttentionEager, AttentionFlash or AttentionFlash1.
-	Attention string `json:"attn"`
+	Attention Attention `json:"attn"`
 	// Overlap lets data-parallel gradient reduction run under backward (PyTorch DDP's default).
 	Overlap bool `json:"overlap"`
 	// BucketBytes is the data-parallel gradient bucket size (PyTorch DDP default 25 MiB).
@@ -109,7 +123,7 @@ func Parse(s string) (Strategy, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return st, fmt.Errorf("strategies: empty strategy; write it as \"dp=8,tp=8,mbs=1\" (mesh dimensions %s; options %s)",
-			strings.Join(DimOrder, ", "), strings.Join(OptionKeys, ", "))
+			strings.Join(DimNames(), ", "), strings.Join(OptionKeys, ", "))
 	}
 	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
@@ -151,26 +165,28 @@ func (st Strategy) Short() string {
 		}
 	}
 	add(st.ZeRO != d.ZeRO, "zero="+strconv.Itoa(st.ZeRO))
-	add(st.Recompute != d.Recompute, "recompute="+st.Recompute)
+	add(st.Recompute != d.Recompute, "recompute="+string(st.Recompute))
 	add(st.SP != d.SP, "sp=on")
-	add(st.Schedule != d.Schedule, "schedule="+st.Schedule)
+	add(st.Schedule != d.Schedule, "schedule="+string(st.Schedule))
 	add(st.VPP != d.VPP, "vpp="+strconv.Itoa(st.VPP))
-	add(st.Precision != d.Precision, "precision="+st.Precision)
-	add(st.Optimizer != d.Optimizer, "optimizer="+st.Optimizer)
-	add(st.Attention != d.Attention, "attn="+st.Attention)
+	add(st.Precision != d.Precision, "precision="+string(st.Precision))
+	add(st.Optimizer != d.Optimizer, "optimizer="+string(st.Optimizer))
+	add(st.Attention != d.Attention, "attn="+string(st.Attention))
 	add(st.Overlap != d.Overlap, "overlap=off")
 	add(st.BucketBytes != d.BucketBytes, "bucket_mb="+strconv.Itoa(int(st.BucketBytes>>20)))
 	return strings.Join(parts, ",")
 }
 
-func oneOf(k, v string, valid ...string) (string, error) {
+func oneOf[T ~string](k, v string, valid ...T) (T, error) {
 	v = strings.ToLower(v)
-	for _, x := range valid {
-		if v == x {
-			return v, nil
+	names := make([]string, len(valid))
+	for i, x := range valid {
+		if v == string(x) {
+			return x, nil
 		}
+		names[i] = string(x)
 	}
-	return "", fmt.Errorf("strategies: %s=%q is not valid; use one of %s", k, v, strings.Join(valid, ", "))
+	return "", fmt.Errorf("strategies: %s=%q is not valid; use one of %s", k, v, strings.Join(names, ", "))
 }
 
 func onOff(k, v string) (bool, error) {
@@ -225,7 +241,7 @@ func (st *Strategy) set(k, v string) error {
 	case "overlap":
 		st.Overlap, err = onOff(k, v)
 	default:
-		keys := append(append([]string{}, DimOrder...), OptionKeys...)
+		keys := append(DimNames(), OptionKeys...)
 		sort.Strings(keys)
 		return fmt.Errorf("strategies: unknown option %q; valid keys: %s", k, strings.Join(keys, ", "))
 	}

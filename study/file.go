@@ -113,7 +113,7 @@ var (
 	whatIfKeys   = []string{"name", "hardware", "nvlink_domain", "inter_node_gbps", "hbm_gb"}
 	rangeKeys    = []string{"from", "to", "times", "step"}
 	simModes     = []string{search.SimAuto, search.SimOn, search.SimOff}
-	fixKeys      = append(append([]string{}, strategies.DimOrder...), strategies.OptionKeys...)
+	fixKeys      = append(strategies.DimNames(), strategies.OptionKeys...)
 )
 
 // whatIfName is what a what-if may be called: it becomes part of a hardware name and of file

@@ -147,7 +147,7 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 		assumed = append(assumed, "data-parallel gradient reduction overlapped with backward (PyTorch DDP and FSDP default)")
 	}
 	attn, why := attention(r)
-	keys = append(keys, "attn="+attn)
+	keys = append(keys, "attn="+string(attn))
 	assumed = append(assumed, why)
 	keys = append(keys, fmt.Sprintf("zero=%d", zero))
 	if !zeroStated {
@@ -169,7 +169,7 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 		}
 	}
 	if prec, why := precision(r); why != "" {
-		keys = append(keys, "precision="+prec)
+		keys = append(keys, "precision="+string(prec))
 		assumed = append(assumed, why)
 	}
 	if p.Recompute == nil && fam == FamilyMegatron {
@@ -264,7 +264,7 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 		chose = append(chose, fmt.Sprintf("microbatch %d", st.MBS))
 	}
 	if !fix.Has("recompute") {
-		chose = append(chose, "recompute "+st.Recompute)
+		chose = append(chose, "recompute "+string(st.Recompute))
 	}
 	if st.Schedule == strategies.ScheduleInterleaved && !fix.Has("vpp") {
 		chose = append(chose, fmt.Sprintf("%d model chunks per device (vpp)", st.VPP))
@@ -494,7 +494,7 @@ func measuredMemoryGiB(r *Record) (float64, bool) {
 // flash backend: both are fused attention, priced as attn=flash at the hardware's fused-attention
 // fraction. Other notes that say FlashAttention are priced as FlashAttention-2; no mention is
 // eager attention, as Megatron-LM ran it.
-func attention(r *Record) (string, string) {
+func attention(r *Record) (strategies.Attention, string) {
 	notes := strings.ToLower(r.Notes)
 	var gen string
 	if m := flashGen.FindStringSubmatch(notes); m != nil {

@@ -326,7 +326,7 @@ func recordModel(r *Record, gbs int) (*model.Model, []string, string) {
 
 // precision is the strategy's precision for a record: FP8 where the record says FP8 or Float8
 // (Transformer Engine's FP8 recipe, torchao's Float8 linears), else mixed BF16/FP16.
-func precision(r *Record) (string, string) {
+func precision(r *Record) (strategies.Precision, string) {
 	p := strings.ToLower(r.Precision)
 	if strings.Contains(p, "fp8") || strings.Contains(p, "float8") {
 		return strategies.PrecisionFP8, "precision: FP8 Linear products (Transformer Engine / Float8 linears), the rest BF16, as the record says"

@@ -85,7 +85,8 @@ func TestTrainingRuns(t *testing.T) {
 func TestAttention(t *testing.T) {
 	cases := []struct {
 		repo, path, gpu, notes string
-		want, why              string
+		want                   strategies.Attention
+		why                    string
 	}{
 		{"", "", "NVIDIA A100-SXM4-80GB", "Megatron-LM, no fused attention stated", strategies.AttentionEager, "not stated"},
 		{"", "", "NVIDIA H100", "trained with FlashAttention", strategies.AttentionFlash, "FlashAttention-2"},

@@ -233,10 +233,10 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 		stop()
 	}()
 	opt, _ := parseOptimizer(o.Optimizer)
-	res := &compare.Results{Model: m.Name, Params: m.Params(), Steps: o.Steps, Seed: o.Seed, Optimizer: opt, Plan: o.Plan}
+	res := &compare.Results{Model: m.Name, Params: m.Params(), Steps: o.Steps, Seed: o.Seed, Optimizer: string(opt), Plan: o.Plan}
 	var pts []compare.Point
 	for i, pt := range grid {
-		eo := &execOptions{Model: o.Model, Mesh: pt.Mesh.String(), Plan: o.Plan, Steps: o.Steps, Batch: o.Batch, Seed: o.Seed, Optimizer: opt}
+		eo := &execOptions{Model: o.Model, Mesh: pt.Mesh.String(), Plan: o.Plan, Steps: o.Steps, Batch: o.Batch, Seed: o.Seed, Optimizer: string(opt)}
 		cfg, err := eo.configFor(m, pt.Mesh)
 		if err == nil {
 			err = pt.Apply(&cfg.Strategy)

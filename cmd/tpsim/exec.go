@@ -203,19 +203,17 @@ func (o *execOptions) configStrategy(m *model.Model) (exec.Config, error) {
 	return exec.Config{Model: m, Strategy: st, Steps: o.Steps, Seed: o.Seed, LR: o.LR}, nil
 }
 
-func parseOptimizer(s string) (string, error) {
-	switch strings.ToLower(s) {
-	case strategies.OptimizerSGD:
-		return strategies.OptimizerSGD, nil
-	case strategies.OptimizerAdam:
-		return strategies.OptimizerAdam, nil
+func parseOptimizer(s string) (strategies.Optimizer, error) {
+	switch o := strategies.Optimizer(strings.ToLower(s)); o {
+	case strategies.OptimizerSGD, strategies.OptimizerAdam:
+		return o, nil
 	}
 	return "", usagef("--optimizer=%q is not valid; use sgd or adam", s)
 }
 
 // parseAttn reads --attn; "" (options built in code, by compare) is the flag's default, eager.
-func parseAttn(s string) (string, error) {
-	switch a := strings.ToLower(s); a {
+func parseAttn(s string) (strategies.Attention, error) {
+	switch a := strategies.Attention(strings.ToLower(s)); a {
 	case "":
 		return strategies.AttentionEager, nil
 	case strategies.AttentionEager, strategies.AttentionFlash, strategies.AttentionFlash1:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/search"
+	"github.com/tpsim/tpsim/strategies"
 )
 
 func TestParsePlan(t *testing.T) {
@@ -262,7 +263,7 @@ func TestPlanOut(t *testing.T) {
 		t.Fatalf("plan.csv: %v, %d records for %d rows", err, len(recs), len(p.Top))
 	}
 	for i, e := range p.Top {
-		for j, d := range []string{"pp", "dp", "cp", "tp"} {
+		for j, d := range strategies.DimOrder {
 			if got, want := recs[i+1][6+j], strconv.FormatInt(int64(e.CommBytes[d]), 10); got != want {
 				t.Errorf("row %d: %s_bytes %s, want %s (plan.json)", i+1, d, got, want)
 			}

@@ -114,7 +114,7 @@ func (o *predictOptions) check(fs *pflag.FlagSet) error {
 	}
 	if fs.Changed("precision") {
 		o.Precision = strings.ToLower(strings.TrimSpace(o.Precision))
-		if o.Precision != strategies.PrecisionMixed && o.Precision != strategies.PrecisionFP32 {
+		if p := strategies.Precision(o.Precision); p != strategies.PrecisionMixed && p != strategies.PrecisionFP32 {
 			return usagef("--precision=%q is not valid; use %s or %s", o.Precision, strategies.PrecisionMixed, strategies.PrecisionFP32)
 		}
 	}
@@ -140,7 +140,7 @@ func (o *predictOptions) strategy() (strategies.Strategy, error) {
 		st.Seq = o.Seq
 	}
 	if o.Precision != "" {
-		st.Precision = o.Precision
+		st.Precision = strategies.Precision(o.Precision)
 	}
 	if o.Plan != "" {
 		plan, err := strategies.ParsePlan(o.Plan)

@@ -52,7 +52,7 @@ func TestParsePredict(t *testing.T) {
 
 // --seq, --precision and --plan override what the --strategy string says.
 func TestPredictOverrides(t *testing.T) {
-	o := &predictOptions{Strategy: "dp=2,tp=2,seq=512,precision=mixed", Seq: 1024, Precision: strategies.PrecisionFP32, Plan: "colwise"}
+	o := &predictOptions{Strategy: "dp=2,tp=2,seq=512,precision=mixed", Seq: 1024, Precision: string(strategies.PrecisionFP32), Plan: "colwise"}
 	st, err := o.strategy()
 	if err != nil {
 		t.Fatal(err)

@@ -86,7 +86,7 @@ func compact(t *testing.T, raw json.RawMessage) string {
 
 // Mesh dimensions have one order: the reports' figures follow strategies.DimOrder.
 func TestMeshDimsOneOrder(t *testing.T) {
-	if !reflect.DeepEqual(reports.MeshDims, strategies.DimOrder) {
+	if !reflect.DeepEqual(reports.MeshDims, strategies.DimNames()) {
 		t.Errorf("reports.MeshDims %v, strategies.DimOrder %v", reports.MeshDims, strategies.DimOrder)
 	}
 }

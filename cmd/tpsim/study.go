@@ -132,7 +132,7 @@ func studyMeasure(ctx context.Context, m *model.Model, _ *hardware.Hardware, str
 	if plan == "" {
 		plan = "megatron"
 	}
-	eo := &execOptions{Plan: plan, Steps: studyMeasureSteps, Batch: st.GBS, MBS: st.MBS, Seed: 1, Optimizer: st.Optimizer, Attn: st.Attention}
+	eo := &execOptions{Plan: plan, Steps: studyMeasureSteps, Batch: st.GBS, MBS: st.MBS, Seed: 1, Optimizer: string(st.Optimizer), Attn: string(st.Attention)}
 	cfg, err := eo.configFor(m, st.Mesh)
 	if err != nil {
 		return 0, err

@@ -276,7 +276,7 @@ func profile(r *Report) *hardware.Hardware {
 		Efficiency: hardware.Efficiency{GEMMMax: min(1, sig(positive(g.Max, 1))), GEMMHalfFLOPs: units.FLOPs(sig(float64(g.HalfFLOPs))), MemMax: 1,
 			OpOverhead: units.Seconds(sig(max(0, float64(e.Overhead))))},
 	}
-	h.Efficiency.KernelRates = map[string]float64{}
+	h.Efficiency.KernelRates = map[hardware.Kernel]float64{}
 	for _, c := range r.Checks {
 		if c.Key != "" && c.Time > 0 {
 			h.Efficiency.KernelRates[c.Key] = sig(float64(c.Elems) / float64(c.Time))
@@ -338,7 +338,7 @@ func sources(r *Report, h *hardware.Hardware) map[string]string {
 	s["gemm_parallel_min_blocks"] = "gonum.org/v1/gonum/blas/gonum/gonum.go minParBlock = 4: with fewer tiles the product runs on one goroutine, with more on GOMAXPROCS workers"
 	for _, c := range r.Checks {
 		if c.Key != "" {
-			s["efficiency.kernel_elems_per_s."+c.Key] = fmt.Sprintf("measured: %s (%s) alone, %d elements in %v (median of repetitions): elements per second, as program.Op.Elems counts them", c.Name, c.What, c.Elems, c.Time)
+			s["efficiency.kernel_elems_per_s."+string(c.Key)] = fmt.Sprintf("measured: %s (%s) alone, %d elements in %v (median of repetitions): elements per second, as program.Op.Elems counts them", c.Name, c.What, c.Elems, c.Time)
 		}
 	}
 	var per []string

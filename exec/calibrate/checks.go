@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/tpsim/tpsim/exec/kernels"
+	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -17,8 +18,8 @@ type KernelCheck struct {
 	What string `json:"what"`
 	// Key is the kernel's costmodel.KernelKey and Elems its size as program.Op.Elems counts it;
 	// the profile's kernel rate is Elems/Time.
-	Key   string `json:"key"`
-	Elems int64  `json:"elems"`
+	Key   hardware.Kernel `json:"key"`
+	Elems int64           `json:"elems"`
 	// FLOPs and Bytes are Op.FLOPs and Op.MemBytes as program.Lower sets them (backward: twice
 	// the forward's, optimizer: 10 FLOPs and 2(param+state)+grad bytes per parameter).
 	FLOPs units.FLOPs   `json:"flops"`
@@ -77,54 +78,54 @@ func measureChecks(ctx context.Context, s sampler) ([]KernelCheck, error) {
 		c  KernelCheck
 		fn func()
 	}{
-		{KernelCheck{Name: "gelu", Key: "gelu", Elems: int64(n), What: "gpt-tiny MLP activation, 256 x 256", FLOPs: units.FLOPs(n), Bytes: units.Bytes(2 * 4 * n)},
+		{KernelCheck{Name: "gelu", Key: hardware.KernelGELU, Elems: int64(n), What: "gpt-tiny MLP activation, 256 x 256", FLOPs: units.FLOPs(n), Bytes: units.Bytes(2 * 4 * n)},
 			func() { kernels.GELU(gy, gx) }},
-		{KernelCheck{Name: "gelu backward", Key: "gelu.backward", Elems: int64(n), What: "gpt-tiny, 256 x 256", FLOPs: units.FLOPs(2 * n), Bytes: units.Bytes(4 * 4 * n)},
+		{KernelCheck{Name: "gelu backward", Key: hardware.KernelGELU.Backward(), Elems: int64(n), What: "gpt-tiny, 256 x 256", FLOPs: units.FLOPs(2 * n), Bytes: units.Bytes(4 * 4 * n)},
 			func() { kernels.GELUBackward(gy, gdy, gx) }},
-		{KernelCheck{Name: "layernorm", Key: "layernorm", Elems: int64(h), What: "gpt-tiny, 256 x 64", FLOPs: units.FLOPs(5 * h), Bytes: units.Bytes(2 * 4 * h)},
+		{KernelCheck{Name: "layernorm", Key: hardware.KernelLayerNorm, Elems: int64(h), What: "gpt-tiny, 256 x 64", FLOPs: units.FLOPs(5 * h), Bytes: units.Bytes(2 * 4 * h)},
 			func() { kernels.LayerNorm(lnY, mean, rstd, lnX, lnW, lnB, rows, hidden, kernels.DefaultEps) }},
-		{KernelCheck{Name: "layernorm backward", Key: "layernorm.backward", Elems: int64(h), What: "gpt-tiny, 256 x 64", FLOPs: units.FLOPs(10 * h), Bytes: units.Bytes(4 * 4 * h)},
+		{KernelCheck{Name: "layernorm backward", Key: hardware.KernelLayerNorm.Backward(), Elems: int64(h), What: "gpt-tiny, 256 x 64", FLOPs: units.FLOPs(10 * h), Bytes: units.Bytes(4 * 4 * h)},
 			func() { kernels.LayerNormBackward(lnDx, lnDw, lnDb, lnDy, lnX, lnW, mean, rstd, rows, hidden) }},
-		{KernelCheck{Name: "attention", Key: "attention", Elems: scores, What: "gpt-tiny causal, 8 x 4 heads x 32 x 16, with the qkv split", FLOPs: attnF, Bytes: attnB, gemm: true},
+		{KernelCheck{Name: "attention", Key: hardware.KernelAttention, Elems: scores, What: "gpt-tiny causal, 8 x 4 heads x 32 x 16, with the qkv split", FLOPs: attnF, Bytes: attnB, gemm: true},
 			func() {
 				kernels.SplitQKV(q, k, v, qkv, d)
 				kernels.AttentionForward(o, probs, q, k, v, d)
 			}},
-		{KernelCheck{Name: "attention backward", Key: "attention.backward", Elems: scores, What: "gpt-tiny, with the qkv split and the dqkv merge", FLOPs: 2 * attnF, Bytes: 2 * attnB, gemm: true},
+		{KernelCheck{Name: "attention backward", Key: hardware.KernelAttention.Backward(), Elems: scores, What: "gpt-tiny, with the qkv split and the dqkv merge", FLOPs: 2 * attnF, Bytes: 2 * attnB, gemm: true},
 			func() {
 				kernels.SplitQKV(q, k, v, qkv, d)
 				kernels.AttentionBackward(dq, dk, dv, sc, do, q, k, v, probs, d)
 				kernels.MergeQKV(dqkv, dq, dk, dv, d)
 			}},
-		{KernelCheck{Name: "cross-entropy", Key: "cross_entropy", Elems: int64(rows * vocab), What: "gpt-tiny logits 256 x 256, loss only (exec's forward)", FLOPs: units.FLOPs(5 * rows * vocab), Bytes: units.Bytes(2 * 4 * rows * vocab)},
+		{KernelCheck{Name: "cross-entropy", Key: hardware.KernelCrossEntropy, Elems: int64(rows * vocab), What: "gpt-tiny logits 256 x 256, loss only (exec's forward)", FLOPs: units.FLOPs(5 * rows * vocab), Bytes: units.Bytes(2 * 4 * rows * vocab)},
 			func() { kernels.CrossEntropy(nil, logits, targets, rows, vocab) }},
-		{KernelCheck{Name: "cross-entropy backward", Key: "cross_entropy.backward", Elems: int64(rows * vocab), What: "gpt-tiny logits 256 x 256, loss and gradient (exec's backward)", FLOPs: units.FLOPs(5 * rows * vocab), Bytes: units.Bytes(2 * 4 * rows * vocab)},
+		{KernelCheck{Name: "cross-entropy backward", Key: hardware.KernelCrossEntropy.Backward(), Elems: int64(rows * vocab), What: "gpt-tiny logits 256 x 256, loss and gradient (exec's backward)", FLOPs: units.FLOPs(5 * rows * vocab), Bytes: units.Bytes(2 * 4 * rows * vocab)},
 			func() { kernels.CrossEntropy(dlogits, logits, targets, rows, vocab) }},
-		{KernelCheck{Name: "cross-entropy statistics", Key: "cross_entropy_stats", Elems: int64(rows * vocab), What: "gpt-tiny logits 256 x 256 as one vocabulary shard (vocabulary-parallel loss)", FLOPs: units.FLOPs(5 * rows * vocab), Bytes: units.Bytes(2 * 4 * rows * vocab)},
+		{KernelCheck{Name: "cross-entropy statistics", Key: hardware.KernelCrossEntropyStats, Elems: int64(rows * vocab), What: "gpt-tiny logits 256 x 256 as one vocabulary shard (vocabulary-parallel loss)", FLOPs: units.FLOPs(5 * rows * vocab), Bytes: units.Bytes(2 * 4 * rows * vocab)},
 			func() { kernels.CrossEntropyStats(ceStats, logits, targets, rows, vocab, 0, vocab) }},
-		{KernelCheck{Name: "cross-entropy combine", Key: "cross_entropy_combine", Elems: int64(rows), What: "256 rows of 2 shards' statistics", FLOPs: units.FLOPs(5 * rows * 2), Bytes: units.Bytes(4 * (6 + 1) * rows)},
+		{KernelCheck{Name: "cross-entropy combine", Key: hardware.KernelCrossEntropyCombine, Elems: int64(rows), What: "256 rows of 2 shards' statistics", FLOPs: units.FLOPs(5 * rows * 2), Bytes: units.Bytes(4 * (6 + 1) * rows)},
 			func() { kernels.CrossEntropyCombine(ceLSE, ceAll, rows, 2) }},
-		{KernelCheck{Name: "cross-entropy shard backward", Key: "cross_entropy_shard.backward", Elems: int64(rows * vocab), What: "gpt-tiny logits 256 x 256 as one vocabulary shard", FLOPs: units.FLOPs(5 * rows * vocab), Bytes: units.Bytes(2 * 4 * rows * vocab)},
+		{KernelCheck{Name: "cross-entropy shard backward", Key: hardware.KernelCrossEntropyShard.Backward(), Elems: int64(rows * vocab), What: "gpt-tiny logits 256 x 256 as one vocabulary shard", FLOPs: units.FLOPs(5 * rows * vocab), Bytes: units.Bytes(2 * 4 * rows * vocab)},
 			func() { kernels.CrossEntropyShardBackward(dlogits, logits, ceLSE, targets, rows, vocab, 0, vocab) }},
-		{KernelCheck{Name: "relu", Key: "relu", Elems: int64(n), What: "256 x 256, inputs of both signs", FLOPs: units.FLOPs(n), Bytes: units.Bytes(2 * 4 * n)},
+		{KernelCheck{Name: "relu", Key: hardware.KernelReLU, Elems: int64(n), What: "256 x 256, inputs of both signs", FLOPs: units.FLOPs(n), Bytes: units.Bytes(2 * 4 * n)},
 			func() { kernels.ReLU(gy, gx) }},
-		{KernelCheck{Name: "relu backward", Key: "relu.backward", Elems: int64(n), What: "256 x 256", FLOPs: units.FLOPs(2 * n), Bytes: units.Bytes(4 * 4 * n)},
+		{KernelCheck{Name: "relu backward", Key: hardware.KernelReLU.Backward(), Elems: int64(n), What: "256 x 256", FLOPs: units.FLOPs(2 * n), Bytes: units.Bytes(4 * 4 * n)},
 			func() { kernels.ReLUBackward(gy, gdy, gx) }},
-		{KernelCheck{Name: "silu", Key: "silu", Elems: int64(n), What: "256 x 256 (SwiGLU gate)", FLOPs: units.FLOPs(n), Bytes: units.Bytes(2 * 4 * n)},
+		{KernelCheck{Name: "silu", Key: hardware.KernelSiLU, Elems: int64(n), What: "256 x 256 (SwiGLU gate)", FLOPs: units.FLOPs(n), Bytes: units.Bytes(2 * 4 * n)},
 			func() { kernels.SiLU(gy, gx) }},
-		{KernelCheck{Name: "silu backward", Key: "silu.backward", Elems: int64(n), What: "256 x 256", FLOPs: units.FLOPs(2 * n), Bytes: units.Bytes(4 * 4 * n)},
+		{KernelCheck{Name: "silu backward", Key: hardware.KernelSiLU.Backward(), Elems: int64(n), What: "256 x 256", FLOPs: units.FLOPs(2 * n), Bytes: units.Bytes(4 * 4 * n)},
 			func() { kernels.SiLUBackward(gy, gdy, gx) }},
-		{KernelCheck{Name: "rmsnorm", Key: "rmsnorm", Elems: int64(h), What: "256 x 64", FLOPs: units.FLOPs(5 * h), Bytes: units.Bytes(2 * 4 * h)},
+		{KernelCheck{Name: "rmsnorm", Key: hardware.KernelRMSNorm, Elems: int64(h), What: "256 x 64", FLOPs: units.FLOPs(5 * h), Bytes: units.Bytes(2 * 4 * h)},
 			func() { kernels.RMSNorm(lnY, rstd, lnX, lnW, rows, hidden, kernels.DefaultEps) }},
-		{KernelCheck{Name: "rmsnorm backward", Key: "rmsnorm.backward", Elems: int64(h), What: "256 x 64", FLOPs: units.FLOPs(10 * h), Bytes: units.Bytes(4 * 4 * h)},
+		{KernelCheck{Name: "rmsnorm backward", Key: hardware.KernelRMSNorm.Backward(), Elems: int64(h), What: "256 x 64", FLOPs: units.FLOPs(10 * h), Bytes: units.Bytes(4 * 4 * h)},
 			func() { kernels.RMSNormBackward(lnDx, lnDw, lnDy, lnX, lnW, rstd, rows, hidden) }},
-		{KernelCheck{Name: "mse", Key: "mse", Elems: int64(mseN), What: "seed-mlp output 10 x 10, loss only", FLOPs: units.FLOPs(5 * mseN), Bytes: units.Bytes(2 * 4 * mseN)},
+		{KernelCheck{Name: "mse", Key: hardware.KernelMSE, Elems: int64(mseN), What: "seed-mlp output 10 x 10, loss only", FLOPs: units.FLOPs(5 * mseN), Bytes: units.Bytes(2 * 4 * mseN)},
 			func() { kernels.MSE(nil, mseY, mseT) }},
-		{KernelCheck{Name: "mse backward", Key: "mse.backward", Elems: int64(mseN), What: "seed-mlp output 10 x 10, loss and gradient", FLOPs: units.FLOPs(5 * mseN), Bytes: units.Bytes(2 * 4 * mseN)},
+		{KernelCheck{Name: "mse backward", Key: hardware.KernelMSE.Backward(), Elems: int64(mseN), What: "seed-mlp output 10 x 10, loss and gradient", FLOPs: units.FLOPs(5 * mseN), Bytes: units.Bytes(2 * 4 * mseN)},
 			func() { kernels.MSE(mseD, mseY, mseT) }},
-		{KernelCheck{Name: "adam step", Key: "adam", Elems: adamN, What: "135,168 parameters (about gpt-tiny's)", FLOPs: units.FLOPs(10 * adamN), Bytes: units.Bytes(28 * adamN)},
+		{KernelCheck{Name: "adam step", Key: hardware.KernelAdam, Elems: adamN, What: "135,168 parameters (about gpt-tiny's)", FLOPs: units.FLOPs(10 * adamN), Bytes: units.Bytes(28 * adamN)},
 			func() { adam.Step(ap, ag, am, av, 1) }},
-		{KernelCheck{Name: "sgd step", Key: "sgd", Elems: sgdN, What: "111,010 parameters (seed-mlp's)", FLOPs: units.FLOPs(10 * sgdN), Bytes: units.Bytes(12 * sgdN)},
+		{KernelCheck{Name: "sgd step", Key: hardware.KernelSGD, Elems: sgdN, What: "111,010 parameters (seed-mlp's)", FLOPs: units.FLOPs(10 * sgdN), Bytes: units.Bytes(12 * sgdN)},
 			func() { sgd.Step(sp, sg, nil) }},
 	}
 	var out []KernelCheck
