@@ -15,8 +15,8 @@ import (
 // Derived is the closed form derived from the Program: it prices a strategy as Predict prices
 // program.Lower's Program, without lowering all the layers. A transformer's price is affine in
 // the layers of each pipeline stage (every layer lowers to the same ops), so Derived lowers the
-// model with one layer per stage and with two (first, middle and last stage kinds: at most six
-// layers), prices those stages' forward and backward with the same Coster as Predict,
+// model shortened (one layer, and two, without a pipeline; five layers on four stages with one:
+// Derived.lower), prices those stages' forward and backward with the same Coster as Predict,
 // extrapolates each stage kind to its layer count (uneven stages included, program.StageCounts),
 // prices each stage's optimizer phase with program.OptimizerPhase from one layer's parameters
 // (DDP buckets span layers, so that phase is not affine: OptimizerPhase walks the buckets until
@@ -106,6 +106,7 @@ type stageParams struct {
 	pre, layer, post [3][]program.Param
 }
 
+// paramEntry is a memoized stageParams, lowered once.
 type paramEntry struct {
 	once sync.Once
 	sp   *stageParams

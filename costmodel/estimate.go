@@ -30,8 +30,10 @@ type Totals struct {
 	TokensPerS                              float64
 }
 
-// Estimator is the search's fast path: it prices strategies for one model on one hardware in
-// closed form, one formula per layer type, without building the Program: a transformer's layers
+// Estimator is the search's fast path: it prices the forward and backward of strategies for one
+// model on one hardware in closed form, one formula per layer type, without building the Program
+// (each stage's optimizer phase, its parameters, the bytes per element and the peak are
+// Derived's, from the Program: program.OptimizerPhase): a transformer's layers
 // are identical, so one layer is priced once and multiplied, for the c and c-1 layers of
 // (uneven) stages, and the stages compose with Predict's compose. It returns what
 // Derived and Predict(program.Lower(m, st), hw) return (search's
@@ -40,7 +42,7 @@ type Totals struct {
 // by model.Transformer.Build under the default Megatron plan (st.Plan nil or "megatron"). It reads
 // m.Transformer, the configuration the transformer's tree was built from. MLPs, whose search
 // spaces are a few hundred candidates, Derived lowers whole. An Estimator is read-only once
-// made; Totals and Estimate may run concurrently.
+// made (its Derived's memo is safe for concurrent use); Totals and Estimate may run concurrently.
 type Estimator struct {
 	m  *model.Model
 	hw *hardware.Hardware
