@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"io"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tpsim/tpsim/internal/cli"
-	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/validate"
 )
 
@@ -56,16 +54,7 @@ func (o *fitOptions) run(w io.Writer, _ *pflag.FlagSet) error {
 	}
 	cases, _ := validate.PrepareAll(recs)
 	res := validate.Fit(cases)
-	var buf bytes.Buffer
-	if o.JSON {
-		err = reports.WriteJSON(&buf, res)
-	} else {
-		err = validate.WriteFitText(&buf, res, len(recs)+len(skips))
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
+	if err := printResult(w, o.JSON, res, func(w io.Writer) error { return validate.WriteFitText(w, res, len(recs)+len(skips)) }); err != nil {
 		return err
 	}
 	if o.Write != "" {

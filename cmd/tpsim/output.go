@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/tpsim/tpsim/internal/atomicfile"
@@ -48,4 +49,21 @@ func writeResults(dir, name string, header []string, rows [][]string, v any, fig
 		return err
 	}
 	return reports.Save(fig, dir, figName, reports.DefaultWidth, reports.DefaultHeight)
+}
+
+// printResult prints v as JSON (asJSON) or as text, whole or not at all: a command that fails
+// while rendering prints nothing (plan, validate, fit).
+func printResult(w io.Writer, asJSON bool, v any, text func(io.Writer) error) error {
+	var buf bytes.Buffer
+	var err error
+	if asJSON {
+		err = reports.WriteJSON(&buf, v)
+	} else {
+		err = text(&buf)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
 }

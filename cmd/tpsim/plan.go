@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -153,16 +152,7 @@ func (o *planOptions) run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if o.JSON {
-		err = reports.WriteJSON(&buf, pr.Out)
-	} else {
-		err = planWriteText(&buf, pr)
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
+	if err := printResult(w, o.JSON, pr.Out, func(w io.Writer) error { return planWriteText(w, pr) }); err != nil {
 		return err
 	}
 	if o.Out != "" {

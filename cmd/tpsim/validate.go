@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"io"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tpsim/tpsim/internal/cli"
-	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/validate"
 )
 
@@ -70,16 +68,7 @@ func (o *validateOptions) run(w io.Writer) error {
 		return err
 	}
 	out := validate.Run(recs, skips, validate.Options{})
-	var buf bytes.Buffer
-	if o.JSON {
-		err = reports.WriteJSON(&buf, out)
-	} else {
-		err = validate.WriteText(&buf, name, len(recs)+len(skips), out)
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
+	if err := printResult(w, o.JSON, out, func(w io.Writer) error { return validate.WriteText(w, name, len(recs)+len(skips), out) }); err != nil {
 		return err
 	}
 	if o.Out != "" {

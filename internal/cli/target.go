@@ -147,7 +147,7 @@ func ParseOptimizer(s string) (string, error) {
 	return "", Usagef("--optimizer=%q is not valid; use sgd or adam", s)
 }
 
-// ParseAttn reads --attn; "" (options built in code, by compare) is the flag's default, eager.
+// ParseAttn reads --attn, in any case; "" is the flag's default, eager.
 func ParseAttn(s string) (string, error) {
 	switch a := strings.ToLower(s); a {
 	case "":
