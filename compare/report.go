@@ -183,9 +183,6 @@ func pctText(v float64) string {
 
 func msText(s float64) string { return fmt.Sprintf("%.3g ms", s*1e3) }
 
-// commas is reports.Commas: 1,234,567.
-func commas(n int64) string { return reports.Commas(n) }
-
 // TableRows are the rows of the terminal and Markdown tables.
 func TableRows(rows []Row) ([]string, [][]string) {
 	header := []string{"strategy", "mesh", "step predicted", "step simulated", "step measured", "spread", "error", "comm share pred/meas",
@@ -198,7 +195,7 @@ func TableRows(rows []Row) ([]string, [][]string) {
 			fmt.Sprintf("%+.1f%%", 100*(r.Predicted.Time.Step-r.Measured.Time.Step)/r.Measured.Time.Step),
 			fmt.Sprintf("%.0f%% / %.0f%%", 100*r.Errors.CommSharePred, 100*r.Errors.CommShareMeas),
 			units.Bytes(r.Predicted.Memory["peak"]).String(), units.Bytes(r.Measured.Memory["peak"]).String(),
-			units.Bytes(r.Measured.Memory["params"]).String(), commas(int64(math.Round(sentBytes(r)))), fmt.Sprintf("%.2g", r.MaxRelDiff)})
+			units.Bytes(r.Measured.Memory["params"]).String(), reports.Commas(int64(math.Round(sentBytes(r)))), fmt.Sprintf("%.2g", r.MaxRelDiff)})
 	}
 	return header, out
 }
@@ -303,7 +300,7 @@ func WriteReport(w io.Writer, res *Results, figs []Figure) error {
 		ew.Printf("**Partial: %s.**\n\n", res.Interrupted)
 	}
 	ew.Printf("%s (%s parameters), global batch %d, %d steps (the first a warm-up), %d rounds, seed %d, %s, plan %s for tp and hybrid. ",
-		res.Model, commas(res.Params), res.Batch, res.Steps, res.RoundsDone, res.Seed, res.Optimizer, res.Plan)
+		res.Model, reports.Commas(res.Params), res.Batch, res.Steps, res.RoundsDone, res.Seed, res.Optimizer, res.Plan)
 	ew.Printf("Predicted by the cost model and the simulator from the `%s` profile (%s), measured by training with `tpsim exec` on goroutine ranks. The prediction never sees the measurement.\n\n",
 		res.Profile.Name, res.Profile.Source)
 	header, rows := TableRows(res.Rows)
