@@ -2,7 +2,10 @@
 // rows of `tpsim compare` (predicted by the cost model and the simulator, measured by training
 // with exec on goroutine ranks), their errors, the summary, the recommendation, the load other
 // processes put on the machine meanwhile, and the files of a comparison (results.json,
-// results.csv, report.md, figures). cmd/tpsim's compare is its flags and printing.
+// results.csv, report.md, figures). setup.go is what comes before: the grid's exec
+// configurations (Points), the hardware profile to predict with (HostProfile: this machine's,
+// cached or calibrated now; a GPU preset only when asked for), and a planning study's winner
+// measured as a row is (MeasureWinner). cmd/tpsim's compare is its flags and printing.
 //
 // Measurement on a shared machine: every round visits every strategy in turn, and the share of
 // the CPU that other processes used is read from /proc around each run (exec/calibrate's

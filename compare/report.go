@@ -183,9 +183,6 @@ func pctText(v float64) string {
 
 func msText(s float64) string { return fmt.Sprintf("%.3g ms", s*1e3) }
 
-// commas is reports.Commas: 1,234,567.
-func commas(n int64) string { return reports.Commas(n) }
-
 // TableRows are the rows of the terminal and Markdown tables.
 func TableRows(rows []Row) ([]string, [][]string) {
 	header := []string{"strategy", "mesh", "step predicted", "step simulated", "step measured", "spread", "error", "comm share pred/meas",
@@ -198,7 +195,7 @@ func TableRows(rows []Row) ([]string, [][]string) {
 			fmt.Sprintf("%+.1f%%", 100*(r.Predicted.Time.Step-r.Measured.Time.Step)/r.Measured.Time.Step),
 			fmt.Sprintf("%.0f%% / %.0f%%", 100*r.Errors.CommSharePred, 100*r.Errors.CommShareMeas),
 			units.Bytes(r.Predicted.Memory["peak"]).String(), units.Bytes(r.Measured.Memory["peak"]).String(),
-			units.Bytes(r.Measured.Memory["params"]).String(), commas(int64(math.Round(sentBytes(r)))), fmt.Sprintf("%.2g", r.MaxRelDiff)})
+			units.Bytes(r.Measured.Memory["params"]).String(), reports.Commas(int64(math.Round(sentBytes(r)))), fmt.Sprintf("%.2g", r.MaxRelDiff)})
 	}
 	return header, out
 }
@@ -231,26 +228,6 @@ func PhaseRows(rows []Row) ([]string, [][]string) {
 // phaseTitle names each mechanism in tables and figures.
 var phaseTitle = map[string]string{PhaseBubble: "pipeline bubble", PhaseGather: "ZeRO all-gathers", PhaseRecompute: "recompute"}
 
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) printf(format string, a ...any) {
-	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, a...)
-	}
-}
-
-func (e *errWriter) Write(b []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(b)
-	e.err = err
-	return n, err
-}
-
 // accuracyLine is the one-line summary of the accuracy, for the terminal.
 func accuracyLine(s Summary) string {
 	line := fmt.Sprintf("step time: mean absolute error %.1f%% (simulator %.1f%%), worst %.1f%% (%s); exposed-communication share of the step off by %.0f points on average, worst %.0f (%s); comm bytes max error %.0f B; params/grads/optimizer/activations max error %.2g%%, peak %.1f%%",
@@ -276,9 +253,9 @@ func accuracyLine(s Summary) string {
 // WriteTable prints the comparison for the terminal: the table, the accuracy, the load warnings,
 // the recommendation and what was skipped; dir is where the files went.
 func WriteTable(w io.Writer, res *Results, dir string) error {
-	ew := &errWriter{w: w}
+	ew := &reports.ErrWriter{W: w}
 	if res.Partial {
-		ew.printf("PARTIAL: %s\n\n", res.Interrupted)
+		ew.Printf("PARTIAL: %s\n\n", res.Interrupted)
 	}
 	header, rows := TableRows(res.Rows)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
@@ -288,7 +265,7 @@ func WriteTable(w io.Writer, res *Results, dir string) error {
 	}
 	tw.Flush()
 	if ph, prow := PhaseRows(res.Rows); len(prow) > 0 {
-		ew.printf("\n")
+		ew.Printf("\n")
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(ph, "\t"))
 		for _, r := range prow {
@@ -296,48 +273,48 @@ func WriteTable(w io.Writer, res *Results, dir string) error {
 		}
 		tw.Flush()
 	}
-	ew.printf("\n%s\n", accuracyLine(res.Summary))
+	ew.Printf("\n%s\n", accuracyLine(res.Summary))
 	for _, r := range res.Rows {
 		for _, e := range r.MemoryErrors {
-			ew.printf("memory error: %s: %s\n", r.Label(), e)
+			ew.Printf("memory error: %s: %s\n", r.Label(), e)
 		}
 	}
 	for _, wn := range res.Load.Warnings {
-		ew.printf("warning: %s\n", wn)
+		ew.Printf("warning: %s\n", wn)
 	}
 	for _, rec := range res.Recommendation {
-		ew.printf("%s: %s. %s\n", rec.Objective, rec.Choice, rec.Reason)
+		ew.Printf("%s: %s. %s\n", rec.Objective, rec.Choice, rec.Reason)
 	}
 	for _, sk := range res.Skipped {
-		ew.printf("skipped %s %s: %s\n", sk.Strategy, sk.Mesh, sk.Reason)
+		ew.Printf("skipped %s %s: %s\n", sk.Strategy, sk.Mesh, sk.Reason)
 	}
-	ew.printf("\nwrote %s: results.json, results.csv, report.md and figures\n", dir)
-	return ew.err
+	ew.Printf("\nwrote %s: results.json, results.csv, report.md and figures\n", dir)
+	return ew.Err
 }
 
 // WriteReport writes report.md.
 func WriteReport(w io.Writer, res *Results, figs []Figure) error {
-	ew := &errWriter{w: w}
-	ew.printf("# tpsim compare: %s\n\n", res.Model)
+	ew := &reports.ErrWriter{W: w}
+	ew.Printf("# tpsim compare: %s\n\n", res.Model)
 	if res.Partial {
-		ew.printf("**Partial: %s.**\n\n", res.Interrupted)
+		ew.Printf("**Partial: %s.**\n\n", res.Interrupted)
 	}
-	ew.printf("%s (%s parameters), global batch %d, %d steps (the first a warm-up), %d rounds, seed %d, %s, plan %s for tp and hybrid. ",
-		res.Model, commas(res.Params), res.Batch, res.Steps, res.RoundsDone, res.Seed, res.Optimizer, res.Plan)
-	ew.printf("Predicted by the cost model and the simulator from the `%s` profile (%s), measured by training with `tpsim exec` on goroutine ranks. The prediction never sees the measurement.\n\n",
+	ew.Printf("%s (%s parameters), global batch %d, %d steps (the first a warm-up), %d rounds, seed %d, %s, plan %s for tp and hybrid. ",
+		res.Model, reports.Commas(res.Params), res.Batch, res.Steps, res.RoundsDone, res.Seed, res.Optimizer, res.Plan)
+	ew.Printf("Predicted by the cost model and the simulator from the `%s` profile (%s), measured by training with `tpsim exec` on goroutine ranks. The prediction never sees the measurement.\n\n",
 		res.Profile.Name, res.Profile.Source)
 	header, rows := TableRows(res.Rows)
 	if err := reports.Markdown(ew, header, rows); err != nil {
 		return err
 	}
 	s := res.Summary
-	ew.printf("\n## Accuracy\n\n")
-	ew.printf("- Step time: mean absolute percentage error **%.1f%%** over %d rows (simulator %.1f%%), worst %.1f%% (%s).\n",
+	ew.Printf("\n## Accuracy\n\n")
+	ew.Printf("- Step time: mean absolute percentage error **%.1f%%** over %d rows (simulator %.1f%%), worst %.1f%% (%s).\n",
 		100*s.StepTimeMAPE, s.Rows, 100*s.SimStepTimeMAPE, 100*s.StepTimeMaxAPE, s.WorstStepTimeStrategy)
-	ew.printf("- Where the step goes: the predicted share of exposed communication is off by **%.0f points** on average, worst %.0f (%s). Where the ranks outnumber the cores, the prediction counts the time a rank waits, descheduled, at the collective that ends each stretch of compute shorter than the Go scheduler's 10 ms time slice as exposed communication (as exec measures it), and the rest of its descheduled time as compute.\n",
+	ew.Printf("- Where the step goes: the predicted share of exposed communication is off by **%.0f points** on average, worst %.0f (%s). Where the ranks outnumber the cores, the prediction counts the time a rank waits, descheduled, at the collective that ends each stretch of compute shorter than the Go scheduler's 10 ms time slice as exposed communication (as exec measures it), and the rest of its descheduled time as compute.\n",
 		100*s.CommShareMeanAbsErr, 100*s.CommShareMaxAbsErr, s.WorstCommShareRow)
-	ew.printf("- Spread of the measured step over rounds: at most %.0f%% of the median (each row's range is in results.json); differences within it are ties.\n", 100*s.MaxSpread)
-	ew.printf("- Bytes sent per rank: largest difference between predicted and measured %.0f bytes.\n", s.CommBytesMaxAbsError)
+	ew.Printf("- Spread of the measured step over rounds: at most %.0f%% of the median (each row's range is in results.json); differences within it are ties.\n", 100*s.MaxSpread)
+	ew.Printf("- Bytes sent per rank: largest difference between predicted and measured %.0f bytes.\n", s.CommBytesMaxAbsError)
 	cats := make([]string, 0, len(s.MemoryMaxRelError))
 	for k := range s.MemoryMaxRelError {
 		cats = append(cats, k)
@@ -347,51 +324,51 @@ func WriteReport(w io.Writer, res *Results, figs []Figure) error {
 	for _, k := range cats {
 		parts = append(parts, fmt.Sprintf("%s %s", k, pctText(s.MemoryMaxRelError[k])))
 	}
-	ew.printf("- Memory per rank, largest relative error by category: %s. Workspace includes kernel scratch that the Program does not list, so it is measured above the prediction.\n", strings.Join(parts, ", "))
-	ew.printf("- Every strategy's losses and parameters after %d steps match single-device training to a relative difference of %.2g or less.\n", res.Steps, s.MaxRelDiffVsSingle)
-	ew.printf("\nWhere the prediction is off, and why: %s\n", ExplainErrors(res))
+	ew.Printf("- Memory per rank, largest relative error by category: %s. Workspace includes kernel scratch that the Program does not list, so it is measured above the prediction.\n", strings.Join(parts, ", "))
+	ew.Printf("- Every strategy's losses and parameters after %d steps match single-device training to a relative difference of %.2g or less.\n", res.Steps, s.MaxRelDiffVsSingle)
+	ew.Printf("\nWhere the prediction is off, and why: %s\n", ExplainErrors(res))
 	if ph, prow := PhaseRows(res.Rows); len(prow) > 0 {
-		ew.printf("\n## Pipeline bubble, ZeRO gathers and recompute\n\n")
-		ew.printf("Time per rank per step of each mechanism a row has: predicted by the cost model (the bubble as it prices the step; gathers and replayed forward ops at its price of each op, every microbatch's, averaged over pipeline ranks), simulated (the bubble), and measured from exec's timeline (the time of those ops on every rank after the warm-up, as a share of the op time times the measured step).\n\n")
+		ew.Printf("\n## Pipeline bubble, ZeRO gathers and recompute\n\n")
+		ew.Printf("Time per rank per step of each mechanism a row has: predicted by the cost model (the bubble as it prices the step; gathers and replayed forward ops at its price of each op, every microbatch's, averaged over pipeline ranks), simulated (the bubble), and measured from exec's timeline (the time of those ops on every rank after the warm-up, as a share of the op time times the measured step).\n\n")
 		if err := reports.Markdown(ew, ph, prow); err != nil {
 			return err
 		}
 	}
-	ew.printf("\n## Memory errors\n\n")
+	ew.Printf("\n## Memory errors\n\n")
 	if s.MemoryErrorRows == 0 {
-		ew.printf("None: on every row exec found no memory held other than the Program declares, and %s bytes per rank are as predicted.\n", strings.Join(ExactMemory, ", "))
+		ew.Printf("None: on every row exec found no memory held other than the Program declares, and %s bytes per rank are as predicted.\n", strings.Join(ExactMemory, ", "))
 	}
 	for _, r := range res.Rows {
 		for _, e := range r.MemoryErrors {
-			ew.printf("- **%s**: %s\n", r.Label(), e)
+			ew.Printf("- **%s**: %s\n", r.Label(), e)
 		}
 	}
-	ew.printf("\n## Load on this machine\n\n")
+	ew.Printf("\n## Load on this machine\n\n")
 	l := res.Load
 	var per []string
 	for _, x := range l.Rounds {
 		per = append(per, shareText(x))
 	}
-	ew.printf("Other processes used %s of the CPU during the calibration of the profile and %s during the measurement rounds (warning above %.0f%%).\n",
+	ew.Printf("Other processes used %s of the CPU during the calibration of the profile and %s during the measurement rounds (warning above %.0f%%).\n",
 		shareText(l.Calibration), strings.Join(per, ", "), 100*l.Threshold)
 	for _, wn := range l.Warnings {
-		ew.printf("\n**Warning:** %s.\n", wn)
+		ew.Printf("\n**Warning:** %s.\n", wn)
 	}
-	ew.printf("\n## Recommendation\n\n")
+	ew.Printf("\n## Recommendation\n\n")
 	for _, rec := range res.Recommendation {
-		ew.printf("- **%s: %s.** %s\n", rec.Objective, rec.Choice, rec.Reason)
+		ew.Printf("- **%s: %s.** %s\n", rec.Objective, rec.Choice, rec.Reason)
 	}
 	if len(res.Skipped) > 0 {
-		ew.printf("\nNot run:\n\n")
+		ew.Printf("\nNot run:\n\n")
 		for _, sk := range res.Skipped {
-			ew.printf("- %s %s: %s\n", sk.Strategy, sk.Mesh, sk.Reason)
+			ew.Printf("- %s %s: %s\n", sk.Strategy, sk.Mesh, sk.Reason)
 		}
 	}
-	ew.printf("\n## Figures\n\n")
+	ew.Printf("\n## Figures\n\n")
 	for _, f := range figs {
-		ew.printf("### %s\n\n![%s](%s.png)\n\n", f.Caption, f.Caption, f.Base)
+		ew.Printf("### %s\n\n![%s](%s.png)\n\n", f.Caption, f.Caption, f.Base)
 	}
-	return ew.err
+	return ew.Err
 }
 
 // ExplainErrors names the rows whose step time is furthest off and the part of the step that

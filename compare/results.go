@@ -1,6 +1,9 @@
 package compare
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/reports"
 )
@@ -129,4 +132,21 @@ func ReportRows(rows []Row) []reports.Row {
 		out[i] = r.Row
 	}
 	return out
+}
+
+// MemoryError is compare's failure when rows have memory errors (exit status 1, after the files
+// and the table are written, to the directory out), nil when none has.
+func (res *Results) MemoryError(out string) error {
+	n := res.Summary.MemoryErrorRows
+	if n == 0 {
+		return nil
+	}
+	var rows []string
+	for _, r := range res.Rows {
+		if len(r.MemoryErrors) > 0 {
+			rows = append(rows, r.Label())
+		}
+	}
+	return fmt.Errorf("memory errors in %d of %d rows (%s): the memory the ranks held differs from the prediction or from what the Program declares; see \"memory error\" above and report.md in %s",
+		n, len(res.Rows), strings.Join(rows, ", "), out)
 }

@@ -381,12 +381,12 @@ func MemoryErrors(row Row, runs []*exec.Result) []string {
 				sign = ""
 			}
 			out = append(out, fmt.Sprintf("%s: predicted %s bytes per rank, measured %s (%s%s): the Program the prediction priced and what the kernels held differ",
-				c, commas(int64(p)), commas(int64(m)), sign, commas(int64(m-p))))
+				c, reports.Commas(int64(p)), reports.Commas(int64(m)), sign, reports.Commas(int64(m-p))))
 		}
 	}
 	if pc, mc := row.Predicted.Memory["comm"], row.Measured.Memory["comm"]; more != 0 && pc-mc == more {
 		out = append(out, fmt.Sprintf("the %s bytes measured above the prediction in those categories are the %s the prediction counts as communication buffers and exec does not: the same bytes, counted in another category",
-			commas(int64(more)), commas(int64(pc-mc))))
+			reports.Commas(int64(more)), reports.Commas(int64(pc-mc))))
 	}
 	return out
 }

@@ -2,6 +2,8 @@ package reports
 
 import (
 	"bytes"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -70,12 +72,18 @@ func TestTableErrors(t *testing.T) {
 	}
 }
 
-// The issue: CSV lost digits (1.71725e+06 where JSON had 1717248).
+// The issue: CSV lost digits (1.71725e+06 where JSON had 1717248). Integers print as integers,
+// everything else in full: the digits read back to the same float64 (cells.csv of a study too).
 func TestNumber(t *testing.T) {
 	for v, want := range map[float64]string{1717248: "1717248", 0: "0", -3: "-3", 0.0123456789012345: "0.0123456789012345",
-		539648.5: "539648.5", 1e300: "1e+300", 1.5e-9: "1.5e-09"} {
-		if got := Number(v); got != want {
+		539648.5: "539648.5", 1e300: "1e+300", 1.5e-9: "1.5e-09", -2048: "-2048", 80e9: "80000000000", 0.1: "0.1",
+		1.0 / 3: "0.3333333333333333", 2.19e-4: "0.000219", 1e20: "1e+20", math.Pi * 1e6: "3.141592653589793e+06"} {
+		got := Number(v)
+		if got != want {
 			t.Errorf("Number(%v) = %q, want %q", v, got, want)
+		}
+		if back, err := strconv.ParseFloat(got, 64); err != nil || back != v {
+			t.Errorf("Number(%v) = %q reads back as %v", v, got, back)
 		}
 	}
 }

@@ -2,10 +2,10 @@ package study
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
+	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
 )
@@ -194,15 +194,6 @@ func firstLine(s string) string {
 	return l
 }
 
-// Num prints a number for a machine: an integer as an integer, anything else with the fewest
-// digits that read back to the same float64.
-func Num(v float64) string {
-	if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
-		return strconv.FormatInt(int64(v), 10)
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
-}
-
 // CSVHeader is the header of cells.csv.
 var CSVHeader = []string{"model", "params", "hardware", "base_hardware", "what_if", "gpus", "nodes", "objective", "status", "reason",
 	"strategy", "label", "pp", "dp", "cp", "tp", "step_s", "sim_step_s", "measured_step_s", "tokens_per_s", "mfu", "peak_bytes", "capacity_bytes",
@@ -231,18 +222,18 @@ func (rep *Report) CSVRows() [][]string {
 		if b := r.Best; b != nil {
 			sim, meas := "", ""
 			if b.SimStep != nil {
-				sim = Num(*b.SimStep)
+				sim = reports.Number(*b.SimStep)
 			}
 			if r.Record.MeasuredStep != nil {
-				meas = Num(*r.Record.MeasuredStep)
+				meas = reports.Number(*r.Record.MeasuredStep)
 			}
 			row = append(row, b.Strategy, r.Label, strconv.Itoa(r.Mesh.PP), strconv.Itoa(r.Mesh.DP), strconv.Itoa(r.Mesh.CP), strconv.Itoa(r.Mesh.TP),
-				Num(float64(b.Time.Step)), sim, meas, Num(b.TokensPerS), Num(b.MFU), Num(float64(b.Memory.Peak)), Num(float64(v.HW.Device.Memory)),
-				Num(float64(b.Time.Compute)), Num(float64(b.Time.CommExposed)), Num(float64(b.Time.Bubble)), Num(float64(b.Time.Optimizer)),
-				strconv.Itoa(r.Record.Plan.GlobalBatch), strconv.Itoa(r.Record.Plan.Seq), Num(rep.Study.File.Tokens),
-				Num(r.TimeToTrain), Num(r.GPUHours))
+				reports.Number(float64(b.Time.Step)), sim, meas, reports.Number(b.TokensPerS), reports.Number(b.MFU), reports.Number(float64(b.Memory.Peak)), reports.Number(float64(v.HW.Device.Memory)),
+				reports.Number(float64(b.Time.Compute)), reports.Number(float64(b.Time.CommExposed)), reports.Number(float64(b.Time.Bubble)), reports.Number(float64(b.Time.Optimizer)),
+				strconv.Itoa(r.Record.Plan.GlobalBatch), strconv.Itoa(r.Record.Plan.Seq), reports.Number(rep.Study.File.Tokens),
+				reports.Number(r.TimeToTrain), reports.Number(r.GPUHours))
 			if r.HasCost {
-				row = append(row, Num(v.Entry.PricePerGPUHour), Num(r.Cost))
+				row = append(row, reports.Number(v.Entry.PricePerGPUHour), reports.Number(r.Cost))
 			} else {
 				blank(2)
 			}

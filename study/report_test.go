@@ -1,28 +1,8 @@
 package study
 
 import (
-	"math"
-	"strconv"
 	"testing"
 )
-
-// cells.csv prints integers as integers and everything else in full: the digits read back to the
-// same float64.
-func TestNum(t *testing.T) {
-	for _, c := range []struct {
-		v    float64
-		want string
-	}{{3, "3"}, {0, "0"}, {-2048, "-2048"}, {80e9, "80000000000"}, {0.1, "0.1"}, {1.0 / 3, "0.3333333333333333"},
-		{2.19e-4, "0.000219"}, {1e20, "1e+20"}, {math.Pi * 1e6, "3.141592653589793e+06"}} {
-		got := Num(c.v)
-		if got != c.want {
-			t.Errorf("Num(%v) = %q, want %q", c.v, got, c.want)
-		}
-		if back, err := strconv.ParseFloat(got, 64); err != nil || back != c.v {
-			t.Errorf("Num(%v) = %q reads back as %v", c.v, got, back)
-		}
-	}
-}
 
 func TestShellJoin(t *testing.T) {
 	got := ShellJoin([]string{"plan", "--model", "my models/config.json", "--fix", "attn=flash,precision=mixed", "--x", "it's"})

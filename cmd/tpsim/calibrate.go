@@ -17,6 +17,8 @@ import (
 	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/internal/atomicfile"
+	"github.com/tpsim/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -52,20 +54,20 @@ func runCalibrate(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = o.run(stdout, stderr)
 	}
-	return finish("calibrate", fs, calibrateHelp, err, stdout, stderr)
+	return cli.Finish("calibrate", fs, calibrateHelp, err, stdout, stderr)
 }
 
 func parseCalibrate(args []string) (*calibrateOptions, *pflag.FlagSet, error) {
 	o := &calibrateOptions{}
-	fs := newFlagSet("calibrate")
+	fs := cli.NewFlagSet("calibrate")
 	fs.StringVar(&o.Out, "out", "", "also write the profile to FILE (hardware JSON, for --hardware FILE)")
 	fs.BoolVar(&o.Quick, "quick", false, "fewer points and shorter timings: about 5 s, a coarser profile")
 	fs.BoolVar(&o.JSON, "json", false, "print the profile as hardware JSON instead of the tables")
-	if err := parseFlags(fs, args, 0); err != nil {
+	if err := cli.ParseFlags(fs, args, 0); err != nil {
 		return o, fs, err
 	}
 	if fs.Changed("out") && strings.TrimSpace(o.Out) == "" {
-		return o, fs, usagef("--out needs a file name, e.g. --out host.json")
+		return o, fs, cli.Usagef("--out needs a file name, e.g. --out host.json")
 	}
 	return o, fs, nil
 }
@@ -82,7 +84,7 @@ func (o *calibrateOptions) run(stdout, stderr io.Writer) error {
 	hw, rep, err := calibrate.Run(ctx, calibrate.Options{Quick: o.Quick, Progress: stderr})
 	if err != nil {
 		if ctx.Err() != nil {
-			return errInterrupted // nothing measured is kept: a partial profile is not one
+			return cli.ErrInterrupted // nothing measured is kept: a partial profile is not one
 		}
 		return err
 	}
@@ -124,30 +126,30 @@ func (o *calibrateOptions) run(stdout, stderr io.Writer) error {
 
 // writeCalibration prints what was measured, how well the fits match, and the profile.
 func writeCalibration(w io.Writer, hw *hardware.Hardware, r *calibrate.Report) error {
-	ew := &errWriter{w: w}
+	ew := &reports.ErrWriter{W: w}
 	mode := ""
 	if r.Quick {
 		mode = ", quick"
 	}
-	ew.printf("host: %s\n", r.Machine)
-	ew.printf("calibrated %s in %.1f s%s", r.Date, float64(r.Duration), mode)
+	ew.Printf("host: %s\n", r.Machine)
+	ew.Printf("calibrated %s in %.1f s%s", r.Date, float64(r.Duration), mode)
 	if r.OtherCPU >= 0 {
-		ew.printf("; other processes used %.0f%% of the CPU meanwhile", 100*r.OtherCPU)
+		ew.Printf("; other processes used %.0f%% of the CPU meanwhile", 100*r.OtherCPU)
 	}
-	ew.printf("\n")
+	ew.Printf("\n")
 
 	g := r.GEMMFit
-	ew.printf("\nMatrix multiply (kernels.MatMul, fp32, median time per call)\n")
+	ew.Printf("\nMatrix multiply (kernels.MatMul, fp32, median time per call)\n")
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  SHAPE MxKxN\tWHERE\tTIME\tGFLOP/S\tFIT\n")
 	for _, p := range r.GEMM {
 		fmt.Fprintf(tw, "  %s\t%s\t%v\t%.3g\t%+.0f%%\n", p.Shape, p.What, p.Time, p.Rate/1e9, 100*p.RelErr)
 	}
 	tw.Flush()
-	ew.printf("  fit: time = f / %v + %v; %s\n", g.Rate, g.Intercept, fitLine(g.Fit))
+	ew.Printf("  fit: time = f / %v + %v; %s\n", g.Rate, g.Intercept, fitLine(g.Fit))
 
 	e, b := r.ElemFit, r.Bookkeeping
-	ew.printf("\nElementwise ops (bytes as the cost model counts them; as exec = with output allocation and bookkeeping;\n  fit = the profile's price against as exec)\n")
+	ew.Printf("\nElementwise ops (bytes as the cost model counts them; as exec = with output allocation and bookkeeping;\n  fit = the profile's price against as exec)\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  KERNEL\tBUFFER\tBYTES\tALONE\tGB/S\tAS EXEC\tGB/S\tFIT\n")
 	for _, p := range r.Elementwise {
@@ -155,19 +157,19 @@ func writeCalibration(w io.Writer, hw *hardware.Hardware, r *calibrate.Report) e
 			float64(p.Bytes)/float64(p.KernelTime)/1e9, p.AsExec, float64(p.Bytes)/float64(p.AsExec)/1e9, 100*p.RelErr)
 	}
 	tw.Flush()
-	ew.printf("  profile (add as exec): time = %v per op + bytes / %v; %s\n", e.Overhead, e.Bandwidth, fitLine(e.Fit))
-	ew.printf("  add alone: %v per call + bytes / %v; %s\n", e.KernelOverhead, e.KernelBW, fitLine(e.KernelFit))
+	ew.Printf("  profile (add as exec): time = %v per op + bytes / %v; %s\n", e.Overhead, e.Bandwidth, fitLine(e.Fit))
+	ew.Printf("  add alone: %v per call + bytes / %v; %s\n", e.KernelOverhead, e.KernelBW, fitLine(e.KernelFit))
 	for _, k := range e.ByKernel {
 		if k.Kernel == "add" {
 			continue // the profile's line above
 		}
-		ew.printf("  %s as exec, fitted alone: %v per op + bytes / %v; %s\n", k.Kernel, k.Overhead, k.Bandwidth, fitLine(k.Fit))
+		ew.Printf("  %s as exec, fitted alone: %v per op + bytes / %v; %s\n", k.Kernel, k.Overhead, k.Bandwidth, fitLine(k.Fit))
 	}
-	ew.printf("  exec's bookkeeping per op (maps, allocator, clock, trace event): %v; make: %v + zeroing at %v\n",
+	ew.Printf("  exec's bookkeeping per op (maps, allocator, clock, trace event): %v; make: %v + zeroing at %v\n",
 		b.Fixed, b.AllocFixed, b.AllocBandwidth)
 
 	if len(r.Checks) > 0 {
-		ew.printf("\nOther kernels at gpt-tiny sizes, against the profile's price (roofline + per-op overhead)\n")
+		ew.Printf("\nOther kernels at gpt-tiny sizes, against the profile's price (roofline + per-op overhead)\n")
 		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "  KERNEL\tWHAT\tTIME\tPRICED\tRATIO\n")
 		for _, c := range r.Checks {
@@ -177,7 +179,7 @@ func writeCalibration(w io.Writer, hw *hardware.Hardware, r *calibrate.Report) e
 	}
 
 	c := r.CollFit
-	ew.printf("\nCollectives (exec/comm ring on goroutine ranks; time of the slowest rank per call)\n")
+	ew.Printf("\nCollectives (exec/comm ring on goroutine ranks; time of the slowest rank per call)\n")
 	var sizes []units.Bytes
 	seen := map[units.Bytes]bool{}
 	for _, p := range r.Collectives {
@@ -207,15 +209,15 @@ func writeCalibration(w io.Writer, hw *hardware.Hardware, r *calibrate.Report) e
 		fmt.Fprintf(tw, "\t%.0f%%\t%+.0f%%\n", 100*f.RMSRelErr, 100*f.MaxRelErr)
 	}
 	tw.Flush()
-	ew.printf("  fit, one level: time = steps x %v + fraction x bytes / %v; %s\n", c.Latency, c.Bandwidth, fitLine(c.Fit))
-	ew.printf("  fitted to each kind alone:\n")
+	ew.Printf("  fit, one level: time = steps x %v + fraction x bytes / %v; %s\n", c.Latency, c.Bandwidth, fitLine(c.Fit))
+	ew.Printf("  fitted to each kind alone:\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "    KIND\tLATENCY/STEP\tBANDWIDTH\tFIT RMS\n")
 	for _, f := range c.ByKind {
 		fmt.Fprintf(tw, "    %s\t%v\t%v\t%.0f%%\n", f.Kind, f.Latency, f.Bandwidth, 100*f.RMSRelErr)
 	}
 	tw.Flush()
-	ew.printf("  fitted to each group size alone:\n")
+	ew.Printf("  fitted to each group size alone:\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "    RANKS\tLATENCY/STEP\tBANDWIDTH\tFIT RMS\n")
 	for _, f := range c.ByP {
@@ -223,7 +225,7 @@ func writeCalibration(w io.Writer, hw *hardware.Hardware, r *calibrate.Report) e
 	}
 	tw.Flush()
 
-	ew.printf("\nContention (k goroutines doing the same work at once: wall time over one alone)\n")
+	ew.Printf("\nContention (k goroutines doing the same work at once: wall time over one alone)\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  K\tMIX SYNCED (PROFILE)\tMIX\tGEMM ONLY\tADD ONLY\n")
 	cell := func(v float64) string {
@@ -236,18 +238,18 @@ func writeCalibration(w io.Writer, hw *hardware.Hardware, r *calibrate.Report) e
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", p.K, cell(p.Synced), cell(p.Mix), cell(p.GEMM), cell(p.Elementwise))
 	}
 	tw.Flush()
-	ew.printf("  mix: one 256x256x256 GEMM, then %d adds of 65,536 floats (about as long alone); synced: the ranks meet in an all-reduce after each mix, as exec's ranks meet at collectives\n", r.ContentionAdds)
+	ew.Printf("  mix: one 256x256x256 GEMM, then %d adds of 65,536 floats (about as long alone); synced: the ranks meet in an all-reduce after each mix, as exec's ranks meet at collectives\n", r.ContentionAdds)
 
 	ef := hw.Efficiency
 	l := hw.Levels[0]
-	ew.printf("\nProfile %q (every figure's source is in the JSON: --json or --out)\n", hw.Name)
+	ew.Printf("\nProfile %q (every figure's source is in the JSON: --json or --out)\n", hw.Name)
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  device\t%s\n", hw.Device.Name)
 	fmt.Fprintf(tw, "  peak fp32 = bf16\t%v\n", hw.Device.Peak["fp32"])
 	fmt.Fprintf(tw, "  GEMM efficiency\t%.3g x f/(f + %v)\n", ef.GEMMMax, ef.GEMMHalfFLOPs)
 	fmt.Fprintf(tw, "  memory bandwidth\t%v (x %.3g)\n", hw.Device.MemBandwidth, ef.MemMax)
 	fmt.Fprintf(tw, "  per-op overhead\t%v\n", ef.OpOverhead)
-	fmt.Fprintf(tw, "  memory\t%s\n", memString(hw.Device.Memory))
+	fmt.Fprintf(tw, "  memory\t%s\n", hardware.MemoryString(hw.Device.Memory))
 	fmt.Fprintf(tw, "  level %s\tall ranks, %v per ring step, %v (efficiency %.3g)\n", l.Name, l.Latency, l.Bandwidth, l.Efficiency)
 	fmt.Fprintf(tw, "  cores\t%d\n", hw.Cores)
 	sl := make([]string, len(hw.Slowdown))
@@ -257,12 +259,12 @@ func writeCalibration(w io.Writer, hw *hardware.Hardware, r *calibrate.Report) e
 	fmt.Fprintf(tw, "  slowdown k=1..%d\t%s\n", len(sl), strings.Join(sl, " "))
 	tw.Flush()
 	if len(r.Notes) > 0 {
-		ew.printf("\nNotes\n")
+		ew.Printf("\nNotes\n")
 		for _, n := range r.Notes {
-			ew.printf("  - %s\n", n)
+			ew.Printf("  - %s\n", n)
 		}
 	}
-	return ew.err
+	return ew.Err
 }
 
 // fitLine is "relative error rms 12%, max +30% over 24 points".

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/internal/cli"
 )
 
 func TestCalibrateFlags(t *testing.T) {
@@ -19,13 +20,13 @@ func TestCalibrateFlags(t *testing.T) {
 		stdoutHas []string
 		stderrHas []string
 	}{
-		{"help", []string{"--help"}, exitOK, []string{"Usage: tpsim calibrate", "--out", "--quick", "--json", "host.json"}, nil},
-		{"help via tpsim help", nil, exitOK, []string{"Usage: tpsim calibrate"}, nil},
-		{"unknown flag", []string{"--bogus"}, exitUsage, nil, []string{"unknown flag: --bogus", "tpsim calibrate --help"}},
-		{"argument", []string{"host"}, exitUsage, nil, []string{`unexpected argument "host"`}},
-		{"empty --out", []string{"--out", ""}, exitUsage, nil, []string{"--out needs a file name"}},
-		{"bad bool", []string{"--quick=maybe"}, exitUsage, nil, []string{"quick"}},
-		{"--out into a missing directory fails before measuring", []string{"--out", "/nonexistent-dir/host.json"}, exitFailure, nil,
+		{"help", []string{"--help"}, cli.ExitOK, []string{"Usage: tpsim calibrate", "--out", "--quick", "--json", "host.json"}, nil},
+		{"help via tpsim help", nil, cli.ExitOK, []string{"Usage: tpsim calibrate"}, nil},
+		{"unknown flag", []string{"--bogus"}, cli.ExitUsage, nil, []string{"unknown flag: --bogus", "tpsim calibrate --help"}},
+		{"argument", []string{"host"}, cli.ExitUsage, nil, []string{`unexpected argument "host"`}},
+		{"empty --out", []string{"--out", ""}, cli.ExitUsage, nil, []string{"--out needs a file name"}},
+		{"bad bool", []string{"--quick=maybe"}, cli.ExitUsage, nil, []string{"quick"}},
+		{"--out into a missing directory fails before measuring", []string{"--out", "/nonexistent-dir/host.json"}, cli.ExitFailure, nil,
 			[]string{"directory /nonexistent-dir does not exist; create it or choose another path"}},
 	}
 	for _, c := range cases {
@@ -59,7 +60,7 @@ func TestCalibrateQuick(t *testing.T) {
 	t.Setenv("HOME", dir)
 	out := filepath.Join(dir, "host.json")
 	stdout, stderr, code := runArgs(t, "calibrate", "--quick", "--json", "--out", out)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
 	wantAll(t, "stderr", stderr, []string{"calibrate: matrix multiply", "calibrate: collectives", "wrote " + out, "cached "})
@@ -75,7 +76,7 @@ func TestCalibrateQuick(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(cached, hw) {
 		t.Errorf("cache after calibrate: %v; or it differs from the --json output", err)
 	}
-	if _, errs, code := runArgs(t, "predict", "--hardware", out, "--model", "gpt-tiny", "--strategy", "tp=2", "--json"); code != exitOK {
+	if _, errs, code := runArgs(t, "predict", "--hardware", out, "--model", "gpt-tiny", "--strategy", "tp=2", "--json"); code != cli.ExitOK {
 		t.Errorf("predict --hardware on the calibrated profile: exit %d: %s", code, errs)
 	}
 }
@@ -107,7 +108,7 @@ func TestCalibrateQuickKeepsFullCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stderr, code := runArgs(t, "calibrate", "--quick", "--json")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	wantAll(t, "stderr", stderr, []string{"kept the full profile cached in", "quick calibration"})

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/tpsim/tpsim/compare"
+	"github.com/tpsim/tpsim/internal/cli"
 )
 
 // sigintOn is a stderr that sends this process SIGINT, as Ctrl-C does, when compare reports that
@@ -46,8 +47,8 @@ func TestCompareCtrlCKeepsFinishedRows(t *testing.T) {
 		"--plan", "0=colwise,2=rowwise", "--steps", "3", "--batch", "20", "--rounds", "3", "--hardware", "testdata/host.json", "--out", dir}
 	code := run(args, &out, errw)
 	stderr := errw.buf.String()
-	if code != exitInterrupted {
-		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitInterrupted, stderr)
+	if code != cli.ExitInterrupted {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, cli.ExitInterrupted, stderr)
 	}
 	if n := strings.Count(stderr, "interrupted"); n != 1 || !strings.HasSuffix(stderr, "tpsim compare: interrupted\n") {
 		t.Errorf("stderr should end with the one line 'tpsim compare: interrupted' (%d mentions):\n%s", n, stderr)
@@ -89,7 +90,7 @@ func TestCompareMaxLoadRefusesUnderAHog(t *testing.T) {
 	}
 	defer func() { hog.Process.Kill(); hog.Wait() }()
 	_, errs, code := runArgs(t, "compare", "--max-load", "0.05", "--model", "seed-mlp", "--meshes", "1", "--hardware", "testdata/host.json", "--out", t.TempDir())
-	if code != exitFailure || !strings.Contains(errs, "more than --max-load 5%") {
+	if code != cli.ExitFailure || !strings.Contains(errs, "more than --max-load 5%") {
 		t.Errorf("exit %d, stderr %q; want a refusal naming --max-load", code, errs)
 	}
 }

@@ -164,24 +164,6 @@ func FuzzParseCompare(f *testing.F) {
 	})
 }
 
-// A row with memory errors makes compare fail (exit status 1) naming the rows; none, success.
-func TestCompareMemoryErrorsExit(t *testing.T) {
-	res := &compare.Results{Rows: []compare.Row{{}, {}}}
-	res.Rows[0].Strategy, res.Rows[0].Mesh = "single", "dp=1"
-	res.Rows[1].Strategy, res.Rows[1].Mesh = "zero3", "dp=2"
-	res.Summary = compare.Summarize(res.Rows)
-	if err := memoryErrorsErr(res, "out"); err != nil {
-		t.Errorf("no memory errors: %v", err)
-	}
-	res.Rows[1].MemoryErrors = []string{"params: predicted 1 bytes per rank, measured 2 (+1)"}
-	res.Summary = compare.Summarize(res.Rows)
-	err := memoryErrorsErr(res, "out")
-	var out, errb bytes.Buffer
-	if code := finish("compare", nil, "", err, &out, &errb); code != 1 || !strings.Contains(errb.String(), "memory errors in 1 of 2 rows (zero3 dp=2)") {
-		t.Errorf("exit %d, stderr %q; want 1 naming zero3 dp=2", code, errb.String())
-	}
-}
-
 // The mechanism families through the command line: pipelines of 2 microbatches per stage and
 // full recompute are laid out, predicted and measured, their bubble and recompute time are in
 // results.json and the mechanisms figure is drawn; no memory error, so exit 0.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
 )
 
@@ -25,12 +26,12 @@ Print a shell completion script for tpsim: commands, each command's flags, and t
 var shells = []string{"bash", "zsh", "fish"}
 
 func runCompletion(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("completion")
-	err := parseFlags(fs, args, 1)
+	fs := cli.NewFlagSet("completion")
+	err := cli.ParseFlags(fs, args, 1)
 	if err == nil {
 		switch sh := fs.Arg(0); sh {
 		case "":
-			err = usagef("name a shell: tpsim completion bash, zsh or fish")
+			err = cli.Usagef("name a shell: tpsim completion bash, zsh or fish")
 		case "bash":
 			_, err = io.WriteString(stdout, bashCompletion())
 		case "zsh":
@@ -38,10 +39,10 @@ func runCompletion(args []string, stdout, stderr io.Writer) int {
 		case "fish":
 			_, err = io.WriteString(stdout, fishCompletion())
 		default:
-			err = usagef("unknown shell %q; valid: %s", sh, strings.Join(shells, ", "))
+			err = cli.Usagef("unknown shell %q; valid: %s", sh, strings.Join(shells, ", "))
 		}
 	}
-	return finish("completion", fs, completionHelp, err, stdout, stderr)
+	return cli.Finish("completion", fs, completionHelp, err, stdout, stderr)
 }
 
 // flagLine matches a flag in the "Flags:" part of a command's help: "  -h, --help   show ..." or

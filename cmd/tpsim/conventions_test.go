@@ -3,8 +3,11 @@ package main
 import (
 	"os/exec"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tpsim/tpsim/internal/cli"
 )
 
 func TestVersionText(t *testing.T) {
@@ -22,7 +25,7 @@ func TestVersionText(t *testing.T) {
 	// The real command: the module path of this build.
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		out, errs, code := runArgs(t, args...)
-		if code != exitOK || !strings.Contains(out, "github.com/tpsim/tpsim") {
+		if code != cli.ExitOK || !strings.Contains(out, "github.com/tpsim/tpsim") {
 			t.Errorf("%v: exit %d, %q %q", args, code, out, errs)
 		}
 	}
@@ -35,13 +38,13 @@ func TestDidYouMean(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"comapre"}, exitUsage, `unknown command "comapre" (did you mean "compare"?)`},
-		{[]string{"predict", "--modle", "gpt-tiny"}, exitUsage, "unknown flag: --modle (did you mean --model?)"},
-		{[]string{"predict", "--model", "gpt-tiy"}, exitFailure, `unknown model "gpt-tiy" (did you mean "gpt-tiny"?)`},
-		{[]string{"predict", "--model", "gpt-tiny", "--hardware", "a100"}, exitFailure, `unknown hardware "a100" (did you mean "a100-80g"?)`},
-		{[]string{"exec", "--model", "seed-mlp", "--mesh", "tp=2", "--plan", "0=ColumnwiseParallel,2=rowwise"}, exitFailure, `unknown style "ColumnwiseParallel" (did you mean "colwise"?)`},
-		{[]string{"compare", "--strategies", "hybird"}, exitUsage, `unknown strategy "hybird" (did you mean "hybrid"?)`},
-		{[]string{"completion", "tcsh"}, exitUsage, `unknown shell "tcsh"`},
+		{[]string{"comapre"}, cli.ExitUsage, `unknown command "comapre" (did you mean "compare"?)`},
+		{[]string{"predict", "--modle", "gpt-tiny"}, cli.ExitUsage, "unknown flag: --modle (did you mean --model?)"},
+		{[]string{"predict", "--model", "gpt-tiy"}, cli.ExitFailure, `unknown model "gpt-tiy" (did you mean "gpt-tiny"?)`},
+		{[]string{"predict", "--model", "gpt-tiny", "--hardware", "a100"}, cli.ExitFailure, `unknown hardware "a100" (did you mean "a100-80g"?)`},
+		{[]string{"exec", "--model", "seed-mlp", "--mesh", "tp=2", "--plan", "0=ColumnwiseParallel,2=rowwise"}, cli.ExitFailure, `unknown style "ColumnwiseParallel" (did you mean "colwise"?)`},
+		{[]string{"compare", "--strategies", "hybird"}, cli.ExitUsage, `unknown strategy "hybird" (did you mean "hybrid"?)`},
+		{[]string{"completion", "tcsh"}, cli.ExitUsage, `unknown shell "tcsh"`},
 	}
 	for _, c := range cases {
 		_, errs, code := runArgs(t, c.args...)
@@ -56,16 +59,16 @@ func TestDidYouMean(t *testing.T) {
 func TestCompletion(t *testing.T) {
 	flags := commandFlags()
 	for _, want := range []string{"model", "meshes", "rounds", "foreign-hardware"} {
-		if !contains(flags["compare"], want) {
+		if !slices.Contains(flags["compare"], want) {
 			t.Errorf("compare's flags %v lack %s", flags["compare"], want)
 		}
 	}
-	if !contains(flags["plan"], "gpus") || !contains(flags["predict"], "strategy") {
+	if !slices.Contains(flags["plan"], "gpus") || !slices.Contains(flags["predict"], "strategy") {
 		t.Errorf("flags read from the commands' help: %v", flags)
 	}
 	for _, sh := range shells {
 		out, errs, code := runArgs(t, "completion", sh)
-		if code != exitOK {
+		if code != cli.ExitOK {
 			t.Fatalf("%s: exit %d: %s", sh, code, errs)
 		}
 		for _, c := range commands {
@@ -91,7 +94,7 @@ func TestCompletion(t *testing.T) {
 			}
 		}
 	}
-	if _, errs, code := runArgs(t, "completion"); code != exitUsage || !strings.Contains(errs, "name a shell") {
+	if _, errs, code := runArgs(t, "completion"); code != cli.ExitUsage || !strings.Contains(errs, "name a shell") {
 		t.Errorf("completion without a shell: exit %d, %q", code, errs)
 	}
 }

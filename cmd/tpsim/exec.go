@@ -15,6 +15,7 @@ import (
 
 	"github.com/tpsim/tpsim/exec"
 	"github.com/tpsim/tpsim/internal/atomicfile"
+	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/reports"
@@ -82,12 +83,12 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = o.run(stdout, stderr)
 	}
-	return finish("exec", fs, execHelp, err, stdout, stderr)
+	return cli.Finish("exec", fs, execHelp, err, stdout, stderr)
 }
 
 func parseExec(args []string) (*execOptions, *pflag.FlagSet, error) {
 	o := &execOptions{}
-	fs := newFlagSet("exec")
+	fs := cli.NewFlagSet("exec")
 	fs.StringVar(&o.Model, "model", "seed-mlp", "model: a preset name or a config.json (transformers without dropout)")
 	fs.StringVar(&o.Strategy, "strategy", "", `strategy as for predict and sim, e.g. "pp=2,dp=2,tp=2,zero=1,recompute=full,sp=on" (instead of --mesh)`)
 	fs.StringVar(&o.Mesh, "mesh", "tp=2", `mesh, e.g. "dp=2,tp=2"`)
@@ -101,24 +102,24 @@ func parseExec(args []string) (*execOptions, *pflag.FlagSet, error) {
 	fs.Float64Var(&o.LR, "lr", 0, "learning rate (0: 0.01 for sgd, 0.001 for adam)")
 	fs.BoolVar(&o.JSON, "json", false, "print the measurement as JSON (keys of 'tpsim predict --json' where they mean the same)")
 	fs.StringVar(&o.Trace, "trace", "", "write the measured timeline as a Chrome trace (opens in Perfetto)")
-	if err := parseFlags(fs, args, 0); err != nil {
+	if err := cli.ParseFlags(fs, args, 0); err != nil {
 		return o, fs, err
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) { o.set[f.Name] = true })
 	switch {
 	case o.Strategy != "" && o.set["mesh"]:
-		return o, fs, usagef("--strategy %q and --mesh %q both give the mesh; put the mesh in --strategy", o.Strategy, o.Mesh)
+		return o, fs, cli.Usagef("--strategy %q and --mesh %q both give the mesh; put the mesh in --strategy", o.Strategy, o.Mesh)
 	case math.IsNaN(o.LR) || math.IsInf(o.LR, 0):
-		return o, fs, usagef("--lr=%g; give a finite learning rate, e.g. --lr 0.01", o.LR)
+		return o, fs, cli.Usagef("--lr=%g; give a finite learning rate, e.g. --lr 0.01", o.LR)
 	case o.Steps <= 0:
-		return o, fs, usagef("--steps=%d; run at least one step", o.Steps)
+		return o, fs, cli.Usagef("--steps=%d; run at least one step", o.Steps)
 	case o.Batch < 0:
-		return o, fs, usagef("--batch=%d; it must be positive (or 0 for the model's batch)", o.Batch)
+		return o, fs, cli.Usagef("--batch=%d; it must be positive (or 0 for the model's batch)", o.Batch)
 	case o.MBS < 0:
-		return o, fs, usagef("--mbs=%d; it must be positive (or 0 for the whole local batch)", o.MBS)
+		return o, fs, cli.Usagef("--mbs=%d; it must be positive (or 0 for the whole local batch)", o.MBS)
 	case o.LR < 0:
-		return o, fs, usagef("--lr=%g; it must be positive", o.LR)
+		return o, fs, cli.Usagef("--lr=%g; it must be positive", o.LR)
 	}
 	return o, fs, nil
 }
@@ -141,30 +142,16 @@ func (o *execOptions) config() (exec.Config, error) {
 
 // configFor is config with the model loaded and the mesh parsed.
 func (o *execOptions) configFor(m *model.Model, mesh strategies.Mesh) (exec.Config, error) {
-	var err error
-	st := strategies.Default(mesh)
-	st.Precision = strategies.PrecisionFP32
-	if st.Optimizer, err = parseOptimizer(o.Optimizer); err != nil {
+	opt, err := cli.ParseOptimizer(o.Optimizer)
+	if err != nil {
 		return exec.Config{}, err
 	}
-	if st.Attention, err = parseAttn(o.Attn); err != nil {
+	attn, err := cli.ParseAttn(o.Attn)
+	if err != nil {
 		return exec.Config{}, err
 	}
-	if mesh.TP > 1 {
-		if st.Plan, err = strategies.ParsePlan(o.Plan); err != nil {
-			return exec.Config{}, err
-		}
-	}
-	st.GBS = o.Batch
-	st = st.Resolve(m)
-	if st.GBS%mesh.DP != 0 {
-		return exec.Config{}, fmt.Errorf("the batch of %d samples does not split over dp=%d ranks; use --batch a multiple of %d or dp among the divisors of %d", st.GBS, mesh.DP, mesh.DP, st.GBS)
-	}
-	st.MBS = st.GBS / mesh.DP
-	if o.MBS > 0 {
-		st.MBS = o.MBS
-	}
-	return exec.Config{Model: m, Strategy: st, Steps: o.Steps, Seed: o.Seed, LR: o.LR}, nil
+	return exec.MeshConfig(m, mesh, exec.MeshSettings{Optimizer: opt, Attention: attn, Plan: o.Plan,
+		Batch: o.Batch, MBS: o.MBS, Steps: o.Steps, Seed: o.Seed, LR: o.LR})
 }
 
 // configStrategy builds the configuration of --strategy: the strategy string as predict and sim
@@ -179,12 +166,12 @@ func (o *execOptions) configStrategy(m *model.Model) (exec.Config, error) {
 	}
 	st.Precision = strategies.PrecisionFP32
 	if o.set["optimizer"] {
-		if st.Optimizer, err = parseOptimizer(o.Optimizer); err != nil {
+		if st.Optimizer, err = cli.ParseOptimizer(o.Optimizer); err != nil {
 			return exec.Config{}, err
 		}
 	}
 	if o.set["attn"] {
-		if st.Attention, err = parseAttn(o.Attn); err != nil {
+		if st.Attention, err = cli.ParseAttn(o.Attn); err != nil {
 			return exec.Config{}, err
 		}
 	}
@@ -201,25 +188,6 @@ func (o *execOptions) configStrategy(m *model.Model) (exec.Config, error) {
 	}
 	st = st.Resolve(m)
 	return exec.Config{Model: m, Strategy: st, Steps: o.Steps, Seed: o.Seed, LR: o.LR}, nil
-}
-
-func parseOptimizer(s string) (strategies.Optimizer, error) {
-	switch o := strategies.Optimizer(strings.ToLower(s)); o {
-	case strategies.OptimizerSGD, strategies.OptimizerAdam:
-		return o, nil
-	}
-	return "", usagef("--optimizer=%q is not valid; use sgd or adam", s)
-}
-
-// parseAttn reads --attn; "" (options built in code, by compare) is the flag's default, eager.
-func parseAttn(s string) (strategies.Attention, error) {
-	switch a := strategies.Attention(strings.ToLower(s)); a {
-	case "":
-		return strategies.AttentionEager, nil
-	case strategies.AttentionEager, strategies.AttentionFlash, strategies.AttentionFlash1:
-		return a, nil
-	}
-	return "", usagef("--attn=%q is not valid; use eager, flash or flash1", s)
 }
 
 func (o *execOptions) run(stdout, stderr io.Writer) error {
@@ -264,7 +232,7 @@ func (o *execOptions) runCtx(ctx context.Context, stdout, stderr io.Writer) erro
 		}
 	}
 	if o.JSON {
-		err = writeJSON(stdout, rep)
+		err = reports.WriteJSON(stdout, rep)
 	} else {
 		err = writeExec(stdout, rep, res)
 	}
@@ -286,29 +254,29 @@ func interrupted(w io.Writer, res *exec.Result) error {
 		}
 		fmt.Fprintln(w)
 	}
-	return errInterrupted
+	return cli.ErrInterrupted
 }
 
 func writeExec(w io.Writer, rep *exec.Report, res *exec.Result) error {
-	ew := &errWriter{w: w}
+	ew := &reports.ErrWriter{W: w}
 	st := res.Program.Strategy
-	ew.printf("%s on %s (%d ranks), plan %s, %d steps, batch %d (microbatch %d per dp rank), seed %d, %s\n",
+	ew.Printf("%s on %s (%d ranks), plan %s, %d steps, batch %d (microbatch %d per dp rank), seed %d, %s\n",
 		rep.Model, st.Mesh, rep.Devices, rep.Plan, rep.Steps, st.GBS, st.MBS, rep.Seed, rep.Optimizer)
-	ew.printf("\nloss        ")
+	ew.Printf("\nloss        ")
 	for _, l := range rep.Loss {
-		ew.printf(" %.6g", l)
+		ew.Printf(" %.6g", l)
 	}
-	ew.printf("\nsingle dev. ")
+	ew.Printf("\nsingle dev. ")
 	for _, l := range rep.SingleDevice {
-		ew.printf(" %.6g", l)
+		ew.Printf(" %.6g", l)
 	}
 	verdict := "matches"
 	if d := float64(rep.MaxRelDiff); !(d <= exec.MatchTolerance) {
 		verdict = "DOES NOT match"
 	}
-	ew.printf("\nmax_rel_diff_vs_single %.3g: %s single-device training (tolerance %g)\n", float64(rep.MaxRelDiff), verdict, exec.MatchTolerance)
+	ew.Printf("\nmax_rel_diff_vs_single %.3g: %s single-device training (tolerance %g)\n", float64(rep.MaxRelDiff), verdict, exec.MatchTolerance)
 
-	ew.printf("\nCollectives and pipeline sends the Program inserted (per microbatch; optimizer ones once per step)\n")
+	ew.Printf("\nCollectives and pipeline sends the Program inserted (per microbatch; optimizer ones once per step)\n")
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  stage\tphase\tkind\tdim\tmodule\tshape\tbytes sent per rank\n")
 	for _, c := range rep.Collectives {
@@ -319,7 +287,7 @@ func writeExec(w io.Writer, rep *exec.Report, res *exec.Result) error {
 	}
 	tw.Flush()
 
-	ew.printf("\nMeasured bytes sent per rank per step\n")
+	ew.Printf("\nMeasured bytes sent per rank per step\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	sorted := rep.CommKinds()
 	fmt.Fprintf(tw, "  rank\tcoords")
@@ -338,7 +306,7 @@ func writeExec(w io.Writer, rep *exec.Report, res *exec.Result) error {
 	}
 	tw.Flush()
 
-	ew.printf("\nMemory per rank (peak live bytes by category, counted from the slices exec's allocator hands out)\n")
+	ew.Printf("\nMemory per rank (peak live bytes by category, counted from the slices exec's allocator hands out)\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  rank")
 	cats := append(append([]string{}, exec.Categories...), "peak")
@@ -354,23 +322,23 @@ func writeExec(w io.Writer, rep *exec.Report, res *exec.Result) error {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	ew.printf("  at the end: the allocators hold %v, the Go heap %v live (the rest is the Program, the batch, the timeline, messages); %v allocated in all\n",
+	ew.Printf("  at the end: the allocators hold %v, the Go heap %v live (the rest is the Program, the batch, the timeline, messages); %v allocated in all\n",
 		units.Bytes(rep.TrackedBytes), units.Bytes(rep.GoHeapLiveBytes), units.Bytes(rep.GoTotalAlloc))
-	ew.printf("  after the warm-up the Go heap allocated %v per step outside the allocators (message copies, the timeline)\n", units.Bytes(rep.UntrackedPerStep))
+	ew.Printf("  after the warm-up the Go heap allocated %v per step outside the allocators (message copies, the timeline)\n", units.Bytes(rep.UntrackedPerStep))
 	for _, e := range rep.MemoryErrors {
-		ew.printf("  MEMORY ERROR: %s\n", e)
+		ew.Printf("  MEMORY ERROR: %s\n", e)
 	}
 
-	ew.printf("\nStep time (slowest rank, median of %d steps after warm-up): %v\n", len(rep.StepTimes)-min(1, len(rep.StepTimes)-1), units.Seconds(rep.Time.Step))
-	ew.printf("  compute %v, communication %v, pipeline wait %v, optimizer %v (slowest rank of the median step)\n",
+	ew.Printf("\nStep time (slowest rank, median of %d steps after warm-up): %v\n", len(rep.StepTimes)-min(1, len(rep.StepTimes)-1), units.Seconds(rep.Time.Step))
+	ew.Printf("  compute %v, communication %v, pipeline wait %v, optimizer %v (slowest rank of the median step)\n",
 		units.Seconds(rep.Time.Compute), units.Seconds(rep.Time.CommExposed), units.Seconds(rep.Time.Bubble), units.Seconds(rep.Time.Optimizer))
 	if pp := st.Mesh.PP; pp > 1 {
 		m := res.Program.Microbatches
-		ew.printf("  pipeline bubble %.1f%% of the step (each pp rank's waits in its receives, averaged; %s, %d stages, %d microbatches: (p-1)/(m+p-1) = %.1f%% without interleaving)\n",
+		ew.Printf("  pipeline bubble %.1f%% of the step (each pp rank's waits in its receives, averaged; %s, %d stages, %d microbatches: (p-1)/(m+p-1) = %.1f%% without interleaving)\n",
 			100*rep.BubbleFraction, st.Schedule, pp, m, 100*float64(pp-1)/float64(m+pp-1))
 	}
-	ew.printf("  %.4g samples or tokens per second\n", rep.TokensPerS)
-	return ew.err
+	ew.Printf("  %.4g samples or tokens per second\n", rep.TokensPerS)
+	return ew.Err
 }
 
 // writeTrace writes the measured timeline: one process per rank, a compute and a communication

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/tpsim/tpsim/internal/cli"
 )
 
 // The figures of issue 3 ("The classic tutorial's examples, done right"), from tpsim exec --json.
@@ -237,7 +239,7 @@ func TestExecInterrupted(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	err = o.runCtx(ctx, &out, &errb)
-	code := finish("exec", fs, execHelp, err, &out, &errb)
+	code := cli.Finish("exec", fs, execHelp, err, &out, &errb)
 	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
 	if code != 130 || lines[len(lines)-1] != "tpsim exec: interrupted" || strings.Contains(errb.String(), "rank") {
 		t.Errorf("exit %d, stderr %q; want 130 and one line \"tpsim exec: interrupted\" after the progress", code, errb.String())

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
@@ -12,7 +11,8 @@ import (
 	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
-	"github.com/tpsim/tpsim/units"
+	"github.com/tpsim/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/reports"
 )
 
 const hardwareHelp = `Usage: tpsim hardware [NAME|FILE] [flags]
@@ -34,14 +34,14 @@ func runHardware(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = o.run(stdout)
 	}
-	return finish("hardware", fs, hardwareHelp, err, stdout, stderr)
+	return cli.Finish("hardware", fs, hardwareHelp, err, stdout, stderr)
 }
 
 func parseHardware(args []string) (*hardwareOptions, *pflag.FlagSet, error) {
 	o := &hardwareOptions{}
-	fs := newFlagSet("hardware")
+	fs := cli.NewFlagSet("hardware")
 	fs.BoolVar(&o.JSON, "json", false, "print JSON: one hardware file (as Load reads it back), or an array of all presets")
-	if err := parseFlags(fs, args, 1); err != nil {
+	if err := cli.ParseFlags(fs, args, 1); err != nil {
 		return o, fs, err
 	}
 	o.Name = fs.Arg(0)
@@ -68,9 +68,9 @@ func (o *hardwareOptions) run(w io.Writer) error {
 		all = append(all, hw)
 	}
 	if o.JSON {
-		return writeJSON(w, all)
+		return reports.WriteJSON(w, all)
 	}
-	ew := &errWriter{w: w}
+	ew := &reports.ErrWriter{W: w}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "NAME\tDEVICE\tPEAK BF16\tMEMORY\tMEM BANDWIDTH\tLEVELS\n")
 	for _, hw := range all {
@@ -78,8 +78,8 @@ func (o *hardwareOptions) run(w io.Writer) error {
 		if p, ok := hw.Device.Peak["bf16"]; ok {
 			bf16 = p.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", hw.Name, hw.Device.Name, bf16, memString(hw.Device.Memory),
-			hw.Device.MemBandwidth, levelsString(hw.Levels))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", hw.Name, hw.Device.Name, bf16, hardware.MemoryString(hw.Device.Memory),
+			hw.Device.MemBandwidth, hardware.LevelsString(hw.Levels))
 	}
 	host := "this machine, as measured by 'tpsim calibrate': no profile cached yet"
 	if h, info, err := calibrate.CachedInfo(); err == nil {
@@ -87,34 +87,13 @@ func (o *hardwareOptions) run(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "%s\t%s\n", hardware.HostName, host)
 	tw.Flush()
-	return ew.err
-}
-
-// memString prints a device memory both as the datasheet's decimal GB and in GiB.
-func memString(b units.Bytes) string {
-	return fmt.Sprintf("%.4g GB (%.1f GiB)", float64(b)/1e9, b.GiB())
-}
-
-// levelsString summarises the network levels: "nvlink 8 x 300 GB/s, ib all x 25 GB/s".
-func levelsString(levels []hardware.Level) string {
-	parts := make([]string, len(levels))
-	for i, l := range levels {
-		parts[i] = fmt.Sprintf("%s %s x %v", l.Name, levelSize(l), l.Bandwidth)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func levelSize(l hardware.Level) string {
-	if l.Size == 0 {
-		return "all"
-	}
-	return fmt.Sprint(l.Size)
+	return ew.Err
 }
 
 // writeHardware prints one hardware description with every figure and its source.
 func writeHardware(w io.Writer, hw *hardware.Hardware) error {
-	ew := &errWriter{w: w}
-	ew.printf("%s: %s\n", hw.Name, hw.Device.Name)
+	ew := &reports.ErrWriter{W: w}
+	ew.Printf("%s: %s\n", hw.Name, hw.Device.Name)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	dtypes := make([]string, 0, len(hw.Device.Peak))
 	for d := range hw.Device.Peak {
@@ -124,20 +103,20 @@ func writeHardware(w io.Writer, hw *hardware.Hardware) error {
 	for _, d := range dtypes {
 		fmt.Fprintf(tw, "  peak %s\t%v (dense)\n", d, hw.Device.Peak[d])
 	}
-	fmt.Fprintf(tw, "  memory\t%s\n", memString(hw.Device.Memory))
+	fmt.Fprintf(tw, "  memory\t%s\n", hardware.MemoryString(hw.Device.Memory))
 	fmt.Fprintf(tw, "  memory bandwidth\t%v\n", hw.Device.MemBandwidth)
 	tw.Flush()
 
-	ew.printf("\nNetwork levels (innermost first; bandwidth per device per direction)\n")
+	ew.Printf("\nNetwork levels (innermost first; bandwidth per device per direction)\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  LEVEL\tDEVICES\tBANDWIDTH\tLATENCY/STEP\tEFFICIENCY\n")
 	for _, l := range hw.Levels {
-		fmt.Fprintf(tw, "  %s\t%s\t%v\t%v\t%.3g\n", l.Name, levelSize(l), l.Bandwidth, l.Latency, l.Efficiency)
+		fmt.Fprintf(tw, "  %s\t%s\t%v\t%v\t%.3g\n", l.Name, l.Devices(), l.Bandwidth, l.Latency, l.Efficiency)
 	}
 	tw.Flush()
 
 	e := hw.Efficiency
-	ew.printf("\nEfficiency\n")
+	ew.Printf("\nEfficiency\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  GEMM\t%.3g x f/(f + %v) of peak\n", e.GEMMMax, e.GEMMHalfFLOPs)
 	fmt.Fprintf(tw, "  elementwise\t%.3g of memory bandwidth\n", e.MemMax)
@@ -151,21 +130,21 @@ func writeHardware(w io.Writer, hw *hardware.Hardware) error {
 	tw.Flush()
 
 	if hw.Source != "" {
-		ew.printf("\nSource: %s\n", hw.Source)
+		ew.Printf("\nSource: %s\n", hw.Source)
 	}
 	if hw.Notes != "" {
-		ew.printf("\nNotes: %s\n", hw.Notes)
+		ew.Printf("\nNotes: %s\n", hw.Notes)
 	}
 	if len(hw.Sources) > 0 {
-		ew.printf("\nSources\n")
+		ew.Printf("\nSources\n")
 		keys := make([]string, 0, len(hw.Sources))
 		for k := range hw.Sources {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			ew.printf("  %s: %s\n", k, hw.Sources[k])
+			ew.Printf("  %s: %s\n", k, hw.Sources[k])
 		}
 	}
-	return ew.err
+	return ew.Err
 }

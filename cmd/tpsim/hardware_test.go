@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/internal/cli"
 )
 
 func TestHardwareList(t *testing.T) {
 	out, errs, code := runArgs(t, "hardware")
-	if code != exitOK || errs != "" {
+	if code != cli.ExitOK || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	// Dense BF16 peaks 312 / 989 / 989 TFLOP/s (validate/data/hardware.json).
@@ -25,7 +26,7 @@ func TestHardwareList(t *testing.T) {
 
 func TestHardwareShow(t *testing.T) {
 	out, errs, code := runArgs(t, "hardware", "a100-80g")
-	if code != exitOK || errs != "" {
+	if code != cli.ExitOK || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, s := range []string{"NVIDIA A100-SXM4-80GB", "peak bf16", "312 TFLOP/s", "nvlink", "ib", "GEMM", "Sources", "device.peak_flops.bf16"} {
@@ -39,7 +40,7 @@ func TestHardwareShow(t *testing.T) {
 // copy a preset, edit it and pass it to predict.
 func TestHardwareJSONRoundTrip(t *testing.T) {
 	out, errs, code := runArgs(t, "hardware", "h100-sxm", "--json")
-	if code != exitOK || errs != "" {
+	if code != cli.ExitOK || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	path := filepath.Join(t.TempDir(), "my-h100.json")
@@ -66,14 +67,14 @@ func TestHardwareJSONRoundTrip(t *testing.T) {
 		t.Errorf("saved file predicts %+v, preset %+v", a.Time, b.Time)
 	}
 	// Showing the file works too.
-	if _, errs, code := runArgs(t, "hardware", path); code != exitOK {
+	if _, errs, code := runArgs(t, "hardware", path); code != cli.ExitOK {
 		t.Errorf("hardware %s: exit %d: %s", path, code, errs)
 	}
 }
 
 func TestHardwareListJSON(t *testing.T) {
 	out, _, code := runArgs(t, "hardware", "--json")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	var all []hardware.Hardware
@@ -99,7 +100,7 @@ func TestHardwareErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		out, errs, code := runArgs(t, c.args...)
-		if code != exitFailure || out != "" {
+		if code != cli.ExitFailure || out != "" {
 			t.Errorf("%q: exit %d, stdout %q", c.args, code, out)
 		}
 		for _, s := range c.has {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/internal/cli"
 )
 
 // cacheHostProfile points the calibration cache at a fresh directory and caches the fixture
@@ -41,12 +42,12 @@ func TestHardwareHostEverywhere(t *testing.T) {
 	t.Run("cached", func(t *testing.T) {
 		cacheHostProfile(t)
 		for _, args := range cmds {
-			if _, errs, code := runArgs(t, args...); code != exitOK {
+			if _, errs, code := runArgs(t, args...); code != cli.ExitOK {
 				t.Errorf("%v: exit %d: %s", args, code, errs)
 			}
 		}
 		// The preset list names host and says what is cached.
-		if out, _, code := runArgs(t, "hardware"); code != exitOK || !strings.Contains(out, "host  ") || !strings.Contains(out, "full; how loaded") {
+		if out, _, code := runArgs(t, "hardware"); code != cli.ExitOK || !strings.Contains(out, "host  ") || !strings.Contains(out, "full; how loaded") {
 			t.Errorf("tpsim hardware does not list the cached host profile:\n%s", out)
 		}
 		// plan reads the profile too; its search prices with costmodel.Estimate, which refuses
@@ -62,8 +63,8 @@ func TestHardwareHostEverywhere(t *testing.T) {
 		t.Setenv("HOME", dir)
 		for _, args := range cmds {
 			_, errs, code := runArgs(t, args...)
-			if code != exitFailure {
-				t.Errorf("%v with no cached profile: exit %d, want %d", args, code, exitFailure)
+			if code != cli.ExitFailure {
+				t.Errorf("%v with no cached profile: exit %d, want %d", args, code, cli.ExitFailure)
 			}
 			wantAll(t, "stderr", errs, []string{"tpsim calibrate"})
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/reports"
 )
@@ -29,14 +30,14 @@ func runModels(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = o.run(stdout)
 	}
-	return finish("models", fs, modelsHelp, err, stdout, stderr)
+	return cli.Finish("models", fs, modelsHelp, err, stdout, stderr)
 }
 
 func parseModels(args []string) (*modelsOptions, *pflag.FlagSet, error) {
 	o := &modelsOptions{}
-	fs := newFlagSet("models")
+	fs := cli.NewFlagSet("models")
 	fs.BoolVar(&o.JSON, "json", false, "print the list as JSON")
-	return o, fs, parseFlags(fs, args, 0)
+	return o, fs, cli.ParseFlags(fs, args, 0)
 }
 
 // modelInfo is one row of tpsim models; the JSON keys are those of --json.
@@ -95,13 +96,13 @@ func (o *modelsOptions) run(w io.Writer) error {
 		return err
 	}
 	if o.JSON {
-		return writeJSON(w, infos)
+		return reports.WriteJSON(w, infos)
 	}
-	ew := &errWriter{w: w}
+	ew := &reports.ErrWriter{W: w}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "NAME\tFAMILY\tKIND\tPARAMS\t\tLAYERS\tHIDDEN\tHEADS/KV\tFFN\tVOCAB\tSEQ\n")
 	for _, m := range infos {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d", m.Name, m.Family, m.Kind, reports.Commas(m.Params), shortCount(m.Params), m.Layers)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d", m.Name, m.Family, m.Kind, reports.Commas(m.Params), reports.ShortCount(m.Params), m.Layers)
 		if m.Kind == "transformer" {
 			fmt.Fprintf(tw, "\t%d\t%d/%d\t%d\t%d\t%d\n", m.Hidden, m.Heads, m.KVHeads, m.FFN, m.Vocab, m.Seq)
 		} else {
@@ -109,5 +110,5 @@ func (o *modelsOptions) run(w io.Writer) error {
 		}
 	}
 	tw.Flush()
-	return ew.err
+	return ew.Err
 }

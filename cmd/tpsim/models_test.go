@@ -5,12 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
 )
 
 func TestModelsTable(t *testing.T) {
 	out, errs, code := runArgs(t, "models")
-	if code != exitOK || errs != "" {
+	if code != cli.ExitOK || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -32,7 +33,7 @@ func TestModelsTable(t *testing.T) {
 
 func TestModelsJSON(t *testing.T) {
 	out, errs, code := runArgs(t, "models", "--json")
-	if code != exitOK || errs != "" {
+	if code != cli.ExitOK || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	var infos []modelInfo

@@ -1,68 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/reports"
 )
 
-// The output helpers every subcommand shares: JSON, printing with one error check, the trace file.
-
-// writeJSON writes v as indented JSON, deterministic (reports.WriteJSON).
-func writeJSON(w io.Writer, v any) error { return reports.WriteJSON(w, v) }
-
-// errWriter remembers the first write error so that printing code can check once.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(b []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(b)
-	e.err = err
-	return n, err
-}
-
-func (e *errWriter) printf(format string, a ...any) { fmt.Fprintf(e, format, a...) }
-
-// percent formats x/of as a percentage, "-" when of is zero.
-func percent(x, of float64) string {
-	if of == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f%%", 100*x/of)
-}
-
-// shortCount formats a parameter count with three significant digits and a K, M, B or T suffix:
-// 6738415616 -> "6.74B".
-func shortCount(n int64) string {
-	x := float64(n)
-	for _, u := range []struct {
-		div    float64
-		suffix string
-	}{{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}} {
-		if x >= u.div {
-			v := x / u.div
-			switch {
-			case v >= 100:
-				return fmt.Sprintf("%.0f%s", v, u.suffix)
-			case v >= 10:
-				return fmt.Sprintf("%.1f%s", v, u.suffix)
-			default:
-				return fmt.Sprintf("%.2f%s", v, u.suffix)
-			}
-		}
-	}
-	return fmt.Sprint(n)
-}
-
-// writeTraceFile writes spans as a Chrome trace to path.
+// writeTraceFile writes spans as a Chrome trace to path (exec --trace, sim --trace).
 func writeTraceFile(path string, spans []reports.Span) error {
 	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
@@ -73,4 +22,48 @@ func writeTraceFile(path string, spans []reports.Span) error {
 		return err
 	}
 	return f.Commit()
+}
+
+// writeResults writes into dir, each file atomically, NAME.csv (the table), NAME.json (v, as
+// --json prints it) and, when figure returns one, FIGURE.png and FIGURE.svg (plan --out,
+// validate --out).
+func writeResults(dir, name string, header []string, rows [][]string, v any, figName string, figure func() (*reports.Figure, error)) error {
+	if err := atomicfile.CheckDir(dir); err != nil {
+		return err
+	}
+	var csv, js bytes.Buffer
+	if err := reports.CSV(&csv, header, rows); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, name+".csv"), csv.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := reports.WriteJSON(&js, v); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, name+".json"), js.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fig, err := figure()
+	if fig == nil || err != nil {
+		return err
+	}
+	return reports.Save(fig, dir, figName, reports.DefaultWidth, reports.DefaultHeight)
+}
+
+// printResult prints v as JSON (asJSON) or as text, whole or not at all: a command that fails
+// while rendering prints nothing (plan, validate, fit).
+func printResult(w io.Writer, asJSON bool, v any, text func(io.Writer) error) error {
+	var buf bytes.Buffer
+	var err error
+	if asJSON {
+		err = reports.WriteJSON(&buf, v)
+	} else {
+		err = text(&buf)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
 }

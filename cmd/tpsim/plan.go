@@ -1,18 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
-	"github.com/tpsim/tpsim/internal/atomicfile"
+	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
@@ -58,7 +55,7 @@ const planDefaultTop = 10
 
 // planOptions are the flags of tpsim plan.
 type planOptions struct {
-	target
+	cli.Target
 	GPUs        int
 	GlobalBatch int
 	Seq         int
@@ -78,14 +75,14 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = o.run(stdout)
 	}
-	return finish("plan", fs, planHelp, err, stdout, stderr)
+	return cli.Finish("plan", fs, planHelp, err, stdout, stderr)
 }
 
 // parsePlan reads the flags of tpsim plan.
 func parsePlan(args []string) (*planOptions, *pflag.FlagSet, error) {
 	o := &planOptions{}
-	fs := newFlagSet("plan")
-	o.registerTarget(fs)
+	fs := cli.NewFlagSet("plan")
+	o.RegisterTarget(fs)
 	fs.IntVar(&o.GPUs, "gpus", 8, "number of devices")
 	fs.IntVar(&o.GlobalBatch, "global-batch", 0, "global batch in sequences (samples); 0 = the model's default")
 	fs.IntVar(&o.Seq, "seq", 0, "sequence length in tokens; 0 = the model's default")
@@ -97,38 +94,38 @@ func parsePlan(args []string) (*planOptions, *pflag.FlagSet, error) {
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	fs.StringVar(&o.Out, "out", "", "directory to write plan.csv, plan.json and the Pareto figure (pareto.png, pareto.svg)")
 	fs.IntVar(&o.Workers, "workers", 0, "goroutines pricing candidates (0 = one per CPU); the result does not depend on it")
-	if err := parseFlags(fs, args, 0); err != nil {
+	if err := cli.ParseFlags(fs, args, 0); err != nil {
 		return o, fs, err
 	}
 	if o.GPUs < 1 {
-		return o, fs, usagef("--gpus=%d must be at least 1", o.GPUs)
+		return o, fs, cli.Usagef("--gpus=%d must be at least 1", o.GPUs)
 	}
 	if o.GlobalBatch < 0 {
-		return o, fs, usagef("--global-batch=%d must be positive (or 0 for the model's)", o.GlobalBatch)
+		return o, fs, cli.Usagef("--global-batch=%d must be positive (or 0 for the model's)", o.GlobalBatch)
 	}
 	if o.Seq < 0 {
-		return o, fs, usagef("--seq=%d must be positive (or 0 for the model's)", o.Seq)
+		return o, fs, cli.Usagef("--seq=%d must be positive (or 0 for the model's)", o.Seq)
 	}
 	if o.Top < 1 {
-		return o, fs, usagef("--top=%d must be at least 1", o.Top)
+		return o, fs, cli.Usagef("--top=%d must be at least 1", o.Top)
 	}
 	if o.SimTop < 1 {
-		return o, fs, usagef("--sim-top=%d must be at least 1", o.SimTop)
+		return o, fs, cli.Usagef("--sim-top=%d must be at least 1", o.SimTop)
 	}
 	if o.Workers < 0 {
-		return o, fs, usagef("--workers=%d must be 0 (one per CPU) or more", o.Workers)
+		return o, fs, cli.Usagef("--workers=%d must be 0 (one per CPU) or more", o.Workers)
 	}
 	obj, err := search.ParseObjective(o.Objective)
 	if err != nil {
-		return o, fs, usagef("--objective=%q is not valid; use one of %s", o.Objective, strings.Join(search.Objectives, ", "))
+		return o, fs, cli.Usagef("--objective=%q is not valid; use one of %s", o.Objective, strings.Join(search.Objectives, ", "))
 	}
 	o.Objective = obj
 	o.Sim = strings.ToLower(strings.TrimSpace(o.Sim))
 	if o.Sim != "auto" && o.Sim != "on" && o.Sim != "off" {
-		return o, fs, usagef("--sim=%q is not valid; use auto, on or off", o.Sim)
+		return o, fs, cli.Usagef("--sim=%q is not valid; use auto, on or off", o.Sim)
 	}
 	if _, err := strategies.ParseFix(o.Fix); err != nil {
-		return o, fs, usagef("--fix: %v", err)
+		return o, fs, cli.Usagef("--fix: %v", err)
 	}
 	return o, fs, nil
 }
@@ -138,7 +135,7 @@ type planRun = search.Planned
 
 // search runs the whole search.
 func (o *planOptions) search() (*planRun, error) {
-	m, hw, err := o.load()
+	m, hw, err := o.Load()
 	if err != nil {
 		return nil, err
 	}
@@ -155,16 +152,7 @@ func (o *planOptions) run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if o.JSON {
-		err = writeJSON(&buf, pr.Out)
-	} else {
-		err = planWriteText(&buf, pr)
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
+	if err := printResult(w, o.JSON, pr.Out, func(w io.Writer) error { return planWriteText(w, pr) }); err != nil {
 		return err
 	}
 	if o.Out != "" {
@@ -178,47 +166,23 @@ func (o *planOptions) run(w io.Writer) error {
 	return nil
 }
 
-// planTable returns the ranked table: header and rows.
-func planTable(pr *planRun) ([]string, [][]string) {
-	header := []string{"rank", "strategy", "closed_form_step_s", "tokens_per_s", "mfu", "peak_gib", "pp_bytes", "dp_bytes", "cp_bytes", "tp_bytes", "sim_step_s"}
-	var rows [][]string
-	for _, e := range pr.Out.Top {
-		sim := ""
-		if e.SimStep != nil {
-			sim = strconv.FormatFloat(*e.SimStep, 'g', 4, 64)
-		}
-		st, _ := strategies.Parse(e.Strategy)
-		rows = append(rows, []string{strconv.Itoa(e.Rank), search.Label(st),
-			strconv.FormatFloat(float64(e.Time.Step), 'g', 4, 64),
-			strconv.FormatFloat(e.TokensPerS, 'f', 0, 64),
-			strconv.FormatFloat(e.MFU, 'f', 3, 64),
-			strconv.FormatFloat(e.Memory.Peak.GiB(), 'f', 2, 64),
-			reports.Number(float64(e.CommBytes["pp"])),
-			reports.Number(float64(e.CommBytes["dp"])),
-			reports.Number(float64(e.CommBytes["cp"])),
-			reports.Number(float64(e.CommBytes["tp"])),
-			sim})
-	}
-	return header, rows
-}
-
 // planWriteText prints the human form.
 func planWriteText(w io.Writer, pr *planRun) error {
 	out := pr.Out
-	ew := &errWriter{w: w}
-	ew.printf("%s on %d x %s, global batch %d, sequence %d, objective %s", out.Model, out.GPUs, out.Hardware, out.GlobalBatch, out.Seq, out.Objective)
+	ew := &reports.ErrWriter{W: w}
+	ew.Printf("%s on %d x %s, global batch %d, sequence %d, objective %s", out.Model, out.GPUs, out.Hardware, out.GlobalBatch, out.Seq, out.Objective)
 	if out.Fix != "" {
-		ew.printf(", fixed %s", out.Fix)
+		ew.Printf(", fixed %s", out.Fix)
 	}
-	ew.printf("\nsearched %s combinations: %s feasible", reports.Commas(int64(out.Searched)), reports.Commas(int64(out.Feasible)))
+	ew.Printf("\nsearched %s combinations: %s feasible", reports.Commas(int64(out.Searched)), reports.Commas(int64(out.Feasible)))
 	if len(out.Rejected) > 0 {
 		var parts []string
 		for _, k := range strategies.SortedReasons(out.Rejected) {
 			parts = append(parts, fmt.Sprintf("%s %s", k, reports.Commas(int64(out.Rejected[k]))))
 		}
-		ew.printf("; rejected: %s", strings.Join(parts, ", "))
+		ew.Printf("; rejected: %s", strings.Join(parts, ", "))
 	}
-	ew.printf("\n\n")
+	ew.Printf("\n\n")
 	if len(out.Top) > 0 {
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "#\tstrategy\tclosed form\ttokens/s\tMFU\tpeak/device\tpp bytes\tdp bytes\tcp bytes\ttp bytes\tsimulated\t\n")
@@ -233,52 +197,17 @@ func planWriteText(w io.Writer, pr *planRun) error {
 				e.CommBytes["pp"], e.CommBytes["dp"], e.CommBytes["cp"], e.CommBytes["tp"], sim)
 		}
 		tw.Flush()
-		ew.printf("ranked by step time from the %s\n\n", out.TimeSource)
+		ew.Printf("ranked by step time from the %s\n\n", out.TimeSource)
 	}
-	ew.printf("Why\n")
+	ew.Printf("Why\n")
 	for _, l := range strings.Split(out.Explanation, "\n") {
-		ew.printf("  - %s\n", l)
+		ew.Printf("  - %s\n", l)
 	}
-	return ew.err
+	return ew.Err
 }
 
 // planWriteFiles writes plan.csv, plan.json and the Pareto figure into dir.
 func planWriteFiles(dir string, pr *planRun) error {
-	if err := atomicfile.CheckDir(dir); err != nil {
-		return err
-	}
-	header, rows := planTable(pr)
-	var csv bytes.Buffer
-	if err := reports.CSV(&csv, header, rows); err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, "plan.csv"), csv.Bytes(), 0o644); err != nil {
-		return err
-	}
-	var js bytes.Buffer
-	if err := writeJSON(&js, pr.Out); err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, "plan.json"), js.Bytes(), 0o644); err != nil {
-		return err
-	}
-	if pr.Res.Feasible == 0 {
-		return nil
-	}
-	pts, w := pr.Scatter()
-	all := make([]reports.Candidate, len(pts))
-	for i, p := range pts {
-		all[i] = reports.Candidate{StepTime: p.Step, PeakMemory: p.Peak}
-	}
-	var front []reports.Candidate
-	for _, p := range pr.Out.Front {
-		front = append(front, reports.Candidate{Label: p.Strategy, StepTime: p.Step, PeakMemory: p.Peak})
-	}
-	winner := &reports.Candidate{Label: w.Strategy, StepTime: w.Step, PeakMemory: w.Peak}
-	title := fmt.Sprintf("%s on %d x %s: step time against peak memory (objective %s)", pr.Out.Model, pr.Out.GPUs, pr.Out.Hardware, pr.Out.Objective)
-	fig, err := reports.Pareto(title, all, front, winner)
-	if err != nil {
-		return err
-	}
-	return reports.Save(fig, dir, "pareto", reports.DefaultWidth, reports.DefaultHeight)
+	header, rows := pr.Table()
+	return writeResults(dir, "plan", header, rows, pr.Out, "pareto", pr.Figure)
 }

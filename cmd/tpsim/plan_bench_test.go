@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
@@ -49,7 +50,7 @@ func BenchmarkPlanEvaluate(b *testing.B) {
 // and hardware loading, enumeration, pricing on every CPU, ranking, the top 10's full
 // predictions and the explanation), without printing.
 func BenchmarkPlanSearch(b *testing.B) {
-	o := &planOptions{target: target{Model: "gpt3-175b", Hardware: "a100-80g"}, GPUs: 256, GlobalBatch: 512, Objective: search.Time, Top: 10, Sim: "auto"}
+	o := &planOptions{Target: cli.Target{Model: "gpt3-175b", Hardware: "a100-80g"}, GPUs: 256, GlobalBatch: 512, Objective: search.Time, Top: 10, Sim: "auto"}
 	for b.Loop() {
 		if _, err := o.search(); err != nil {
 			b.Fatal(err)

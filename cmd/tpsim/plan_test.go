@@ -13,12 +13,13 @@ import (
 	"testing"
 
 	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
 )
 
 func TestParsePlan(t *testing.T) {
-	def := planOptions{target: target{Model: defaultModel, Hardware: defaultHardware}, GPUs: 8, Objective: "time", Top: planDefaultTop, Sim: "auto", SimTop: search.DefaultSimTop}
+	def := planOptions{Target: cli.Target{Model: cli.DefaultModel, Hardware: cli.DefaultHardware}, GPUs: 8, Objective: "time", Top: planDefaultTop, Sim: "auto", SimTop: search.DefaultSimTop}
 	cases := []struct {
 		name string
 		args []string
@@ -27,7 +28,7 @@ func TestParsePlan(t *testing.T) {
 		{"defaults", nil, def},
 		{"all flags", []string{"--model", "gpt3-175b", "--hardware=h100-sxm", "--gpus", "256", "--global-batch", "512", "--seq", "1024",
 			"--objective", "Memory", "--top", "3", "--fix", "tp=8", "--sim", "OFF", "--sim-top", "7", "--json", "--out", "d", "--workers", "2"},
-			planOptions{target: target{Model: "gpt3-175b", Hardware: "h100-sxm"}, GPUs: 256, GlobalBatch: 512, Seq: 1024, Objective: "memory", Top: 3,
+			planOptions{Target: cli.Target{Model: "gpt3-175b", Hardware: "h100-sxm"}, GPUs: 256, GlobalBatch: 512, Seq: 1024, Objective: "memory", Top: 3,
 				Fix: "tp=8", Sim: "off", SimTop: 7, JSON: true, Out: "d", Workers: 2}},
 	}
 	for _, c := range cases {
@@ -57,7 +58,7 @@ func TestPlanFlagErrors(t *testing.T) {
 		{[]string{"--global-batch", "-1"}, "--global-batch"},
 	} {
 		_, errs, code := runArgs(t, append([]string{"plan"}, c.args...)...)
-		if code != exitUsage || !strings.Contains(errs, c.want) {
+		if code != cli.ExitUsage || !strings.Contains(errs, c.want) {
 			t.Errorf("plan %q: exit %d, stderr %q; want exit 2 with %q", c.args, code, errs, c.want)
 		}
 	}
@@ -84,7 +85,7 @@ func planJSON(t *testing.T, wantCode int, args ...string) (search.Output, map[st
 // The JSON shape of issue 6: searched, feasible, rejected by reason, top entries with the keys of
 // tpsim predict --json, and an explanation.
 func TestPlanJSON(t *testing.T) {
-	p, raw, _ := planJSON(t, exitOK, "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "16", "--top", "4", "--sim", "off")
+	p, raw, _ := planJSON(t, cli.ExitOK, "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "16", "--top", "4", "--sim", "off")
 	for _, k := range []string{"searched", "feasible", "rejected", "top", "explanation"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("no %q key", k)
@@ -127,10 +128,10 @@ func TestPlanJSON(t *testing.T) {
 // chunks priced on their own goroutines).
 func TestPlanDeterministic(t *testing.T) {
 	args := []string{"--model", "llama2-7b", "--gpus", "8", "--sim", "off", "--objective", "balanced"}
-	_, _, a := planJSON(t, exitOK, args...)
-	_, _, b := planJSON(t, exitOK, args...)
-	_, _, c := planJSON(t, exitOK, append(args, "--workers", "1")...)
-	_, _, d := planJSON(t, exitOK, append(args, "--workers", "3")...)
+	_, _, a := planJSON(t, cli.ExitOK, args...)
+	_, _, b := planJSON(t, cli.ExitOK, args...)
+	_, _, c := planJSON(t, cli.ExitOK, append(args, "--workers", "1")...)
+	_, _, d := planJSON(t, cli.ExitOK, append(args, "--workers", "3")...)
 	if a != b || a != c || a != d {
 		t.Fatal("plan output differs between runs or worker counts")
 	}
@@ -143,8 +144,8 @@ func TestPlanDeterministic(t *testing.T) {
 // says what the fastest strategy would cost in memory.
 func TestPlanObjectivesDiffer(t *testing.T) {
 	args := []string{"--model", "llama2-7b", "--hardware", "a100-80g", "--gpus", "8", "--sim", "off"}
-	pt, _, _ := planJSON(t, exitOK, append(args, "--objective", "time")...)
-	pm, _, _ := planJSON(t, exitOK, append(args, "--objective", "memory")...)
+	pt, _, _ := planJSON(t, cli.ExitOK, append(args, "--objective", "time")...)
+	pm, _, _ := planJSON(t, cli.ExitOK, append(args, "--objective", "memory")...)
 	if pt.Top[0].Strategy == pm.Top[0].Strategy {
 		t.Fatalf("both objectives chose %s", pt.Top[0].Strategy)
 	}
@@ -160,7 +161,7 @@ func TestPlanObjectivesDiffer(t *testing.T) {
 	if !strings.Contains(pt.Explanation, "If memory is what matters") {
 		t.Errorf("time explanation does not name the memory alternative:\n%s", pt.Explanation)
 	}
-	pc, _, _ := planJSON(t, exitOK, append(args, "--objective", "comm")...)
+	pc, _, _ := planJSON(t, cli.ExitOK, append(args, "--objective", "comm")...)
 	if len(pc.Top) == 0 {
 		t.Fatal("comm objective found nothing")
 	}
@@ -175,14 +176,14 @@ func TestPlanBadInput(t *testing.T) {
 		stdoutHas string
 		stderrHas string
 	}{
-		{"tp=3 against 32 heads", []string{"--model", "llama2-7b", "--gpus", "24", "--fix", "tp=3", "--global-batch", "48"}, exitFailure,
+		{"tp=3 against 32 heads", []string{"--model", "llama2-7b", "--gpus", "24", "--fix", "tp=3", "--global-batch", "48"}, cli.ExitFailure,
 			"tp must divide the 32 heads", "no strategy is feasible"},
-		{"tp=3 on 8 devices", []string{"--model", "llama2-7b", "--gpus", "8", "--fix", "tp=3"}, exitFailure, "", "does not divide 8 devices"},
-		{"more devices than the model can use", []string{"--model", "gpt-tiny", "--gpus", "65536"}, exitFailure, "More devices than the model can use", ""},
-		{"batch not divisible by any dp", []string{"--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "7", "--fix", "tp=1,pp=1,cp=1"}, exitFailure,
+		{"tp=3 on 8 devices", []string{"--model", "llama2-7b", "--gpus", "8", "--fix", "tp=3"}, cli.ExitFailure, "", "does not divide 8 devices"},
+		{"more devices than the model can use", []string{"--model", "gpt-tiny", "--gpus", "65536"}, cli.ExitFailure, "More devices than the model can use", ""},
+		{"batch not divisible by any dp", []string{"--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "7", "--fix", "tp=1,pp=1,cp=1"}, cli.ExitFailure,
 			"dp x mbs must divide the global batch 7", ""},
-		{"sequence past learned positions", []string{"--model", "gpt3-1.3b", "--seq", "4096"}, exitFailure, "", "learned positions"},
-		{"unknown model", []string{"--model", "nope"}, exitFailure, "", "nope"},
+		{"sequence past learned positions", []string{"--model", "gpt3-1.3b", "--seq", "4096"}, cli.ExitFailure, "", "learned positions"},
+		{"unknown model", []string{"--model", "nope"}, cli.ExitFailure, "", "nope"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -217,14 +218,14 @@ func TestPlanFlashNeedsKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errs, code := runArgs(t, "plan", "--sim", "off", "--model", "llama2-7b", "--gpus", "8", "--hardware", path, "--fix", "attn=flash")
-	if code != exitFailure || !strings.Contains(errs, "flash_attention_fraction") || !strings.Contains(errs, "attn=eager") {
+	if code != cli.ExitFailure || !strings.Contains(errs, "flash_attention_fraction") || !strings.Contains(errs, "attn=eager") {
 		t.Errorf("exit %d, stderr %q; want exit 1 naming efficiency.flash_attention_fraction and attn=eager", code, errs)
 	}
 }
 
 func TestPlanText(t *testing.T) {
 	out, errs, code := runArgs(t, "plan", "--model", "gpt3-1.3b", "--gpus", "16", "--global-batch", "32", "--fix", "tp=8", "--top", "3", "--sim", "off")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, s := range []string{"gpt3-1.3b on 16 x a100-80g, global batch 32", "fixed tp=8", "searched", "feasible", "strategy", "tokens/s",
@@ -239,7 +240,7 @@ func TestPlanText(t *testing.T) {
 func TestPlanOut(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "16", "--sim", "off"}
-	p, _, want := planJSON(t, exitOK, append(args, "--out", dir)...)
+	p, _, want := planJSON(t, cli.ExitOK, append(args, "--out", dir)...)
 	var names []string
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
@@ -273,7 +274,7 @@ func TestPlanOut(t *testing.T) {
 
 // --sim on re-ranks the closed form's best --sim-top candidates by simulated step time.
 func TestPlanSim(t *testing.T) {
-	p, _, _ := planJSON(t, exitOK, "--model", "gpt-tiny", "--gpus", "4", "--top", "3", "--sim", "on", "--sim-top", "3")
+	p, _, _ := planJSON(t, cli.ExitOK, "--model", "gpt-tiny", "--gpus", "4", "--top", "3", "--sim", "on", "--sim-top", "3")
 	if p.Simulated != 3 {
 		t.Fatalf("simulated %d, want 3", p.Simulated)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tpsim/tpsim/compare"
 	"github.com/tpsim/tpsim/internal/atomicfile"
+	"github.com/tpsim/tpsim/internal/cli"
 )
 
 const plotHelp = `Usage: tpsim plot --in results.json [--out DIR]
@@ -24,14 +25,14 @@ type plotOptions struct {
 
 func runPlot(args []string, stdout, stderr io.Writer) int {
 	o := &plotOptions{}
-	fs := newFlagSet("plot")
+	fs := cli.NewFlagSet("plot")
 	fs.StringVar(&o.In, "in", "tpsim-out/results.json", "results.json written by tpsim compare")
 	fs.StringVar(&o.Out, "out", "", "directory for the figures (default: the directory of --in)")
-	err := parseFlags(fs, args, 0)
+	err := cli.ParseFlags(fs, args, 0)
 	if err == nil {
 		err = o.run(stdout)
 	}
-	return finish("plot", fs, plotHelp, err, stdout, stderr)
+	return cli.Finish("plot", fs, plotHelp, err, stdout, stderr)
 }
 
 func (o *plotOptions) run(w io.Writer) error {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/strategies"
 )
 
@@ -16,7 +17,7 @@ import (
 func predictJSON(t *testing.T, args ...string) *costmodel.Result {
 	t.Helper()
 	out, errs, code := runArgs(t, append([]string{"predict", "--json"}, args...)...)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("predict %q: exit %d; stderr:\n%s", args, code, errs)
 	}
 	var r costmodel.Result
@@ -32,10 +33,10 @@ func TestParsePredict(t *testing.T) {
 		args []string
 		want predictOptions
 	}{
-		{"defaults", nil, predictOptions{target: target{Model: defaultModel, Hardware: defaultHardware}, Strategy: defaultStrategy}},
+		{"defaults", nil, predictOptions{Pricing: cli.Pricing{Target: cli.Target{Model: cli.DefaultModel, Hardware: cli.DefaultHardware}, Strategy: cli.DefaultStrategy}}},
 		{"all flags", []string{"--model", "gpt3-175b", "--hardware=h100-sxm", "--strategy", "dp=2,tp=4", "--seq", "1024",
 			"--precision", "FP32", "--plan", "megatron", "--json"},
-			predictOptions{target: target{Model: "gpt3-175b", Hardware: "h100-sxm"}, Strategy: "dp=2,tp=4", Seq: 1024, Precision: "fp32", Plan: "megatron", JSON: true}},
+			predictOptions{Pricing: cli.Pricing{Target: cli.Target{Model: "gpt3-175b", Hardware: "h100-sxm"}, Strategy: "dp=2,tp=4", Seq: 1024, Precision: "fp32", Plan: "megatron"}, JSON: true}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -50,16 +51,9 @@ func TestParsePredict(t *testing.T) {
 	}
 }
 
-// --seq, --precision and --plan override what the --strategy string says.
+// --seq and --precision override what the --strategy string says (internal/cli tests
+// Pricing.StrategyOf; this, that predict prints the result).
 func TestPredictOverrides(t *testing.T) {
-	o := &predictOptions{Strategy: "dp=2,tp=2,seq=512,precision=mixed", Seq: 1024, Precision: string(strategies.PrecisionFP32), Plan: "colwise"}
-	st, err := o.strategy()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Seq != 1024 || st.Precision != strategies.PrecisionFP32 || st.Plan == nil || st.Plan.Whole != strategies.Colwise {
-		t.Errorf("flags did not override the strategy: %+v", st)
-	}
 	r := predictJSON(t, "--model", "gpt-tiny", "--strategy", "dp=2,seq=8", "--seq", "16", "--precision", "fp32")
 	if !strings.Contains(r.Strategy, "seq=16") || !strings.Contains(r.Strategy, "precision=fp32") {
 		t.Errorf("resolved strategy %q should carry seq=16 and precision=fp32", r.Strategy)
@@ -69,7 +63,7 @@ func TestPredictOverrides(t *testing.T) {
 // The JSON keys are the interface of issue 2 that other tools rely on.
 func TestPredictJSONKeys(t *testing.T) {
 	out, errs, code := runArgs(t, "predict", "--json")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	var obj map[string]json.RawMessage
@@ -161,7 +155,7 @@ func TestPredictGPT3PTDPvsZeRO3(t *testing.T) {
 
 	// The readable output says why, and lists the assumptions.
 	out, errs, code := runArgs(t, append([]string{"predict"}, zero3...)...)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, s := range []string{"Communication bound: exposed communication is", "dp dominates (dp=1536, ZeRO-3", "Assumptions", "GiB", "TFLOP/s per GPU", "MFU / HFU", "feasible  yes"} {
@@ -179,7 +173,7 @@ func TestPredictGPT3PTDPvsZeRO3(t *testing.T) {
 
 func TestPredictReadable(t *testing.T) {
 	out, errs, code := runArgs(t, "predict")
-	if code != exitOK || errs != "" {
+	if code != cli.ExitOK || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, s := range []string{
@@ -198,7 +192,7 @@ func TestPredictReadable(t *testing.T) {
 // An infeasible strategy is a result, not an error: exit 0 with the reason.
 func TestPredictInfeasible(t *testing.T) {
 	out, errs, code := runArgs(t, "predict", "--model", "gpt3-175b", "--strategy", "dp=1,gbs=1")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	if !strings.Contains(out, "feasible  NO: ") {
@@ -227,25 +221,25 @@ func TestPredictErrors(t *testing.T) {
 		code int
 		has  []string // all must appear on stderr
 	}{
-		{"unknown model lists names", []string{"--model", "gpt5"}, exitFailure, []string{`"gpt5"`, "llama2-7b", "gpt3-175b", "seed-mlp"}},
-		{"unknown hardware lists names", []string{"--hardware", "tpu9"}, exitFailure, []string{`"tpu9"`, "a100-80g", "h100-sxm", "h200"}},
-		{"tp not dividing heads lists degrees", []string{"--strategy", "tp=3"}, exitFailure, []string{"tp=3", "32 attention heads", "1,2,4,8"}},
-		{"tp not dividing kv heads", []string{"--model", "llama3-8b", "--strategy", "tp=16"}, exitFailure, []string{"tp=16", "key/value heads"}},
-		{"malformed hardware JSON says where", []string{"--hardware", badHW}, exitFailure, []string{"hw.json", "line 3"}},
-		{"malformed model JSON says where", []string{"--model", badModel}, exitFailure, []string{"config.json", "1:"}},
-		{"missing hardware file", []string{"--hardware", filepath.Join(dir, "nope.json")}, exitFailure, []string{"nope.json"}},
-		{"unknown strategy key", []string{"--strategy", "dp=8,foo=1"}, exitFailure, []string{`"foo"`, "valid keys"}},
-		{"malformed strategy", []string{"--strategy", "dp8"}, exitFailure, []string{"strategies:"}},
-		{"zero dp", []string{"--strategy", "dp=0"}, exitFailure, []string{"dp=0", "positive"}},
-		{"negative tp", []string{"--strategy", "tp=-2"}, exitFailure, []string{"tp=-2", "positive"}},
-		{"zero mbs", []string{"--strategy", "dp=8,mbs=0"}, exitFailure, []string{"mbs=0", "positive"}},
-		{"negative gbs", []string{"--strategy", "dp=8,gbs=-1"}, exitFailure, []string{"gbs=-1", "positive"}},
-		{"zero stage out of range", []string{"--strategy", "dp=8,zero=4"}, exitFailure, []string{"zero", "0, 1, 2 or 3"}},
-		{"batch not divisible", []string{"--strategy", "dp=7"}, exitFailure, []string{"not divisible"}},
-		{"plan key matching nothing", []string{"--strategy", "tp=2", "--plan", "nosuch=colwise"}, exitFailure, []string{`"nosuch"`, "layers.N.attn.qkv"}},
-		{"zero --seq", []string{"--seq", "0"}, exitUsage, []string{"--seq", "positive"}},
-		{"negative --seq", []string{"--seq=-5"}, exitUsage, []string{"--seq", "positive"}},
-		{"bad --precision", []string{"--precision", "fp16"}, exitUsage, []string{"fp16", "mixed", "fp32"}},
+		{"unknown model lists names", []string{"--model", "gpt5"}, cli.ExitFailure, []string{`"gpt5"`, "llama2-7b", "gpt3-175b", "seed-mlp"}},
+		{"unknown hardware lists names", []string{"--hardware", "tpu9"}, cli.ExitFailure, []string{`"tpu9"`, "a100-80g", "h100-sxm", "h200"}},
+		{"tp not dividing heads lists degrees", []string{"--strategy", "tp=3"}, cli.ExitFailure, []string{"tp=3", "32 attention heads", "1,2,4,8"}},
+		{"tp not dividing kv heads", []string{"--model", "llama3-8b", "--strategy", "tp=16"}, cli.ExitFailure, []string{"tp=16", "key/value heads"}},
+		{"malformed hardware JSON says where", []string{"--hardware", badHW}, cli.ExitFailure, []string{"hw.json", "line 3"}},
+		{"malformed model JSON says where", []string{"--model", badModel}, cli.ExitFailure, []string{"config.json", "1:"}},
+		{"missing hardware file", []string{"--hardware", filepath.Join(dir, "nope.json")}, cli.ExitFailure, []string{"nope.json"}},
+		{"unknown strategy key", []string{"--strategy", "dp=8,foo=1"}, cli.ExitFailure, []string{`"foo"`, "valid keys"}},
+		{"malformed strategy", []string{"--strategy", "dp8"}, cli.ExitFailure, []string{"strategies:"}},
+		{"zero dp", []string{"--strategy", "dp=0"}, cli.ExitFailure, []string{"dp=0", "positive"}},
+		{"negative tp", []string{"--strategy", "tp=-2"}, cli.ExitFailure, []string{"tp=-2", "positive"}},
+		{"zero mbs", []string{"--strategy", "dp=8,mbs=0"}, cli.ExitFailure, []string{"mbs=0", "positive"}},
+		{"negative gbs", []string{"--strategy", "dp=8,gbs=-1"}, cli.ExitFailure, []string{"gbs=-1", "positive"}},
+		{"zero stage out of range", []string{"--strategy", "dp=8,zero=4"}, cli.ExitFailure, []string{"zero", "0, 1, 2 or 3"}},
+		{"batch not divisible", []string{"--strategy", "dp=7"}, cli.ExitFailure, []string{"not divisible"}},
+		{"plan key matching nothing", []string{"--strategy", "tp=2", "--plan", "nosuch=colwise"}, cli.ExitFailure, []string{`"nosuch"`, "layers.N.attn.qkv"}},
+		{"zero --seq", []string{"--seq", "0"}, cli.ExitUsage, []string{"--seq", "positive"}},
+		{"negative --seq", []string{"--seq=-5"}, cli.ExitUsage, []string{"--seq", "positive"}},
+		{"bad --precision", []string{"--precision", "fp16"}, cli.ExitUsage, []string{"fp16", "mixed", "fp32"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

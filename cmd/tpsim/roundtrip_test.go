@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
@@ -20,7 +21,7 @@ func TestPlanStrategiesPasteBack(t *testing.T) {
 		{"--model", "llama2-7b", "--gpus", "32", "--global-batch", "64", "--fix", "attn=flash"},
 		{"--model", "gpt3-13b", "--gpus", "64", "--global-batch", "128", "--fix", "pp=4"},
 	} {
-		p, _, _ := planJSON(t, exitOK, append(args, "--top", "10", "--sim", "on", "--sim-top", "10")...)
+		p, _, _ := planJSON(t, cli.ExitOK, append(args, "--top", "10", "--sim", "on", "--sim-top", "10")...)
 		hw := "a100-80g"
 		for i, a := range args {
 			if a == "--hardware" {
@@ -37,7 +38,7 @@ func TestPlanStrategiesPasteBack(t *testing.T) {
 			}
 			for _, pasted := range []string{search.Label(st), e.Strategy} {
 				out, errs, code := runArgs(t, "predict", "--model", p.Model, "--hardware", hw, "--strategy", pasted, "--json")
-				if code != exitOK {
+				if code != cli.ExitOK {
 					t.Fatalf("predict %s: %s", pasted, errs)
 				}
 				var r struct {
@@ -54,7 +55,7 @@ func TestPlanStrategiesPasteBack(t *testing.T) {
 					t.Errorf("%v row %d %s: predict says %s %s %s, plan %s %s %s", args, e.Rank, pasted, r.Strategy, r.Time, r.Memory, e.Strategy, wantT, wantM)
 				}
 				out, errs, code = runArgs(t, "sim", "--model", p.Model, "--hardware", hw, "--strategy", pasted, "--json")
-				if code != exitOK {
+				if code != cli.ExitOK {
 					t.Fatalf("sim %s: %s", pasted, errs)
 				}
 				var s struct {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/tpsim/tpsim/internal/cli"
 )
 
 // runArgs calls run with buffers and returns what it printed and its exit status.
@@ -34,13 +36,13 @@ func TestRunDispatch(t *testing.T) {
 		emptyOut   bool
 		emptyError bool
 	}{
-		{"no command prints usage", nil, exitUsage, nil, []string{"Usage: tpsim <command>", "predict", "models", "hardware"}, true, false},
-		{"--help", []string{"--help"}, exitOK, []string{"Commands:", "predict", "models", "hardware", "plan", "validate"}, nil, false, true},
-		{"-h", []string{"-h"}, exitOK, []string{"Commands:"}, nil, false, true},
-		{"help", []string{"help"}, exitOK, []string{"Commands:"}, nil, false, true},
-		{"help predict", []string{"help", "predict"}, exitOK, []string{"Usage: tpsim predict", "--strategy"}, nil, false, true},
-		{"unknown command lists valid ones", []string{"frobnicate"}, exitUsage, nil, []string{`unknown command "frobnicate"`, "predict, models, hardware"}, true, false},
-		{"flag before command", []string{"--json"}, exitUsage, nil, []string{"needs a command"}, true, false},
+		{"no command prints usage", nil, cli.ExitUsage, nil, []string{"Usage: tpsim <command>", "predict", "models", "hardware"}, true, false},
+		{"--help", []string{"--help"}, cli.ExitOK, []string{"Commands:", "predict", "models", "hardware", "plan", "validate"}, nil, false, true},
+		{"-h", []string{"-h"}, cli.ExitOK, []string{"Commands:"}, nil, false, true},
+		{"help", []string{"help"}, cli.ExitOK, []string{"Commands:"}, nil, false, true},
+		{"help predict", []string{"help", "predict"}, cli.ExitOK, []string{"Usage: tpsim predict", "--strategy"}, nil, false, true},
+		{"unknown command lists valid ones", []string{"frobnicate"}, cli.ExitUsage, nil, []string{`unknown command "frobnicate"`, "predict, models, hardware"}, true, false},
+		{"flag before command", []string{"--json"}, cli.ExitUsage, nil, []string{"needs a command"}, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,7 +67,7 @@ func TestHelpEveryCommand(t *testing.T) {
 	for _, c := range commands {
 		for _, flag := range []string{"--help", "-h"} {
 			out, errs, code := runArgs(t, c.name, flag)
-			if code != exitOK || errs != "" {
+			if code != cli.ExitOK || errs != "" {
 				t.Errorf("%s %s: exit %d, stderr %q", c.name, flag, code, errs)
 			}
 			if !strings.Contains(out, "Usage: tpsim "+c.name) || !strings.Contains(out, "Flags:") {
@@ -89,29 +91,14 @@ func TestFlagErrors(t *testing.T) {
 	}
 	for _, args := range cases {
 		out, errs, code := runArgs(t, args...)
-		if code != exitUsage {
-			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
+		if code != cli.ExitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, cli.ExitUsage)
 		}
 		if out != "" {
 			t.Errorf("%q: stdout not empty: %s", args, out)
 		}
 		if !strings.Contains(errs, "tpsim "+args[0]+": ") || !strings.Contains(errs, "--help") {
 			t.Errorf("%q: stderr %q should name the command and point to --help", args, errs)
-		}
-	}
-}
-
-func TestShortCount(t *testing.T) {
-	cases := []struct {
-		n    int64
-		want string
-	}{
-		{999, "999"}, {111010, "111K"}, {1317654528, "1.32B"}, {6738415616, "6.74B"},
-		{12858214400, "12.9B"}, {174615846912, "175B"}, {1008038758400, "1.01T"},
-	}
-	for _, c := range cases {
-		if got := shortCount(c.n); got != c.want {
-			t.Errorf("shortCount(%d) = %q, want %q", c.n, got, c.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/sim"
 	"github.com/tpsim/tpsim/units"
@@ -32,7 +33,8 @@ Examples:
 
 // simOptions are the flags of tpsim sim: predict's, and a trace file.
 type simOptions struct {
-	predictOptions
+	cli.Pricing
+	JSON  bool
 	Trace string
 	Path  int // critical-path ops to print
 }
@@ -64,30 +66,30 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = o.run(stdout)
 	}
-	return finish("sim", fs, simHelp, err, stdout, stderr)
+	return cli.Finish("sim", fs, simHelp, err, stdout, stderr)
 }
 
 func parseSim(args []string) (*simOptions, *pflag.FlagSet, error) {
 	o := &simOptions{}
-	fs := newFlagSet("sim")
-	o.register(fs)
+	fs := cli.NewFlagSet("sim")
+	o.Register(fs)
 	fs.BoolVar(&o.JSON, "json", false, "print the simulated step as JSON")
 	fs.StringVar(&o.Trace, "trace", "", "write the simulated timeline as a Chrome trace to this file")
 	fs.IntVar(&o.Path, "path", 12, "number of critical-path ops to print (the last ones)")
-	if err := parseFlags(fs, args, 0); err != nil {
+	if err := cli.ParseFlags(fs, args, 0); err != nil {
 		return o, fs, err
 	}
 	if o.Path < 0 {
-		return o, fs, usagef("--path=%d; give the number of critical-path ops to print, 0 or more", o.Path)
+		return o, fs, cli.Usagef("--path=%d; give the number of critical-path ops to print, 0 or more", o.Path)
 	}
-	return o, fs, o.check(fs)
+	return o, fs, o.Check(fs)
 }
 
 // maxSimEvents bounds a simulation: beyond it `tpsim predict` gives the answer at once.
 const maxSimEvents = 20_000_000
 
 func (o *simOptions) run(w io.Writer) error {
-	p, err := o.predict()
+	p, err := o.Predict()
 	if err != nil {
 		return err
 	}
@@ -100,11 +102,7 @@ func (o *simOptions) run(w io.Writer) error {
 		return fmt.Errorf("the step has about %d ops to simulate (%d microbatches per pipeline), more than the %d sim lays out; use a larger microbatch (mbs) or `tpsim predict`, which prices it in closed form",
 			events, p.Program.Microbatches, maxSimEvents)
 	}
-	c, err := costmodel.NewCoster(p.Program, p.HW)
-	if err != nil {
-		return err
-	}
-	res, err := sim.Simulate(p.Program, c, sim.Options{Spans: o.Trace != ""})
+	res, err := sim.Simulate(p.Program, p.Coster, sim.Options{Spans: o.Trace != ""})
 	if err != nil {
 		return err
 	}
@@ -121,7 +119,7 @@ func (o *simOptions) run(w io.Writer) error {
 		}
 	}
 	if o.JSON {
-		return writeJSON(w, rep)
+		return reports.WriteJSON(w, rep)
 	}
 	return writeSim(w, rep, o.Path)
 }
@@ -141,10 +139,10 @@ func writeSimTrace(path string, res *sim.Result) error {
 }
 
 func writeSim(w io.Writer, r *simReport, n int) error {
-	ew := &errWriter{w: w}
+	ew := &reports.ErrWriter{W: w}
 	t, cf := r.Time, r.ClosedFormTime
-	ew.printf("%s on %d x %s, %s\n", r.Model, r.Devices, r.Hardware, r.Strategy)
-	ew.printf("\nSimulated step %v (closed form %v), %d events\n", t.Step, cf.Step, r.Events)
+	ew.Printf("%s on %d x %s, %s\n", r.Model, r.Devices, r.Hardware, r.Strategy)
+	ew.Printf("\nSimulated step %v (closed form %v), %d events\n", t.Step, cf.Step, r.Events)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  \tsimulated\tclosed form\n")
 	for _, x := range []struct {
@@ -154,17 +152,17 @@ func writeSim(w io.Writer, r *simReport, n int) error {
 		fmt.Fprintf(tw, "  %s\t%v\t%v\n", x.name, x.a, x.b)
 	}
 	tw.Flush()
-	ew.printf("  MFU %.1f%%, %.1f hardware TFLOP/s per GPU, %.4g tokens/s\n", 100*r.MFU, r.HardwareTFLOPsPerGPU, r.TokensPerS)
-	ew.printf("\nCompute utilisation per pipeline rank:")
+	ew.Printf("  MFU %.1f%%, %.1f hardware TFLOP/s per GPU, %.4g tokens/s\n", 100*r.MFU, r.HardwareTFLOPsPerGPU, r.TokensPerS)
+	ew.Printf("\nCompute utilisation per pipeline rank:")
 	for i, u := range r.Utilization {
-		ew.printf(" %d:%.0f%%", i, 100*u)
+		ew.Printf(" %d:%.0f%%", i, 100*u)
 	}
-	ew.printf("\n\nCritical path (rank %d finishes last), last %d ops:\n", r.CriticalRank, min(n, len(r.CriticalPath)))
+	ew.Printf("\n\nCritical path (rank %d finishes last), last %d ops:\n", r.CriticalRank, min(n, len(r.CriticalPath)))
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  start\tend\trank\tmicro\tphase\top\n")
 	for _, s := range r.CriticalPath[max(0, len(r.CriticalPath)-n):] {
 		fmt.Fprintf(tw, "  %v\t%v\t%d\t%d\t%s\t%s %s\n", units.Seconds(s.Start), units.Seconds(s.End), s.Rank, s.Micro, s.Phase, s.Kind, s.Module)
 	}
 	tw.Flush()
-	return ew.err
+	return ew.Err
 }

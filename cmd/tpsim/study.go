@@ -14,10 +14,10 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 
-	"github.com/tpsim/tpsim/exec"
+	"github.com/tpsim/tpsim/compare"
 	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
-	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/study"
 )
 
@@ -72,24 +72,24 @@ func runStudy(args []string, stdout, stderr io.Writer) int {
 		err = o.run(ctx, stdout, stderr)
 		stop()
 	}
-	return finish("study", fs, studyHelp, err, stdout, stderr)
+	return cli.Finish("study", fs, studyHelp, err, stdout, stderr)
 }
 
 func parseStudy(args []string) (*studyOptions, *pflag.FlagSet, error) {
 	o := &studyOptions{}
-	fs := newFlagSet("study")
+	fs := cli.NewFlagSet("study")
 	fs.StringVar(&o.Out, "out", "study-out", "directory for study.html, study.md, cells.csv and cells.jsonl")
 	fs.IntVar(&o.Workers, "workers", 0, "plans run at once (0 = one per CPU); the outputs do not depend on it")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no progress bar")
-	if err := parseFlags(fs, args, 1); err != nil {
+	if err := cli.ParseFlags(fs, args, 1); err != nil {
 		return o, fs, err
 	}
 	if fs.NArg() != 1 {
-		return o, fs, usagef("give one study file, e.g. tpsim study examples/studies/llama3.yaml")
+		return o, fs, cli.Usagef("give one study file, e.g. tpsim study examples/studies/llama3.yaml")
 	}
 	o.File = fs.Arg(0)
 	if o.Workers < 0 {
-		return o, fs, usagef("--workers=%d must be 0 (one per CPU) or more", o.Workers)
+		return o, fs, cli.Usagef("--workers=%d must be 0 (one per CPU) or more", o.Workers)
 	}
 	return o, fs, nil
 }
@@ -99,53 +99,20 @@ func parseStudy(args []string) (*studyOptions, *pflag.FlagSet, error) {
 func studyHardware(ctx context.Context, stderr io.Writer) study.HardwareLoader {
 	return func(spec string) (*hardware.Hardware, error) {
 		if spec == study.Host {
-			hw, _, err := (&compareOptions{Hardware: "host"}).hostProfile(ctx, stderr)
+			hw, _, err := compare.HostProfile(ctx, compare.HostOptions{Hardware: hardware.HostName, Progress: stderr})
 			return hw, err
 		}
 		return hardware.Load(spec)
 	}
 }
 
-// studyMeasureSteps and studyMeasureRounds are how a winner is measured: compare's defaults
-// (10 steps, the first a warm-up; the median over 3 runs).
-const (
-	studyMeasureSteps  = 10
-	studyMeasureRounds = 3
-)
-
-// studyMeasure measures a plan's winner on this machine with exec, as compare does: the median
-// step time after warm-up over a few runs. exec trains data and tensor parallel in fp32; other
-// winners are not measured and the error says why.
+// studyMeasure measures a plan's winner on this machine with exec, as compare measures a row.
 func studyMeasure(ctx context.Context, m *model.Model, _ *hardware.Hardware, strategy, plan string) (float64, error) {
 	st, err := study.ParseWinner(strategy)
 	if err != nil {
 		return 0, err
 	}
-	switch {
-	case st.Mesh.PP > 1 || st.Mesh.CP > 1:
-		return 0, fmt.Errorf("exec runs data and tensor parallel only (the winner has pp=%d, cp=%d)", st.Mesh.PP, st.Mesh.CP)
-	case st.ZeRO > 0 || st.Recompute != strategies.RecomputeNone:
-		return 0, fmt.Errorf("exec runs neither ZeRO nor recompute (the winner has zero=%d, recompute=%s); fix zero: 0, recompute: none", st.ZeRO, st.Recompute)
-	case st.Precision != strategies.PrecisionFP32:
-		return 0, fmt.Errorf("exec trains in fp32; fix precision: fp32")
-	}
-	if plan == "" {
-		plan = "megatron"
-	}
-	eo := &execOptions{Plan: plan, Steps: studyMeasureSteps, Batch: st.GBS, MBS: st.MBS, Seed: 1, Optimizer: string(st.Optimizer), Attn: string(st.Attention)}
-	cfg, err := eo.configFor(m, st.Mesh)
-	if err != nil {
-		return 0, err
-	}
-	var steps []time.Duration
-	for range studyMeasureRounds {
-		res, err := exec.Run(ctx, cfg)
-		if err != nil {
-			return 0, err
-		}
-		steps = append(steps, res.StepTimes[1:]...)
-	}
-	return exec.Median(steps).Seconds(), nil
+	return compare.MeasureWinner(ctx, m, st, plan)
 }
 
 func (o *studyOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
@@ -192,9 +159,7 @@ func (o *studyOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	start := time.Now()
 	res, err := study.Run(ctx, st, o.Out, study.Options{Version: version, Workers: o.Workers, Progress: progress, Log: stderr,
-		Measure: func(ctx context.Context, m *model.Model, hw *hardware.Hardware, strategy, plan string) (float64, error) {
-			return studyMeasure(ctx, m, hw, strategy, plan)
-		}})
+		Measure: studyMeasure})
 	if bar != nil {
 		_ = bar.Exit()
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tpsim/tpsim/costmodel"
+	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/study"
 )
@@ -22,7 +23,7 @@ func studyCSV(t *testing.T, file string) (dir string, rows []map[string]string) 
 	t.Helper()
 	dir = t.TempDir()
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"study", file, "--out", dir, "--quiet"}, &stdout, &stderr); code != exitOK {
+	if code := run([]string{"study", file, "--out", dir, "--quiet"}, &stdout, &stderr); code != cli.ExitOK {
 		t.Fatalf("tpsim study: exit %d\n%s%s", code, stdout.String(), stderr.String())
 	}
 	f, err := os.Open(filepath.Join(dir, study.CSVFile))
@@ -58,7 +59,7 @@ func commandArgs(t *testing.T, cmd string) []string {
 func runJSON(t *testing.T, args []string, into any) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	if code := run(append(args, "--json"), &stdout, &stderr); code != exitOK {
+	if code := run(append(args, "--json"), &stdout, &stderr); code != cli.ExitOK {
 		t.Fatalf("tpsim %s: exit %d: %s", strings.Join(args, " "), code, stderr.String())
 	}
 	if err := json.Unmarshal(stdout.Bytes(), into); err != nil {
@@ -154,20 +155,20 @@ func TestStudyBadFileNamesLineAndColumn(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"study", path, "--out", t.TempDir(), "--quiet"}, &stdout, &stderr)
-	if code != exitFailure {
-		t.Errorf("exit %d, want %d", code, exitFailure)
+	if code != cli.ExitFailure {
+		t.Errorf("exit %d, want %d", code, cli.ExitFailure)
 	}
 	wantAll(t, "stderr", stderr.String(), []string{path + `:5:1: objective: unknown key "objective" (did you mean "objectives"?); valid keys:`})
 }
 
 func TestStudyUsage(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"study"}, &stdout, &stderr); code != exitUsage {
-		t.Errorf("no file: exit %d, want %d", code, exitUsage)
+	if code := run([]string{"study"}, &stdout, &stderr); code != cli.ExitUsage {
+		t.Errorf("no file: exit %d, want %d", code, cli.ExitUsage)
 	}
 	wantAll(t, "stderr", stderr.String(), []string{"give one study file"})
 	stdout.Reset()
-	if code := run([]string{"study", "--help"}, &stdout, &stderr); code != exitOK {
+	if code := run([]string{"study", "--help"}, &stdout, &stderr); code != cli.ExitOK {
 		t.Errorf("--help: exit %d", code)
 	}
 	wantAll(t, "stdout", stdout.String(), []string{"Usage: tpsim study FILE", "what_if", "--out"})

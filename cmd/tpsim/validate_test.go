@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpsim/tpsim/validate"
+	"github.com/tpsim/tpsim/internal/cli"
 )
 
-const validateFixture = "testdata/validate-runs.json"
+const validateFixture = "../../validate/testdata/runs-fixture.json"
 
 func keysOf(m map[string]json.RawMessage) []string {
 	var k []string
@@ -28,7 +27,7 @@ func keysOf(m map[string]json.RawMessage) []string {
 // rows of id and reason; a summary of n, mape, max_ape.
 func TestValidateJSONShape(t *testing.T) {
 	out, errs, code := runArgs(t, "validate", "--data", validateFixture, "--json")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	var top map[string]json.RawMessage
@@ -54,80 +53,25 @@ func TestValidateJSONShape(t *testing.T) {
 	}
 }
 
-// Each fixture record is compared on the metric it measured, step time first, or skipped with
-// its reason; APE and the summary follow from the rows.
-func TestValidateFixture(t *testing.T) {
-	recs, skips, _, err := loadRecords([]string{validateFixture})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := validate.Run(recs, skips, validate.Options{})
-	metric := map[string]string{}
-	for _, r := range out.Rows {
-		metric[r.ID] = r.Metric
-		if want := math.Abs(r.Predicted-r.Published) / r.Published; r.APE != want || r.Predicted <= 0 {
-			t.Errorf("%s: ape %g, want |%g - %g| / %g", r.ID, r.APE, r.Predicted, r.Published, r.Published)
-		}
-		if len(r.Assumed) == 0 {
-			t.Errorf("%s: no assumptions listed", r.ID)
-		}
-	}
-	wantMetric := map[string]string{
-		"narayanan2021_t1_18.4B":                      validate.TFLOPs,
-		"llmfoundry_mpt7b_s2048_8xa100_80gb_amp_bf16": validate.TokensPerS,
-		"megatron_readme_2020_dgxa100_mp_8B":          validate.StepTime, // measured both step time and TFLOP/s
-		"llmfoundry_mpt1b_s2048_8xa100_40gb_bf16":     validate.TokensPerS,
-	}
-	if !reflect.DeepEqual(metric, wantMetric) {
-		t.Errorf("metrics %v, want %v", metric, wantMetric)
-	}
-	reasons := map[string]string{}
-	for _, s := range out.Skipped {
-		reasons[s.ID] = s.Reason
-	}
-	for id, want := range map[string]string{
-		"megatron_readme_2020_dgx2_mp_1B": "no hardware preset for \"NVIDIA V100",
-		"opt175b_992gpu":                  "no measured step time",
-		"my_run_h100_missing_tp":          "parallel degrees not stated: tp",
-	} {
-		if !strings.Contains(reasons[id], want) {
-			t.Errorf("%s skipped for %q, want %q", id, reasons[id], want)
-		}
-	}
-	var sum, mx float64
-	for _, r := range out.Rows {
-		sum += r.APE
-		mx = math.Max(mx, r.APE)
-	}
-	if s := out.Summary; s.N != 4 || math.Abs(s.MAPE-sum/4) > 1e-12 || s.MaxAPE != mx {
-		t.Errorf("summary %+v, want n 4, mape %g, max %g", s, sum/4, mx)
-	}
-	for _, r := range out.Rows {
-		if r.ID == "llmfoundry_mpt1b_s2048_8xa100_40gb_bf16" && r.Hardware != "a100-40g" {
-			t.Errorf("the 40 GB run is priced on %s", r.Hardware)
-		}
-	}
-}
-
 func TestValidateErrors(t *testing.T) {
 	_, errs, code := runArgs(t, "validate", "--data", filepath.Join(t.TempDir(), "none.json"))
-	if code != exitFailure || !strings.Contains(errs, "no file of runs at") || !strings.Contains(errs, "--data PATH") {
+	if code != cli.ExitFailure || !strings.Contains(errs, "no file of runs at") || !strings.Contains(errs, "--data PATH") {
 		t.Errorf("missing file: exit %d, %s", code, errs)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`{"id": "x"}`), 0o644)
 	_, errs, code = runArgs(t, "validate", "--data", bad)
-	if code != exitFailure || !strings.Contains(errs, "it must be a JSON array of run records") || !strings.Contains(errs, "JSON object") {
+	if code != cli.ExitFailure || !strings.Contains(errs, "it must be a JSON array of run records") || !strings.Contains(errs, "JSON object") {
 		t.Errorf("bad file: exit %d, %s", code, errs)
 	}
 	os.WriteFile(bad, []byte("[\n  {\"id\": \"x\",}\n]"), 0o644)
 	_, errs, code = runArgs(t, "validate", "--data", bad)
-	if code != exitFailure || !strings.Contains(errs, bad+":2:") {
+	if code != cli.ExitFailure || !strings.Contains(errs, bad+":2:") {
 		t.Errorf("syntax error without line and column: exit %d, %s", code, errs)
 	}
 	os.WriteFile(bad, nil, 0o644)
 	_, errs, code = runArgs(t, "validate", "--data", bad)
-	if code != exitFailure || !strings.Contains(errs, "is empty") {
+	if code != cli.ExitFailure || !strings.Contains(errs, "is empty") {
 		t.Errorf("empty file: exit %d, %s", code, errs)
 	}
 }
@@ -136,7 +80,7 @@ func TestValidateErrors(t *testing.T) {
 // depends on files beside the checkout.
 func TestValidateDefaultData(t *testing.T) {
 	out, errs, code := runArgs(t, "validate")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, s := range []string{"validate/data/runs.json, runs_h100.json", "Error by GPU type", "h100-96g", "a100", "Error by metric", "tokens_per_s_per_gpu", "Peak memory:"} {
@@ -150,7 +94,7 @@ func TestValidateDefaultData(t *testing.T) {
 // the table, the JSON (what --json prints) and the figure; the output is deterministic.
 func TestValidateTextAndOut(t *testing.T) {
 	out, errs, code := runArgs(t, "validate", "--data", validateFixture)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, s := range []string{"Validation against 7 published runs", "4 compared, 3 skipped", "Error by source", "Narayanan et al.", "all",
@@ -165,7 +109,7 @@ func TestValidateTextAndOut(t *testing.T) {
 	}
 	dir := t.TempDir()
 	js, _, code := runArgs(t, "validate", "--data", validateFixture, "--json", "--out", dir)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatal(code)
 	}
 	got, _ := os.ReadFile(filepath.Join(dir, "validate.json"))
@@ -179,19 +123,16 @@ func TestValidateTextAndOut(t *testing.T) {
 	}
 }
 
-// tpsim fit is registered and says what it fits and how; a bad --write directory is an error
-// that names the fix (the fit itself is tested in package validate).
+// tpsim fit is registered and says what it fits and how (the fit, and the writing of the presets
+// with a bad --write directory naming the fix, are tested in package validate).
 func TestFitHelp(t *testing.T) {
 	out, errs, code := runArgs(t, "fit", "--help")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, s := range []string{"Usage: tpsim fit", "9 parameters", "leave-one-source-out", "--write"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("help lacks %q", s)
 		}
-	}
-	if err := fitWritePresets(filepath.Join(t.TempDir(), "none"), &validate.FitResult{}); err == nil || !strings.Contains(err.Error(), "hardware/presets") {
-		t.Errorf("missing presets directory: %v", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+
+	"github.com/tpsim/tpsim/internal/cli"
 )
 
 const versionHelp = `Usage: tpsim version (or tpsim --version)
@@ -16,8 +18,8 @@ from a clone gives "(devel)" and the revision.
 `
 
 func runVersion(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("version")
-	err := parseFlags(fs, args, 0)
+	fs := cli.NewFlagSet("version")
+	err := cli.ParseFlags(fs, args, 0)
 	if err == nil {
 		bi, ok := debug.ReadBuildInfo()
 		if !ok {
@@ -25,7 +27,7 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 		}
 		_, err = io.WriteString(stdout, versionText(bi))
 	}
-	return finish("version", fs, versionHelp, err, stdout, stderr)
+	return cli.Finish("version", fs, versionHelp, err, stdout, stderr)
 }
 
 // versionText is what tpsim version prints for the build information bi (nil: none embedded).

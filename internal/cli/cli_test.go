@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tpsim/tpsim/strategies"
+)
+
+// Finish maps each outcome to its exit status and stream (DESIGN.md, "Command line").
+func TestFinish(t *testing.T) {
+	fs := NewFlagSet("demo")
+	fs.Int("gpus", 8, "number of devices")
+	for _, c := range []struct {
+		name           string
+		err            error
+		code           int
+		stdout, stderr string
+	}{
+		{"ok", nil, ExitOK, "", ""},
+		{"help", pflag.ErrHelp, ExitOK, "Usage: demo\n\nFlags:\n  -h, --help[=true|false]   show this help\n      --gpus int            number of devices (default 8)\n", ""},
+		{"interrupted", fmt.Errorf("wrapped: %w", ErrInterrupted), ExitInterrupted, "", "tpsim demo: interrupted\n"},
+		{"usage", Usagef("--gpus=%d must be at least 1", 0), ExitUsage, "", "tpsim demo: --gpus=0 must be at least 1\nRun 'tpsim demo --help' for usage.\n"},
+		{"failure", errors.New("disk full"), ExitFailure, "", "tpsim demo: disk full\n"},
+	} {
+		var out, errb bytes.Buffer
+		if code := Finish("demo", fs, "Usage: demo\n", c.err, &out, &errb); code != c.code || out.String() != c.stdout || errb.String() != c.stderr {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want %d, %q, %q", c.name, code, out.String(), errb.String(), c.code, c.stdout, c.stderr)
+		}
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	fs := NewFlagSet("demo")
+	fs.String("model", "", "model")
+	var ue *UsageError
+	if err := ParseFlags(fs, []string{"--modle", "x"}, 0); !errors.As(err, &ue) || err.Error() != "unknown flag: --modle (did you mean --model?)" {
+		t.Errorf("misspelt flag: %v", err)
+	}
+	fs = NewFlagSet("demo")
+	if err := ParseFlags(fs, []string{"a", "b"}, 1); !errors.As(err, &ue) || err.Error() != `unexpected argument "b"` {
+		t.Errorf("two arguments, one allowed: %v", err)
+	}
+	fs = NewFlagSet("demo")
+	if err := ParseFlags(fs, []string{"-h"}, 0); !errors.Is(err, pflag.ErrHelp) {
+		t.Errorf("-h: %v, want pflag.ErrHelp", err)
+	}
+}
+
+func TestWithSuggestion(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`model: unknown model "gpt-tiy"; valid names: ...`, `model: unknown model "gpt-tiy" (did you mean "gpt-tiny"?); valid names: ...`},
+		{`unknown hardware "a100"`, `unknown hardware "a100" (did you mean "a100-80g"?)`},
+		{`unknown style "rowwize"`, `unknown style "rowwize" (did you mean "rowwise"?)`},
+		{`unknown strategy "hybird"`, `unknown strategy "hybird" (did you mean "hybrid"?)`},
+		{`unknown model "zzzzzzzzzzzz"`, `unknown model "zzzzzzzzzzzz"`},
+		{`unknown model "x" (did you mean "y"?)`, `unknown model "x" (did you mean "y"?)`},
+		{"disk full", "disk full"},
+	} {
+		if got := WithSuggestion(c.in); got != c.want {
+			t.Errorf("WithSuggestion(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// --seq, --precision and --plan override what the --strategy string says.
+func TestPricingOverrides(t *testing.T) {
+	o := &Pricing{Strategy: "dp=2,tp=2,seq=512,precision=mixed", Seq: 1024, Precision: string(strategies.PrecisionFP32), Plan: "colwise"}
+	st, err := o.StrategyOf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Seq != 1024 || st.Precision != strategies.PrecisionFP32 || st.Plan == nil || st.Plan.Whole != strategies.Colwise {
+		t.Errorf("flags did not override the strategy: %+v", st)
+	}
+	o = &Pricing{Strategy: "dp=2,seq=512"}
+	if st, err = o.StrategyOf(); err != nil || st.Seq != 512 {
+		t.Errorf("no flags: seq %d, err %v; want the strategy's 512", st.Seq, err)
+	}
+}
+
+func TestPricingCheck(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // "" ok
+	}{
+		{nil, ""},
+		{[]string{"--seq", "0"}, "--seq=0 must be a positive number of tokens"},
+		{[]string{"--precision", " FP32 "}, ""},
+		{[]string{"--precision", "fp16"}, `--precision="fp16" is not valid; use mixed or fp32`},
+	} {
+		o := &Pricing{}
+		fs := NewFlagSet("demo")
+		o.Register(fs)
+		if err := ParseFlags(fs, c.args, 0); err != nil {
+			t.Fatal(err)
+		}
+		err := o.Check(fs)
+		var ue *UsageError
+		if c.want == "" && err != nil || c.want != "" && (!errors.As(err, &ue) || err.Error() != c.want) {
+			t.Errorf("%q: err %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+// Predict lowers and prices the strategy: the Result names the resolved strategy and the
+// Program's device count.
+func TestPricingPredict(t *testing.T) {
+	o := &Pricing{Target: Target{Model: "gpt-tiny", Hardware: DefaultHardware}, Strategy: "dp=2,tp=2"}
+	p, err := o.Predict()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Result.Devices != 4 || p.Program.Strategy.Mesh.DP != 2 || !strings.Contains(p.Result.Strategy, "tp=2") || p.Peak <= 0 || p.Coster == nil {
+		t.Errorf("got devices %d, strategy %q, peak %v", p.Result.Devices, p.Result.Strategy, p.Peak)
+	}
+	o.Model = "gpt-tiy"
+	if _, err := o.Predict(); err == nil || !strings.Contains(err.Error(), `"gpt-tiy"`) {
+		t.Errorf("unknown model: err %v", err)
+	}
+}
+
+func TestParseOptimizerAttn(t *testing.T) {
+	if o, err := ParseOptimizer("ADAM"); o != strategies.OptimizerAdam || err != nil {
+		t.Errorf("ADAM: %q, %v", o, err)
+	}
+	var ue *UsageError
+	if _, err := ParseOptimizer("lion"); !errors.As(err, &ue) || err.Error() != `--optimizer="lion" is not valid; use sgd or adam` {
+		t.Errorf("lion: %v", err)
+	}
+	for in, want := range map[string]strategies.Attention{"": strategies.AttentionEager, "Flash": strategies.AttentionFlash, "flash1": strategies.AttentionFlash1} {
+		if a, err := ParseAttn(in); a != want || err != nil {
+			t.Errorf("ParseAttn(%q) = %q, %v; want %q", in, a, err, want)
+		}
+	}
+	if _, err := ParseAttn("sdpa"); !errors.As(err, &ue) || err.Error() != `--attn="sdpa" is not valid; use eager, flash or flash1` {
+		t.Errorf("sdpa: %v", err)
+	}
+}
