@@ -309,7 +309,7 @@ func (c *Coster) Comm(op *program.Op) units.Seconds {
 			// that joins them, each rank sending 2(p-1)/p n = n bytes (DESIGN.md table).
 			return c.link(c.HW.LevelFor((mesh.PP-1)*stride+1), 2, op.SentBytes)
 		}
-		return c.link(PipelineLevel(c.HW, c.P.Strategy.Mesh), 1, op.SentBytes)
+		return PipelineSendTime(c.HW, c.P.Strategy, op.SentBytes)
 	default:
 		stride = mesh.Stride(op.Dim)
 	}
