@@ -145,7 +145,9 @@ func TestFullRecomputeLiveScores(t *testing.T) {
 }
 
 // With tp=4 on 8-GPU nodes, pipeline stages 0 and 1 share a node but stages 1 and 2 do not; the
-// pipeline runs at its slowest pair, so every send is priced on InfiniBand.
+// pipeline runs at its slowest pair, so every send is priced on InfiniBand. Sequence parallel
+// makes each rank's send its own 1/t of the activation; without it the send is Megatron-LM's
+// scatter/gather (TestPipelineSendScatterGather).
 func TestPipelineSendsCrossNodes(t *testing.T) {
 	m, err := model.Transformer{Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32, Batch: 8}.Build("g", "gpt")
 	if err != nil {
@@ -159,7 +161,7 @@ func TestPipelineSendsCrossNodes(t *testing.T) {
 	for _, c := range []struct {
 		s    string
 		want hardware.Level
-	}{{"tp=4,pp=4,gbs=8", ib}, {"tp=4,pp=2,gbs=8", hw.Levels[0]}, {"tp=4,dp=2,pp=2,gbs=8", ib}} {
+	}{{"tp=4,pp=4,gbs=8,sp=on", ib}, {"tp=4,pp=2,gbs=8,sp=on", hw.Levels[0]}, {"tp=4,dp=2,pp=2,gbs=8,sp=on", ib}} {
 		st, err := strategies.Parse(c.s)
 		if err != nil {
 			t.Fatal(err)

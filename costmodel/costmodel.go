@@ -310,7 +310,7 @@ func (c *Coster) Comm(op *program.Op) units.Seconds {
 			// that joins them, each rank sending 2(p-1)/p n = n bytes (DESIGN.md table).
 			return c.link(c.HW.LevelFor((mesh.PP-1)*stride+1), 2, op.SentBytes)
 		}
-		return c.link(PipelineLevel(c.HW, c.P.Strategy.Mesh), 1, op.SentBytes)
+		return PipelineSendTime(c.HW, c.P.Strategy, op.SentBytes)
 	default:
 		stride = mesh.Stride(op.Dim)
 	}
@@ -370,7 +370,7 @@ func assumptions(st strategies.Strategy, hw *hardware.Hardware, peak units.FLOPs
 	case attention && st.FusedAttention():
 		k, _ := flashKernel(st)
 		a = append(a, fmt.Sprintf("attention by %s at %.3g of peak: the causal half of the s x s products, backward 2.5x the forward, no s x s activations; hardware FLOPs count that half and model FLOPs the full products, so HFU can be below MFU", k.Name, k.Fraction(hw.Efficiency)))
-	case attention && st.Recompute == strategies.RecomputeNone:
+	case attention && (st.Recompute == strategies.RecomputeNone || st.Recompute == strategies.RecomputeOp):
 		a = append(a, "eager attention: separate kernels for the products, softmax and dropout, the s x s probabilities kept for backward")
 	case attention:
 		a = append(a, fmt.Sprintf("eager attention: separate kernels for the products, softmax and dropout, the s x s probabilities recomputed in backward (recompute=%s)", st.Recompute))

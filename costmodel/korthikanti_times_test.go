@@ -19,10 +19,12 @@ import (
 // tp 8, microbatch 4, sequence 2048), in ms. tpsim's layer is the ops of one layer of the
 // Program, compute and tensor-parallel communication one after the other, with the a100-80g
 // preset's GEMMs at the achieved fraction tpsim fit found for Megatron-LM on the training split
-// (0.804 of the matmul sweep's ceiling). Measured: +13.5% without recompute, +8.9% with sequence
-// parallelism, +11.8% full, +7.6% selective, +3.1% sequence parallel with selective: the
+// (0.786 of the matmul sweep's ceiling). Measured: +14.0% without recompute, +9.4% with sequence
+// parallelism, +12.3% full, +8.0% selective, +3.6% sequence parallel with selective: the
 // Megatron-LM of 2022 runs its GEMMs faster than its 2020-2021 runs of the training split (at the
-// sweep's ceiling the same rows were -1% to -11%). Each tolerance sits just above its error.
+// sweep's ceiling the same rows were -1% to -11%), and overlaps the backward's tensor-parallel
+// all-reduce with the weight gradient's product, which tpsim puts on the critical path. Each
+// tolerance sits just above its error.
 func TestKorthikantiLayerTimes(t *testing.T) {
 	m := mustPreset(t, "megatron-22b")
 	hw := loadHW(t, "a100-80g")
@@ -82,13 +84,20 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 // selective recompute (Table 3's configurations; interleaved with 3 chunks for 175B and 530B),
 // priced through the Program and the Coster with the a100-80g preset as tpsim fit calibrated it on
 // the training split, which does not hold these rows: its GEMMs at Megatron-LM's fitted fraction
-// (0.804 of the matmul sweep's ceiling). Measured: full recompute +6.1%, +9.1%, +17.7%, +14.0%;
-// sequence parallel with selective recompute -4.1%, +0.2%, +4.1%, +9.3%; mean 8.1%, max 17.7%
-// (go test ./costmodel -run KorthikantiIteration -v). Issue 12's targets, mean at most 5% and max
-// at most 10%, are not met: Megatron-LM's 2020-2021 runs in the training split reach 0.804 of the
+// (0.786 of the matmul sweep's ceiling). Pipeline sends with tensor parallelism and without
+// sequence parallelism carry 1/t of the activation and all-gather it over NVLink (Megatron-LM's
+// scatter/gather, PipelineSendTime), which took the full-recompute rows of 530B and 1T from +17.7%
+// and +14.0% to +9.6% and +11.7% at the old fraction; the refit on the training split (whose
+// Narayanan et al. rows got the same speed-up) lowered the fraction from 0.804 to 0.786.
+// Measured: full recompute +7.5%, +8.0%, +11.7%, +13.9%; sequence parallel with selective
+// recompute -2.7%, +2.1%, +6.2%, +11.6%; mean 7.9%, max 13.9% (go test ./costmodel -run
+// KorthikantiIteration -v; before: 8.1%, 17.7%). Issue 12's targets, mean at most 5% and max at
+// most 10%, are not met: Megatron-LM's 2020-2021 runs in the training split reach 0.786 of the
 // ceiling, Korthikanti et al.'s 2022 Megatron-LM about the ceiling itself (before the fit these
-// rows were -0% to -16%), and the deepest pipelines (530B on 35 stages, 1T on 64) are the slowest
-// by tpsim. Each tolerance sits just above its row's error, the mean and max bands above theirs.
+// rows were -0% to -16%) and overlaps its backward tensor-parallel all-reduces, and at 64 stages
+// of 2 layers the published step is about m times one stage, where tpsim adds the 1F1B bubble of
+// (p-1) stages. Each tolerance sits just above its row's error, the mean and max bands above
+// theirs.
 func TestKorthikantiIterationTimes(t *testing.T) {
 	hw := loadHW(t, "a100-80g")
 	hw.Efficiency = hw.Efficiency.ForStack("megatron-lm") // Korthikanti et al. ran Megatron-LM
@@ -99,10 +108,10 @@ func TestKorthikantiIterationTimes(t *testing.T) {
 		full, selectiveSP float64
 		tolFull, tolSP    float64
 	}{
-		{"megatron-22b", "tp=8,mbs=4,gbs=4", 1.42, 1.10, 0.08, 0.05},
-		{"gpt3-175b", "tp=8,pp=8,schedule=interleaved,vpp=3,mbs=1,gbs=64", 18.13, 13.75, 0.11, 0.02},
-		{"megatron-530b", "tp=8,pp=35,schedule=interleaved,vpp=3,mbs=1,gbs=280", 49.05, 37.83, 0.20, 0.065},
-		{"megatron-1t", "tp=8,pp=64,mbs=1,gbs=512", 94.42, 71.49, 0.17, 0.125},
+		{"megatron-22b", "tp=8,mbs=4,gbs=4", 1.42, 1.10, 0.085, 0.035},
+		{"gpt3-175b", "tp=8,pp=8,schedule=interleaved,vpp=3,mbs=1,gbs=64", 18.13, 13.75, 0.09, 0.03},
+		{"megatron-530b", "tp=8,pp=35,schedule=interleaved,vpp=3,mbs=1,gbs=280", 49.05, 37.83, 0.125, 0.07},
+		{"megatron-1t", "tp=8,pp=64,mbs=1,gbs=512", 94.42, 71.49, 0.15, 0.125},
 	} {
 		m := mustPreset(t, c.model)
 		for _, k := range []struct {
@@ -128,7 +137,7 @@ func TestKorthikantiIterationTimes(t *testing.T) {
 		}
 	}
 	t.Logf("Table 5: mean error %.1f%%, max %.1f%%", 100*sum/float64(n), 100*worst)
-	if sum/float64(n) > 0.10 || worst > 0.20 {
-		t.Errorf("Table 5: mean error %.1f%%, max %.1f%%; measured 8.1%% and 17.7%% (issue 12's targets are 5%% and 10%%)", 100*sum/float64(n), 100*worst)
+	if sum/float64(n) > 0.085 || worst > 0.145 {
+		t.Errorf("Table 5: mean error %.1f%%, max %.1f%%; measured 7.9%% and 13.9%% (issue 12's targets are 5%% and 10%%)", 100*sum/float64(n), 100*worst)
 	}
 }

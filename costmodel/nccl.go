@@ -5,6 +5,7 @@ import (
 
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/program"
+	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -230,4 +231,28 @@ func collective(hw *hardware.Hardware, kind program.OpKind, g, stride int, n uni
 		}
 	}
 	return t, p
+}
+
+// PipelineSendTime is the time of a pipeline send of n bytes (one rank's copy of the activation or
+// its gradient) between neighbouring stages of st on hw, on the level that holds all stages
+// (PipelineLevel), with its latency. With tensor parallelism and without sequence parallelism
+// every rank of a tensor-parallel group holds the whole activation, and Megatron-LM's
+// scatter/gather optimization (Narayanan et al. 2021 §4.1; on by default,
+// --no-scatter-gather-tensors-in-pipeline turns it off) sends 1/t of it from each rank across the
+// link and all-gathers the t pieces over the tensor-parallel group at the receiver: the link
+// carries n/t per rank, the gather runs where the tensor-parallel group sits. Under sequence
+// parallelism n is already the rank's 1/t.
+func PipelineSendTime(hw *hardware.Hardware, st strategies.Strategy, n units.Bytes) units.Seconds {
+	mesh := st.Mesh
+	level := PipelineLevel(hw, mesh)
+	l := hw.Levels[level]
+	link := func(b units.Bytes) units.Seconds {
+		return l.Latency + units.Seconds(float64(b)/(float64(l.Bandwidth)*l.Efficiency))
+	}
+	t := mesh.TP
+	if t <= 1 || st.SP || n < units.Bytes(t) || hw.LevelFor((t-1)*mesh.Stride(strategies.DimTP)+1) >= level {
+		// Nothing to scatter, or the tensor-parallel group is no closer than the link itself.
+		return link(n)
+	}
+	return link(n/units.Bytes(t)) + CollectiveTime(hw, program.OpAllGather, t, mesh.Stride(strategies.DimTP), n)
 }

@@ -74,3 +74,35 @@ func TestNCCLBusBandwidthGrowsWithSize(t *testing.T) {
 		t.Errorf("4 GiB all-reduce bus bandwidth %.4g, want just under the level's %.4g", prev, peak)
 	}
 }
+
+// A pipeline send between DGX-A100 nodes (tp=8 fills a node, so the stages meet over InfiniBand
+// at 25 GB/s x 0.96): without sequence parallelism each of the 8 tensor-parallel ranks holds the
+// whole activation and sends 1/8 of it, then the 8 pieces are all-gathered over NVLink
+// (Narayanan et al. 2021 §4.1); with sequence parallelism, or tp=1, the rank's n crosses whole.
+func TestPipelineSendScatterGather(t *testing.T) {
+	hw := loadHW(t, "a100-80g")
+	const n = units.Bytes(100 << 20)
+	ib := hw.Levels[1]
+	link := func(b units.Bytes) float64 {
+		return float64(ib.Latency) + float64(b)/(float64(ib.Bandwidth)*ib.Efficiency)
+	}
+	for _, c := range []struct {
+		s    string
+		want float64
+	}{
+		{"tp=8,pp=2,mbs=1,gbs=8", link(n/8) + float64(CollectiveTime(hw, program.OpAllGather, 8, 1, n))},
+		{"tp=8,pp=2,mbs=1,gbs=8,sp=on", link(n)},
+		{"dp=8,pp=2,mbs=1,gbs=8", link(n)},
+	} {
+		got := float64(PipelineSendTime(hw, mustParse(t, c.s), n))
+		if !near(got, c.want, 1e-9) {
+			t.Errorf("%s: send of %v takes %.6g s, want %.6g", c.s, n, got, c.want)
+		}
+	}
+	// By hand: 12.5 MiB over IB is 2.7 us + 13107200 / 24e9 = 548.8 us; the NVLink all-gather of
+	// 100 MiB, Simple, is 8.4 us + 7 x 3.4 us + 7/8 x 104857600 / 230.1e9 = 431 us: 0.98 ms, where
+	// the whole 100 MiB over IB would be 4.37 ms.
+	if got := float64(PipelineSendTime(hw, mustParse(t, "tp=8,pp=2,mbs=1,gbs=8"), n)); !near(got, 0.98e-3, 0.01) {
+		t.Errorf("scatter/gather send of 100 MiB: %.4g s, want 0.98 ms", got)
+	}
+}

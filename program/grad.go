@@ -51,9 +51,13 @@ func (b *builder) differentiate() {
 			s.Values = append(make([]Value, 0, len(s.Values)+n), s.Values...)
 		}
 		fop := s.Forward[te.op]
-		if r, ok := layerEnd[te]; ok && b.st.Recompute == strategies.RecomputeFull {
+		if r, ok := layerEnd[te]; ok && (b.st.Recompute == strategies.RecomputeFull || b.st.Recompute == strategies.RecomputeOp) {
+			products := 0
 			for i := r.lo; i < r.hi; i++ {
 				op := s.Forward[i]
+				if b.st.Recompute == strategies.RecomputeOp && keptByOpCheckpoint(op.Kind, &products) {
+					continue // its outputs stay saved from the forward
+				}
 				op.Recompute, op.Phase, op.Fwd = true, Backward, -1
 				op.In = mapIDs(op.In, func(id ValueID) ValueID { return saved(s.Index, id) })
 				outs := make([]ValueID, len(op.Out))
@@ -127,7 +131,25 @@ func (b *builder) differentiate() {
 				mem = units.Bytes(yv.Elems() * int64(20+yv.Elem))
 			}
 			g := newGrad(y, gpl)
-			emitB(Op{Kind: OpLoss, Loss: fop.Loss, Module: fop.Module, Fwd: te.op, Out: []ValueID{g}, Scale: fop.Scale, Elems: elems,
+			outs := []ValueID{g}
+			if len(fop.Out) == 3 && fop.VocabHi == 0 {
+				// The two fp32 gradients are buffers of their own, alive beside the saved
+				// log-probabilities: PyTorch's nll_loss backward allocates a dense fp32 gradient
+				// (zeros, then the targets' entries), and _log_softmax_backward_data a new one
+				// from it and the output (aten/src/ATen/native/LossNLL.cpp and SoftMax.cpp), so
+				// three fp32 copies of the logits are live at once, the peak of the step for a
+				// large vocabulary. This is F.cross_entropy's path (torchtitan, Hugging Face);
+				// Megatron-LM's fused cross-entropy works in place on its saved softmax and
+				// vocabulary-parallel runs take the path above. The bf16 gradient the op also
+				// writes comes after the dense one is freed, so the op's peak counts e bytes per
+				// logit more than PyTorch's.
+				for _, name := range []string{"loss.grad_nll_fp32", "loss.grad_logits_fp32"} {
+					t := b.val(name, yv.Shape, Placement{Kind: Replicate})
+					s.Values[t].Elem = 4
+					outs = append(outs, t)
+				}
+			}
+			emitB(Op{Kind: OpLoss, Loss: fop.Loss, Module: fop.Module, Fwd: te.op, Out: outs, Scale: fop.Scale, Elems: elems,
 				VocabLo: fop.VocabLo, VocabHi: fop.VocabHi, Saved: sv, FLOPs: flops, MemBytes: mem, GradInput: true})
 			addGrad(y, g, gpl)
 		case OpSend:
@@ -604,4 +626,22 @@ func (s *Stage) computeFree() {
 			}
 		}
 	}
+}
+
+// keptByOpCheckpoint says whether per-op selective checkpointing (strategies.RecomputeOp) keeps
+// the outputs of a layer's forward op of kind k instead of replaying it in backward. torchtitan's
+// policy (torchtitan/parallelisms/parallelize_llama.py, _save_list and _custom_policy, Dec 2024)
+// saves the outputs of aten.mm except every second one, of scaled-dot-product attention and of
+// reduce-scatter, and recomputes every other op of the layer; products counts the layer's matrix
+// products so far. tpsim's layer fuses q, k and v into one product, so the saved products are
+// qkv, the MLP's gate and its down projection, where torchtitan's are wq, wv, w1 and w2.
+func keptByOpCheckpoint(k OpKind, products *int) bool {
+	switch k {
+	case OpLinear:
+		*products++
+		return *products%2 == 1
+	case OpAttention, OpReduceScatter:
+		return true
+	}
+	return false
 }

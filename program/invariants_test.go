@@ -16,7 +16,7 @@ func TestProgramInvariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"pp=3,gbs=6", "pp=2,gbs=4", "pp=3,tp=2,sp=on,gbs=6,recompute=full,schedule=gpipe", "dp=2,zero=3,cp=2", "pp=2,dp=2,tp=2,gbs=8,zero=1"} {
+	for _, s := range []string{"pp=3,gbs=6", "pp=2,gbs=4", "pp=3,tp=2,sp=on,gbs=6,recompute=full,schedule=gpipe", "dp=2,zero=3,cp=2", "pp=2,dp=2,tp=2,gbs=8,zero=1", "pp=2,tp=2,sp=on,gbs=4,recompute=op", "dp=2,zero=3,recompute=op,attn=flash"} {
 		st, err := strategies.Parse(s)
 		if err != nil {
 			t.Fatal(err)

@@ -212,3 +212,51 @@ func writtenByReplay(s *Stage, id ValueID) bool {
 	}
 	return false
 }
+
+// Per-op checkpointing (recompute=op, torchtitan's selective_ac_option "op"): a layer's backward
+// replays its forward except attention and every other matrix product, counted from the first
+// (qkv, the MLP's gate and down projection keep their outputs; the output projection and the up
+// projection are replayed), and those saved outputs are read from the forward.
+func TestRecomputeOpKeepsEveryOtherProduct(t *testing.T) {
+	m, err := model.Transformer{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128, Vocab: 256, Seq: 32,
+		Batch: 8, Gated: true, RMSNorm: true}.Build("llama-tiny", "llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := strategies.Parse("mbs=2,gbs=8,recompute=op,attn=flash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Lower(m, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.Stages[0]
+	var fwd, replayed []string
+	for _, op := range s.Forward {
+		if op.Kind == OpLinear && strings.HasPrefix(op.Module, "layers.0.") {
+			fwd = append(fwd, op.Module)
+		}
+	}
+	for _, op := range s.Backward {
+		if op.Recompute && op.Fwd < 0 && strings.HasPrefix(op.Module, "layers.0.") {
+			if op.Kind == OpAttention {
+				t.Errorf("attention %s replayed; its output is saved", op.Module)
+			}
+			if op.Kind == OpLinear {
+				replayed = append(replayed, op.Module)
+			}
+		}
+	}
+	if len(fwd) != 5 {
+		t.Fatalf("layer 0 has products %v, want 5 (qkv, proj, gate, up, down)", fwd)
+	}
+	if want := []string{fwd[1], fwd[3]}; fmt.Sprint(replayed) != fmt.Sprint(want) {
+		t.Errorf("replayed products %v, want %v (every second of %v)", replayed, want, fwd)
+	}
+	for _, op := range s.Forward {
+		if op.Kind == OpLinear && (op.Module == fwd[0] || op.Module == fwd[2] || op.Module == fwd[4]) && !s.Values[op.Out[0]].Saved {
+			t.Errorf("%s: output not saved for backward", op.Module)
+		}
+	}
+}

@@ -123,6 +123,7 @@ func TestSequenceParallelRegather(t *testing.T) {
 			{"tp=2,sp=on", 2*2 + 1},
 			{"tp=2,sp=on,recompute=selective,mbs=2,gbs=8", 2*2 + 1},
 			{"tp=2,sp=on,recompute=full", 1},
+			{"tp=2,sp=on,recompute=op", 1}, // the replayed ops gather again, as under full
 			{"dp=2,tp=2,sp=on,zero=3", 2*2 + 1},
 			{"tp=2", 0},
 		} {

@@ -53,8 +53,9 @@ var RejectReasons = []string{RejectHeads, RejectFFN, RejectVocab, RejectLayers, 
 	RejectZeroDP, RejectZeroPP, RejectSPTP, RejectSPSeq, RejectNotLayered, RejectInterPP, RejectInterLayers, RejectVPPSchedule, RejectVPP, RejectInterMicro}
 
 // Enumeration order of the recompute modes and schedules (Candidate.Recompute, Candidate.Schedule).
+// The search tries the first three; op (torchtitan's per-op checkpointing) only when fixed.
 var (
-	RecomputeModes = []Recompute{RecomputeNone, RecomputeSelective, RecomputeFull}
+	RecomputeModes = []Recompute{RecomputeNone, RecomputeSelective, RecomputeFull, RecomputeOp}
 	Schedules      = []Schedule{Schedule1F1B, ScheduleInterleaved, ScheduleGPipe}
 )
 

@@ -21,7 +21,7 @@ func naiveSpace(m *model.Model, gpus, gbs int) []string {
 				dp := gpus / pp / tp / cp
 				for _, mbs := range divisors(gbs) {
 					for z := 0; z <= 3; z++ {
-						for _, rc := range RecomputeModes {
+						for _, rc := range RecomputeModes[:3] { // the searched modes (op only when fixed)
 							for _, sp := range []bool{false, true} {
 								type sv struct {
 									s Schedule

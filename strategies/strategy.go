@@ -11,13 +11,18 @@ import (
 
 // Recompute modes (Korthikanti et al. 2022 §4): none keeps every activation; selective recomputes the
 // attention core (softmax and its inputs) in backward; full keeps only each layer's input and reruns
-// the layer's forward in backward.
+// the layer's forward in backward. op is PyTorch's per-op selective activation checkpointing as
+// torchtitan sets it (selective_ac_option "op", torchtitan/parallelisms/parallelize_llama.py,
+// Dec 2024): each layer keeps its input, the outputs of its attention and of every other matrix
+// product (the first, third, ...), and replays the rest of its forward in backward. The planner
+// does not search it (see RecomputeModes); a strategy may state it.
 type Recompute string
 
 const (
 	RecomputeNone      Recompute = "none"
 	RecomputeSelective Recompute = "selective"
 	RecomputeFull      Recompute = "full"
+	RecomputeOp        Recompute = "op"
 )
 
 // Schedule is a pipeline schedule (Narayanan et al. 2021 §2.2).
@@ -227,7 +232,7 @@ func (st *Strategy) set(k, v string) error {
 		}
 		st.ZeRO = n
 	case "recompute":
-		st.Recompute, err = oneOf(k, v, RecomputeNone, RecomputeSelective, RecomputeFull)
+		st.Recompute, err = oneOf(k, v, RecomputeNone, RecomputeSelective, RecomputeFull, RecomputeOp)
 	case "schedule":
 		st.Schedule, err = oneOf(k, v, ScheduleGPipe, Schedule1F1B, ScheduleInterleaved)
 	case "precision":

@@ -179,6 +179,9 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 	if p.Recompute != nil {
 		rc := strings.ToLower(strings.TrimSpace(*p.Recompute))
 		switch {
+		case strings.HasPrefix(rc, "selective") && fam == FamilyTorchtitan:
+			keys = append(keys, "recompute=op")
+			assumed = append(assumed, "selective recompute in torchtitan: per-op checkpointing (selective_ac_option \"op\", its default: each layer keeps its input, attention's output and every other matrix product's, torchtitan/parallelisms/parallelize_llama.py), priced as recompute=op")
 		case strings.HasPrefix(rc, "selective"):
 			keys = append(keys, "recompute=selective")
 		case strings.HasPrefix(rc, "full"):

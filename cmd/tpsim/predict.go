@@ -26,7 +26,7 @@ Examples:
   tpsim predict --model path/to/config.json --hardware my-cluster.json --strategy dp=2,tp=4
 
 Strategy keys: mesh dimensions pp, dp, cp, tp (their product is the device count) and options
-mbs, gbs, seq, zero (0-3), recompute (none|selective|full), sp (on|off),
+mbs, gbs, seq, zero (0-3), recompute (none|selective|full|op), sp (on|off),
 schedule (gpipe|1f1b|interleaved), vpp, precision (mixed|fp32), optimizer (adam|sgd),
 attn (eager|flash|flash1), overlap (on|off), bucket_mb. Keys left out take their defaults; --json shows them resolved.
 `
