@@ -224,7 +224,7 @@ func softmaxRow(y, x []float32) float64 {
 		return math.Inf(-1)
 	}
 	mx := rowMax(x)
-	sum := expSum(y, x, mx)
+	sum := expSumMax(y, x, mx)
 	Scale(float32(1/sum), y)
 	return float64(mx) + math.Log(sum)
 }

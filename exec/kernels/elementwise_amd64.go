@@ -18,7 +18,7 @@ func siluAVX(dst, x *float32, n int)
 func siluBackwardAVX(dx, dy, x *float32, n int)
 
 //go:noescape
-func expSumAVX(dst, x *float32, n int, shift float32) float64
+func expSumAVX(dst, x *float32, n int, shift float32, bounded bool) float64
 
 //go:noescape
 func reluAVX(dst, x *float32, n int)
