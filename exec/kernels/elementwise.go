@@ -38,6 +38,23 @@ func AddInPlace(dst, a []float32) {
 	}
 }
 
+// AddBoth sets both x and y to x + y elementwise, in one pass that reads each once and writes
+// each once (the two-rank all-reduce: each rank sums its half of both ranks' buffers and leaves the
+// sum in both). x and y must not overlap unless they are the same slice.
+//
+// It panics if the lengths differ.
+func AddBoth(x, y []float32) {
+	checkSame("AddBoth", x, "y", y)
+	v := vecLen(len(x))
+	if v > 0 {
+		addBothAVX(&x[0], &y[0], v)
+	}
+	for i := v; i < len(x); i++ {
+		s := x[i] + y[i]
+		x[i], y[i] = s, s
+	}
+}
+
 // Scale sets x *= alpha in place (BLAS scal).
 func Scale(alpha float32, x []float32) {
 	v := vecLen(len(x))

@@ -34,3 +34,6 @@ func scaleAVX(x *float32, n int, a float32)
 
 //go:noescape
 func addAVX(dst, a, b *float32, n int)
+
+//go:noescape
+func addBothAVX(x, y *float32, n int)

@@ -897,3 +897,54 @@ add_loop1:
 add_done:
 	VZEROUPPER
 	RET
+
+// func addBothAVX(x, y *float32, n int)
+// x = y = x + y, n a multiple of 8: the sum is stored to both arrays in the pass that reads them.
+TEXT ·addBothAVX(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ CX, DX
+	SHRQ $5, DX
+	JZ addb_tail
+
+addb_loop4:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VADDPS (SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y0, (SI)
+	VMOVUPS Y1, 32(SI)
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	ADDQ $128, SI
+	ADDQ $128, DI
+	DECQ DX
+	JNZ addb_loop4
+
+addb_tail:
+	ANDQ $31, CX
+	SHRQ $3, CX
+	JZ addb_done
+
+addb_loop1:
+	VMOVUPS (DI), Y0
+	VADDPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y0, (SI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ addb_loop1
+
+addb_done:
+	VZEROUPPER
+	RET

@@ -16,3 +16,4 @@ func reluBackwardAVX(dx, dy, x *float32, n int) { panic("kernels: no AVX2 kernel
 func maxAVX(x *float32, n int) float32          { panic("kernels: no AVX2 kernels") }
 func scaleAVX(x *float32, n int, a float32)     { panic("kernels: no AVX2 kernels") }
 func addAVX(dst, a, b *float32, n int)          { panic("kernels: no AVX2 kernels") }
+func addBothAVX(x, y *float32, n int)           { panic("kernels: no AVX2 kernels") }

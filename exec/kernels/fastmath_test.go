@@ -194,7 +194,7 @@ func TestRowMaxNaN(t *testing.T) {
 	})
 }
 
-// TestAddLengths checks Add and AddInPlace bit for bit against the scalar sum on lengths that
+// TestAddLengths checks Add, AddInPlace and AddBoth bit for bit against the scalar sum on lengths that
 // cover the 32-wide unrolled loop, the 8-wide loop and the scalar tail, in place and not.
 func TestAddLengths(t *testing.T) {
 	forBothPaths(t, func(t *testing.T) {
@@ -208,9 +208,11 @@ func TestAddLengths(t *testing.T) {
 			Add(got, a, b)
 			acc := append([]float32(nil), a...)
 			AddInPlace(acc, b)
+			x, y := append([]float32(nil), a...), append([]float32(nil), b...)
+			AddBoth(x, y)
 			for i := range want {
-				if got[i] != want[i] || acc[i] != want[i] {
-					t.Fatalf("n=%d: element %d: Add %g, AddInPlace %g, want %g", n, i, got[i], acc[i], want[i])
+				if got[i] != want[i] || acc[i] != want[i] || x[i] != want[i] || y[i] != want[i] {
+					t.Fatalf("n=%d: element %d: Add %g, AddInPlace %g, AddBoth %g and %g, want %g", n, i, got[i], acc[i], x[i], y[i], want[i])
 				}
 			}
 		}
