@@ -266,6 +266,9 @@ DATA c_a0<>+24(SB)/4, $0x37802bd2
 DATA c_a0<>+28(SB)/4, $0x37802bd2
 GLOBL c_a0<>(SB), RODATA|NOPTR, $32
 
+// The kernels that take nt store their output with VMOVNTPS when it is nonzero (dst 32-byte
+// aligned, see ntStores), bypassing the caches, and end with SFENCE.
+
 // The exp kernels below work on blocks of up to 32 vectors (256 floats) in two passes, with the
 // block's reduced arguments in the frame: pass 1 computes each vector's argument z, clamps it and
 // splits it as z = n ln2 + r, storing r at 0(SP) and t (n in its low bits) at 1024(SP); pass 2
@@ -393,12 +396,13 @@ GLOBL c_a0<>(SB), RODATA|NOPTR, $32
 	VFMADD213PS Y8, X2, D; \
 	VMULPS X, D, D
 
-// func geluAVX(dst, x *float32, n int)
+// func geluAVX(dst, x *float32, n int, nt int)
 // dst = x / (1 + exp(-2u)), n a multiple of 8.
-TEXT ·geluAVX(SB), $2048-24
+TEXT ·geluAVX(SB), $2048-32
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
+	MOVQ nt+24(FP), R12
 	SHRQ $3, CX
 	JZ gelu_done
 
@@ -432,7 +436,15 @@ gelu_pass2:
 	VADDPS Y15, Y1, Y1
 	VMOVUPS (SI), Y5
 	VDIVPS Y1, Y5, Y5
+	TESTQ R12, R12
+	JNZ gelu_nt
 	VMOVUPS Y5, (DI)
+	JMP gelu_stored
+
+gelu_nt:
+	VMOVNTPS Y5, (DI)
+
+gelu_stored:
 	ADDQ $32, SI
 	ADDQ $32, DI
 	ADDQ $32, R10
@@ -443,16 +455,20 @@ gelu_pass2:
 	JNZ gelu_block
 
 gelu_done:
+	TESTQ R12, R12
+	JZ 2(PC)
+	SFENCE
 	VZEROUPPER
 	RET
 
-// func geluBackwardAVX(dx, dy, x *float32, n int)
+// func geluBackwardAVX(dx, dy, x *float32, n int, nt int)
 // With e = exp(-2u) and s = 1/(1+e) (so 1-s = e s): dx = dy (s + x(2C + 6Ca x²) s(1-s)).
-TEXT ·geluBackwardAVX(SB), $2048-32
+TEXT ·geluBackwardAVX(SB), $2048-40
 	MOVQ dx+0(FP), DI
 	MOVQ dy+8(FP), BX
 	MOVQ x+16(FP), SI
 	MOVQ n+24(FP), CX
+	MOVQ nt+32(FP), R12
 	SHRQ $3, CX
 	JZ gelub_done
 
@@ -494,7 +510,15 @@ gelub_pass2:
 	VMULPS Y1, Y3, Y3
 	VFMADD213PS Y2, Y3, Y4
 	VMULPS (BX), Y4, Y4
+	TESTQ R12, R12
+	JNZ gelub_nt
 	VMOVUPS Y4, (DI)
+	JMP gelub_stored
+
+gelub_nt:
+	VMOVNTPS Y4, (DI)
+
+gelub_stored:
 	ADDQ $32, SI
 	ADDQ $32, BX
 	ADDQ $32, DI
@@ -506,15 +530,19 @@ gelub_pass2:
 	JNZ gelub_block
 
 gelub_done:
+	TESTQ R12, R12
+	JZ 2(PC)
+	SFENCE
 	VZEROUPPER
 	RET
 
-// func siluAVX(dst, x *float32, n int)
+// func siluAVX(dst, x *float32, n int, nt int)
 // dst = x / (1 + exp(-x)) = x / (1 + 2^(-x log2e)).
-TEXT ·siluAVX(SB), $2048-24
+TEXT ·siluAVX(SB), $2048-32
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
+	MOVQ nt+24(FP), R12
 	SHRQ $3, CX
 	JZ silu_done
 
@@ -546,7 +574,15 @@ silu_pass2:
 	VADDPS Y15, Y1, Y1
 	VMOVUPS (SI), Y5
 	VDIVPS Y1, Y5, Y5
+	TESTQ R12, R12
+	JNZ silu_nt
 	VMOVUPS Y5, (DI)
+	JMP silu_stored
+
+silu_nt:
+	VMOVNTPS Y5, (DI)
+
+silu_stored:
 	ADDQ $32, SI
 	ADDQ $32, DI
 	ADDQ $32, R10
@@ -557,16 +593,20 @@ silu_pass2:
 	JNZ silu_block
 
 silu_done:
+	TESTQ R12, R12
+	JZ 2(PC)
+	SFENCE
 	VZEROUPPER
 	RET
 
-// func siluBackwardAVX(dx, dy, x *float32, n int)
+// func siluBackwardAVX(dx, dy, x *float32, n int, nt int)
 // With e = exp(-x) and s = 1/(1+e) (so 1-s = e s): dx = dy s (1 + x(1-s)).
-TEXT ·siluBackwardAVX(SB), $2048-32
+TEXT ·siluBackwardAVX(SB), $2048-40
 	MOVQ dx+0(FP), DI
 	MOVQ dy+8(FP), BX
 	MOVQ x+16(FP), SI
 	MOVQ n+24(FP), CX
+	MOVQ nt+32(FP), R12
 	SHRQ $3, CX
 	JZ silub_done
 
@@ -602,7 +642,15 @@ silub_pass2:
 	VFMADD213PS Y15, Y1, Y4
 	VMULPS Y2, Y4, Y4
 	VMULPS (BX), Y4, Y4
+	TESTQ R12, R12
+	JNZ silub_nt
 	VMOVUPS Y4, (DI)
+	JMP silub_stored
+
+silub_nt:
+	VMOVNTPS Y4, (DI)
+
+silub_stored:
 	ADDQ $32, SI
 	ADDQ $32, BX
 	ADDQ $32, DI
@@ -614,6 +662,9 @@ silub_pass2:
 	JNZ silub_block
 
 silub_done:
+	TESTQ R12, R12
+	JZ 2(PC)
+	SFENCE
 	VZEROUPPER
 	RET
 
@@ -707,12 +758,13 @@ exps_done:
 	VZEROUPPER
 	RET
 
-// func reluAVX(dst, x *float32, n int)
+// func reluAVX(dst, x *float32, n int, nt int)
 // dst = max(x, 0): VMAXPS returns its second source (+0) when x is NaN or ±0, as ReLU's x > 0 test.
-TEXT ·reluAVX(SB), NOSPLIT, $0-24
+TEXT ·reluAVX(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
+	MOVQ nt+24(FP), R12
 	SHRQ $3, CX
 	JZ relu_done
 	VXORPS Y9, Y9, Y9
@@ -720,23 +772,35 @@ TEXT ·reluAVX(SB), NOSPLIT, $0-24
 relu_loop:
 	VMOVUPS (SI), Y0
 	VMAXPS Y9, Y0, Y0
+	TESTQ R12, R12
+	JNZ relu_nt
 	VMOVUPS Y0, (DI)
+	JMP relu_stored
+
+relu_nt:
+	VMOVNTPS Y0, (DI)
+
+relu_stored:
 	ADDQ $32, SI
 	ADDQ $32, DI
 	DECQ CX
 	JNZ relu_loop
 
 relu_done:
+	TESTQ R12, R12
+	JZ 2(PC)
+	SFENCE
 	VZEROUPPER
 	RET
 
-// func reluBackwardAVX(dx, dy, x *float32, n int)
+// func reluBackwardAVX(dx, dy, x *float32, n int, nt int)
 // dx = dy & (x > 0 ? all ones : 0), the compare ordered (NaN gives 0).
-TEXT ·reluBackwardAVX(SB), NOSPLIT, $0-32
+TEXT ·reluBackwardAVX(SB), NOSPLIT, $0-40
 	MOVQ dx+0(FP), DI
 	MOVQ dy+8(FP), BX
 	MOVQ x+16(FP), SI
 	MOVQ n+24(FP), CX
+	MOVQ nt+32(FP), R12
 	SHRQ $3, CX
 	JZ relub_done
 	VXORPS Y9, Y9, Y9
@@ -745,7 +809,15 @@ relub_loop:
 	VMOVUPS (SI), Y0
 	VCMPPS $0x1e, Y9, Y0, Y0
 	VANDPS (BX), Y0, Y0
+	TESTQ R12, R12
+	JNZ relub_nt
 	VMOVUPS Y0, (DI)
+	JMP relub_stored
+
+relub_nt:
+	VMOVNTPS Y0, (DI)
+
+relub_stored:
 	ADDQ $32, SI
 	ADDQ $32, BX
 	ADDQ $32, DI
@@ -753,6 +825,9 @@ relub_loop:
 	JNZ relub_loop
 
 relub_done:
+	TESTQ R12, R12
+	JZ 2(PC)
+	SFENCE
 	VZEROUPPER
 	RET
 

@@ -277,3 +277,52 @@ func TestScaleAndMaxLengths(t *testing.T) {
 		}
 	})
 }
+
+// TestNonTemporalStores checks that the kernels that store outputs of ntBytes or more with
+// non-temporal stores give the bits they give below the threshold (computed here in pieces of
+// 4096 elements), into a fresh buffer and in place (dst = x forward, dx = dy backward).
+func TestNonTemporalStores(t *testing.T) {
+	const n = ntBytes/4 + 13
+	x := sweep(-9, 9, n)
+	dy := sweep(2, -1, n)
+	fwd := func(f func(dst, x []float32)) func(dst, dy, x []float32) {
+		return func(dst, _, x []float32) { f(dst, x) }
+	}
+	kernels := []struct {
+		name    string
+		forward bool
+		run     func(dst, dy, x []float32)
+	}{
+		{"GELU", true, fwd(GELU)},
+		{"GELUBackward", false, GELUBackward},
+		{"SiLU", true, fwd(SiLU)},
+		{"SiLUBackward", false, SiLUBackward},
+		{"ReLU", true, fwd(ReLU)},
+		{"ReLUBackward", false, ReLUBackward},
+	}
+	for _, k := range kernels {
+		want := make([]float32, n)
+		for lo := 0; lo < n; lo += 4096 {
+			hi := min(n, lo+4096)
+			k.run(want[lo:hi], dy[lo:hi], x[lo:hi])
+		}
+		got := make([]float32, n)
+		if useAVX && ntStores(got) == 0 {
+			t.Fatalf("a fresh buffer of %d bytes does not take non-temporal stores", 4*n)
+		}
+		k.run(got, dy, x)
+		var in []float32
+		if k.forward {
+			in = append([]float32(nil), x...)
+			k.run(in, dy, in)
+		} else {
+			in = append([]float32(nil), dy...)
+			k.run(in, in, x)
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(in[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: element %d: %g (in place %g), want %g", k.name, i, got[i], in[i], want[i])
+			}
+		}
+	}
+}
