@@ -8,16 +8,17 @@ import (
 )
 
 // BenchmarkElementwise runs each activation kernel beside a plain copy of the same bytes, at a size
-// that fits in this machine's L3 (1 Mi floats = 4 MiB per stream) and one that does not
-// (16 Mi floats = 64 MiB per stream), and reports the bandwidth (bytes read plus written per
-// second) and its fraction of copy's. Each iteration times one copy and then one run of the
+// that fits in this machine's L1 (4 Ki floats = 16 KiB per stream: the kernels' arithmetic alone,
+// reported as ns_per_8 for each 8 floats, one AVX2 vector), one that fits in its L3 (1 Mi floats =
+// 4 MiB per stream) and one that does not (16 Mi floats = 64 MiB per stream), and reports the
+// bandwidth (bytes read plus written per second) and its fraction of copy's. Each iteration times one copy and then one run of the
 // kernel, so that both see the same load on a shared machine: frac_copy is the median over
 // iterations of the kernel's bandwidth over the copy's just before it, and frac_copy_best the
 // kernel's best bandwidth over copy's best (each one's least disturbed run):
 //
 //	go test -run '^$' -bench Elementwise -benchtime 20x ./exec/kernels
 func BenchmarkElementwise(b *testing.B) {
-	for _, n := range []int{1 << 20, 1 << 24} {
+	for _, n := range []int{1 << 12, 1 << 20, 1 << 24} {
 		x, dy, out, cp := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
 		rng := NewRand(1)
 		FillUniform(x, rng, -4, 4)
@@ -62,6 +63,7 @@ func BenchmarkElementwise(b *testing.B) {
 				b.ReportMetric(copyBytes/bestC.Seconds()/1e9, "copy_best_GB/s")
 				b.ReportMetric(fracs[len(fracs)/2], "frac_copy")
 				b.ReportMetric((bytes/bestK.Seconds())/(copyBytes/bestC.Seconds()), "frac_copy_best")
+				b.ReportMetric(float64(bestK.Nanoseconds())/float64(n/8), "ns_per_8")
 			})
 		}
 	}
