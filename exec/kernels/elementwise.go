@@ -253,6 +253,11 @@ func Softmax(y, x []float32, rows, cols int) {
 	checkLen("Softmax", "x", x, rows*cols)
 	checkLen("Softmax", "y", y, rows*cols)
 	for r := range rows {
+		if useAVX && cols > 0 && r+1 < rows {
+			// The row's three passes hit L1 after the first, so the hardware prefetcher sees no
+			// misses to run ahead of; fetch the next row now, while this one computes.
+			prefetchAVX(&x[(r+1)*cols], cols)
+		}
 		softmaxRow(y[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols])
 	}
 }

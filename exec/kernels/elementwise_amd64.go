@@ -37,3 +37,6 @@ func addAVX(dst, a, b *float32, n int)
 
 //go:noescape
 func addBothAVX(x, y *float32, n int)
+
+//go:noescape
+func prefetchAVX(x *float32, n int)

@@ -1099,3 +1099,17 @@ addb_loop1:
 addb_done:
 	VZEROUPPER
 	RET
+
+// func prefetchAVX(x *float32, n int)
+// Prefetches the 64-byte lines of x[:n] (n >= 1) into the caches (PREFETCHT0 never faults).
+TEXT ·prefetchAVX(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	LEAQ (SI)(CX*4), CX
+
+prefetch_loop:
+	PREFETCHT0 (SI)
+	ADDQ $64, SI
+	CMPQ SI, CX
+	JLT prefetch_loop
+	RET

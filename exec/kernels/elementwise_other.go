@@ -17,3 +17,4 @@ func maxAVX(x *float32, n int) float32                  { panic("kernels: no AVX
 func scaleAVX(x *float32, n int, a float32)             { panic("kernels: no AVX2 kernels") }
 func addAVX(dst, a, b *float32, n int)                  { panic("kernels: no AVX2 kernels") }
 func addBothAVX(x, y *float32, n int)                   { panic("kernels: no AVX2 kernels") }
+func prefetchAVX(x *float32, n int)                     { panic("kernels: no AVX2 kernels") }
