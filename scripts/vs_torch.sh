@@ -11,8 +11,13 @@
 #                for tpsim (its GEMM then runs on its rank's goroutine).
 #   per_machine  a single process gets both cores (2 BLAS threads, GOMAXPROCS=2); with 2 ranks the
 #                machine is already one core per rank, so dp and tp run as per_core.
-# Each configuration runs REPEAT pairs of whole processes (tpsim then PyTorch) and prints the
-# medians of both step times (ms) and the min/median/max over pairs of the ratio tpsim/torch.
+# Each configuration runs REPEAT pairs of whole processes and prints the medians of both step
+# times (ms) and the min/median/max over pairs of the ratio tpsim/torch. The order within a pair
+# alternates (tpsim first, then PyTorch first), so that load from other processes that rises or
+# falls during a configuration does not favour the one that always runs second. On a machine
+# shared with other work the ratio of one pair can be off by 2x either way (another process takes
+# a core from one rank of tp=2, and the other waits for it in every collective); the median over
+# pairs is the figure to read, and REPEAT=5 or more makes it steady.
 #
 # Needs Debian's PyTorch with OpenBLAS: apt-get install -y python3-torch libopenblas0-pthread (run
 # with /usr/bin/python3). Without libopenblas0-pthread, torch falls back to the reference BLAS
@@ -25,7 +30,7 @@ if [ ! -f "$ref" ]; then
 	exit 2
 fi
 py=${PYTHON:-/usr/bin/python3}
-repeat=${REPEAT:-3}
+repeat=${REPEAT:-5}
 models=${MODELS:-"seed mlp-big"}
 go build -o /tmp/tpsim-vs-torch ./cmd/tpsim
 
@@ -53,14 +58,23 @@ for name in $models; do
 		strategy=$1 ranks=$2 mesh=$3 mode=$4
 		if [ "$mode" = per_core ]; then blas=1 procs=$ranks; else blas=2 procs=2; fi
 		tts=() pts=() ratios=()
-		for _ in $(seq "$repeat"); do
+		run_tpsim() {
 			# tpsim's first step is its warm-up; give it as many as torch's.
-			t=$(GOMAXPROCS=$procs /tmp/tpsim-vs-torch exec --model "$tmodel" --batch "$batch" --mesh "$mesh" \
+			GOMAXPROCS=$procs /tmp/tpsim-vs-torch exec --model "$tmodel" --batch "$batch" --mesh "$mesh" \
 				--plan "0=colwise,2=rowwise" --steps $((steps + 1)) --json 2>/dev/null |
-				"$py" -c 'import json,sys; print(json.load(sys.stdin)["time_s"]["step"])')
-			p=$(OPENBLAS_NUM_THREADS=$blas OMP_NUM_THREADS=$blas "$py" "$ref" --strategy "$strategy" --world "$ranks" \
+				"$py" -c 'import json,sys; print(json.load(sys.stdin)["time_s"]["step"])'
+		}
+		run_torch() {
+			OPENBLAS_NUM_THREADS=$blas OMP_NUM_THREADS=$blas "$py" "$ref" --strategy "$strategy" --world "$ranks" \
 				$tshape --threads "$blas" --steps "$steps" --warmup "$warm" | tail -1 |
-				"$py" -c 'import json,sys; print(json.load(sys.stdin)["step_s_median"])')
+				"$py" -c 'import json,sys; print(json.load(sys.stdin)["step_s_median"])'
+		}
+		for i in $(seq "$repeat"); do
+			if [ $((i % 2)) = 1 ]; then
+				t=$(run_tpsim) p=$(run_torch)
+			else
+				p=$(run_torch) t=$(run_tpsim)
+			fi
 			tts+=("$t") pts+=("$p") ratios+=("$("$py" -c "print($t/$p)")")
 		done
 		read -r lo mid hi <<<"$(stats "${ratios[@]}")"

@@ -49,10 +49,48 @@ func (o *op) allReduce(buf []float32) error {
 	if err := o.checkAborted(); err != nil {
 		return err
 	}
+	if o.g.Size() == 2 {
+		return o.allReducePair(buf)
+	}
 	if err := o.reduceScatterInPlace(buf); err != nil {
 		return err
 	}
 	return o.allGatherRing(buf)
+}
+
+// allReducePair is the ring all-reduce of two members with its all-gather folded into the
+// reduce-scatter. In the ring, member r lends chunk q (q = 1-r, the peer) to q, which adds it into
+// its own chunk q; then q lends its summed chunk back and r copies it in. Here q writes the sum
+// into both buffers in the pass that adds them (kernels.AddBoth), so the sum reaches r's buffer
+// without being read again from memory: each member reads and writes its chunk of both buffers
+// once (2n elements of traffic instead of the ring's 2.5n). The write-back is the all-gather's
+// message, |chunk q| elements that really move from q's sum into r's buffer, and it is counted as
+// one (so the counters are the ring's: 2 messages, 4n bytes per member). The sum is b_q + b_r
+// elementwise, the bits of the ring's sum in either order.
+func (o *op) allReducePair(buf []float32) error {
+	r, n := o.g.index, len(buf)
+	q := 1 - r
+	lo, hi := ChunkBounds(n, 2, q)
+	out := newRef(buf[lo:hi]) // q sums it in place and releases it
+	if err := o.send(classCollective, q, out); err != nil {
+		return err
+	}
+	lo, hi = ChunkBounds(n, 2, r)
+	in, err := o.recv(classCollective, q, hi-lo)
+	if err != nil {
+		o.reclaim(classCollective, q, out) // so that q no longer reads or writes buf
+		return err
+	}
+	if !in.lent {
+		o.release(q, in)
+		o.reclaim(classCollective, q, out)
+		return o.errorf(ErrMismatch, nil, "rank %d sent its chunk as a copy where the pair all-reduce lends it", o.g.gs.ranks[q])
+	}
+	kernels.AddBoth(buf[lo:hi], in.data)
+	o.release(q, in)
+	o.msgs++ // the sum written back into q's buffer: the all-gather's message
+	o.bytes += 4 * int64(hi-lo)
+	return o.waitAck(classCollective, q, out)
 }
 
 // ReduceScatter sets dst to chunk Index() (ChunkBounds(len(src), Size(), Index())) of the

@@ -27,7 +27,8 @@ const (
 
 // msg is one message. Its payload is either owned by the message (newMsg): the receiver owns it
 // after the channel hand-off and either forwards it (ring steps) or frees it; or lent (newRef): data
-// is a slice of the sender's buffer, which the receiver reads in place and hands back with release,
+// is a slice of the sender's buffer, which the receiver reads in place (the two-member all-reduce
+// also writes the sum into it) and hands back with release,
 // and the sender neither writes that slice nor returns before waitAck has it back. The channel
 // hand-offs order the sender's writes before the receiver's reads, and those before the sender's
 // next writes.

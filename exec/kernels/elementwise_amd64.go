@@ -6,25 +6,25 @@ package kernels
 // wrappers run the rest with the scalar float32 code of the same formulas.
 
 //go:noescape
-func geluAVX(dst, x *float32, n int)
+func geluAVX(dst, x *float32, n int, nt int)
 
 //go:noescape
-func geluBackwardAVX(dx, dy, x *float32, n int)
+func geluBackwardAVX(dx, dy, x *float32, n int, nt int)
 
 //go:noescape
-func siluAVX(dst, x *float32, n int)
+func siluAVX(dst, x *float32, n int, nt int)
 
 //go:noescape
-func siluBackwardAVX(dx, dy, x *float32, n int)
+func siluBackwardAVX(dx, dy, x *float32, n int, nt int)
 
 //go:noescape
-func expSumAVX(dst, x *float32, n int, shift float32) float64
+func expSumAVX(dst, x *float32, n int, shift float32, bounded bool) float64
 
 //go:noescape
-func reluAVX(dst, x *float32, n int)
+func reluAVX(dst, x *float32, n int, nt int)
 
 //go:noescape
-func reluBackwardAVX(dx, dy, x *float32, n int)
+func reluBackwardAVX(dx, dy, x *float32, n int, nt int)
 
 //go:noescape
 func maxAVX(x *float32, n int) float32
@@ -34,3 +34,9 @@ func scaleAVX(x *float32, n int, a float32)
 
 //go:noescape
 func addAVX(dst, a, b *float32, n int)
+
+//go:noescape
+func addBothAVX(x, y *float32, n int)
+
+//go:noescape
+func prefetchAVX(x *float32, n int)

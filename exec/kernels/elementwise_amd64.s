@@ -5,7 +5,7 @@
 // Constants, eight copies each (one ymm). exp: Cephes expf (Moshier 1989, "Methods and Programs
 // for Mathematical Functions", cephes/single/expf.c): x = n ln2 + r with ln2 split in ln2hi + ln2lo,
 // exp(r) = 1 + r + r² P(r) with P's coefficients p0..p5, times 2^n built in the exponent bits. gelu:
-// -2C, -2C·a, 2C and 6C·a for C = sqrt(2/pi), a = 0.044715 (see GELU).
+// 2C and 6C·a for C = sqrt(2/pi), a = 0.044715 (see GELU).
 DATA c_one<>+0(SB)/4, $0x3f800000
 DATA c_one<>+4(SB)/4, $0x3f800000
 DATA c_one<>+8(SB)/4, $0x3f800000
@@ -123,24 +123,6 @@ DATA c_bias<>+20(SB)/4, $0x0000007f
 DATA c_bias<>+24(SB)/4, $0x0000007f
 DATA c_bias<>+28(SB)/4, $0x0000007f
 GLOBL c_bias<>(SB), RODATA|NOPTR, $32
-DATA c_gm2c<>+0(SB)/4, $0xbfcc422a
-DATA c_gm2c<>+4(SB)/4, $0xbfcc422a
-DATA c_gm2c<>+8(SB)/4, $0xbfcc422a
-DATA c_gm2c<>+12(SB)/4, $0xbfcc422a
-DATA c_gm2c<>+16(SB)/4, $0xbfcc422a
-DATA c_gm2c<>+20(SB)/4, $0xbfcc422a
-DATA c_gm2c<>+24(SB)/4, $0xbfcc422a
-DATA c_gm2c<>+28(SB)/4, $0xbfcc422a
-GLOBL c_gm2c<>(SB), RODATA|NOPTR, $32
-DATA c_gm2ca<>+0(SB)/4, $0xbd922279
-DATA c_gm2ca<>+4(SB)/4, $0xbd922279
-DATA c_gm2ca<>+8(SB)/4, $0xbd922279
-DATA c_gm2ca<>+12(SB)/4, $0xbd922279
-DATA c_gm2ca<>+16(SB)/4, $0xbd922279
-DATA c_gm2ca<>+20(SB)/4, $0xbd922279
-DATA c_gm2ca<>+24(SB)/4, $0xbd922279
-DATA c_gm2ca<>+28(SB)/4, $0xbd922279
-GLOBL c_gm2ca<>(SB), RODATA|NOPTR, $32
 DATA c_g2c<>+0(SB)/4, $0x3fcc422a
 DATA c_g2c<>+4(SB)/4, $0x3fcc422a
 DATA c_g2c<>+8(SB)/4, $0x3fcc422a
@@ -160,121 +142,385 @@ DATA c_g6ca<>+24(SB)/4, $0x3e5b33b6
 DATA c_g6ca<>+28(SB)/4, $0x3e5b33b6
 GLOBL c_g6ca<>(SB), RODATA|NOPTR, $32
 
-// EXP sets X = exp(X) for eight floats, with T and U as scratch. The argument is first clamped to
-// [ln 2⁻¹²⁶, 88] (so that 2^n stays a normal float; NaN passes through the clamps, which return
-// their second source operand X when it is unordered). Horner's form 1 + r(1 + r(p5 + r(...)))
-// is the Cephes polynomial 1 + r + r² P(r) regrouped.
-#define EXP(X, T, U) \
-	VMOVUPS c_explo<>(SB), T; \
-	VMAXPS X, T, X; \
-	VMOVUPS c_exphi<>(SB), T; \
-	VMINPS X, T, X; \
-	VMULPS c_log2e<>(SB), X, T; \
-	VROUNDPS $0, T, T; \
-	VFNMADD231PS c_ln2hi<>(SB), T, X; \
-	VFNMADD231PS c_ln2lo<>(SB), T, X; \
-	VMOVUPS c_p0<>(SB), U; \
-	VFMADD213PS c_p1<>(SB), X, U; \
-	VFMADD213PS c_p2<>(SB), X, U; \
-	VFMADD213PS c_p3<>(SB), X, U; \
-	VFMADD213PS c_p4<>(SB), X, U; \
-	VFMADD213PS c_p5<>(SB), X, U; \
-	VFMADD213PS c_one<>(SB), X, U; \
-	VFMADD213PS c_one<>(SB), X, U; \
-	VCVTPS2DQ T, T; \
-	VPADDD c_bias<>(SB), T, T; \
-	VPSLLD $23, T, T; \
-	VMULPS T, U, X
+DATA c_magic<>+0(SB)/4, $0x4b40007f
+DATA c_magic<>+4(SB)/4, $0x4b40007f
+DATA c_magic<>+8(SB)/4, $0x4b40007f
+DATA c_magic<>+12(SB)/4, $0x4b40007f
+DATA c_magic<>+16(SB)/4, $0x4b40007f
+DATA c_magic<>+20(SB)/4, $0x4b40007f
+DATA c_magic<>+24(SB)/4, $0x4b40007f
+DATA c_magic<>+28(SB)/4, $0x4b40007f
+GLOBL c_magic<>(SB), RODATA|NOPTR, $32
 
-// GELUNEG2U sets D = -2u = -2C(x + a x³) = x(-2C - 2Ca x²) from X = x, leaving X2 = x².
-#define GELUNEG2U(X, X2, D) \
+
+// Constants of the activations' exp, which works in base 2 (see EXP2ARG): the clamps
+// [-126, 88 log2e] of y = z log2e, GELU's -2C log2e and -2Ca log2e (so that y comes straight
+// from x), SiLU's -log2e, ln 2, and the Cephes coefficients rescaled to r' = r/ln2: a5 = p5 ln²2,
+// a4 = p4 ln³2, ..., a0 = p0 ln⁷2 (fastmath.go computes the same values as exp2A5..exp2A0).
+DATA c_ylo<>+0(SB)/4, $0xc2fc0000
+DATA c_ylo<>+4(SB)/4, $0xc2fc0000
+DATA c_ylo<>+8(SB)/4, $0xc2fc0000
+DATA c_ylo<>+12(SB)/4, $0xc2fc0000
+DATA c_ylo<>+16(SB)/4, $0xc2fc0000
+DATA c_ylo<>+20(SB)/4, $0xc2fc0000
+DATA c_ylo<>+24(SB)/4, $0xc2fc0000
+DATA c_ylo<>+28(SB)/4, $0xc2fc0000
+GLOBL c_ylo<>(SB), RODATA|NOPTR, $32
+DATA c_yhi<>+0(SB)/4, $0x42fdea11
+DATA c_yhi<>+4(SB)/4, $0x42fdea11
+DATA c_yhi<>+8(SB)/4, $0x42fdea11
+DATA c_yhi<>+12(SB)/4, $0x42fdea11
+DATA c_yhi<>+16(SB)/4, $0x42fdea11
+DATA c_yhi<>+20(SB)/4, $0x42fdea11
+DATA c_yhi<>+24(SB)/4, $0x42fdea11
+DATA c_yhi<>+28(SB)/4, $0x42fdea11
+GLOBL c_yhi<>(SB), RODATA|NOPTR, $32
+DATA c_gk0<>+0(SB)/4, $0xc0135761
+DATA c_gk0<>+4(SB)/4, $0xc0135761
+DATA c_gk0<>+8(SB)/4, $0xc0135761
+DATA c_gk0<>+12(SB)/4, $0xc0135761
+DATA c_gk0<>+16(SB)/4, $0xc0135761
+DATA c_gk0<>+20(SB)/4, $0xc0135761
+DATA c_gk0<>+24(SB)/4, $0xc0135761
+DATA c_gk0<>+28(SB)/4, $0xc0135761
+GLOBL c_gk0<>(SB), RODATA|NOPTR, $32
+DATA c_gk1<>+0(SB)/4, $0xbdd2d3e8
+DATA c_gk1<>+4(SB)/4, $0xbdd2d3e8
+DATA c_gk1<>+8(SB)/4, $0xbdd2d3e8
+DATA c_gk1<>+12(SB)/4, $0xbdd2d3e8
+DATA c_gk1<>+16(SB)/4, $0xbdd2d3e8
+DATA c_gk1<>+20(SB)/4, $0xbdd2d3e8
+DATA c_gk1<>+24(SB)/4, $0xbdd2d3e8
+DATA c_gk1<>+28(SB)/4, $0xbdd2d3e8
+GLOBL c_gk1<>(SB), RODATA|NOPTR, $32
+DATA c_nlog2e<>+0(SB)/4, $0xbfb8aa3b
+DATA c_nlog2e<>+4(SB)/4, $0xbfb8aa3b
+DATA c_nlog2e<>+8(SB)/4, $0xbfb8aa3b
+DATA c_nlog2e<>+12(SB)/4, $0xbfb8aa3b
+DATA c_nlog2e<>+16(SB)/4, $0xbfb8aa3b
+DATA c_nlog2e<>+20(SB)/4, $0xbfb8aa3b
+DATA c_nlog2e<>+24(SB)/4, $0xbfb8aa3b
+DATA c_nlog2e<>+28(SB)/4, $0xbfb8aa3b
+GLOBL c_nlog2e<>(SB), RODATA|NOPTR, $32
+DATA c_ln2<>+0(SB)/4, $0x3f317218
+DATA c_ln2<>+4(SB)/4, $0x3f317218
+DATA c_ln2<>+8(SB)/4, $0x3f317218
+DATA c_ln2<>+12(SB)/4, $0x3f317218
+DATA c_ln2<>+16(SB)/4, $0x3f317218
+DATA c_ln2<>+20(SB)/4, $0x3f317218
+DATA c_ln2<>+24(SB)/4, $0x3f317218
+DATA c_ln2<>+28(SB)/4, $0x3f317218
+GLOBL c_ln2<>(SB), RODATA|NOPTR, $32
+DATA c_a5<>+0(SB)/4, $0x3e75fdf0
+DATA c_a5<>+4(SB)/4, $0x3e75fdf0
+DATA c_a5<>+8(SB)/4, $0x3e75fdf0
+DATA c_a5<>+12(SB)/4, $0x3e75fdf0
+DATA c_a5<>+16(SB)/4, $0x3e75fdf0
+DATA c_a5<>+20(SB)/4, $0x3e75fdf0
+DATA c_a5<>+24(SB)/4, $0x3e75fdf0
+DATA c_a5<>+28(SB)/4, $0x3e75fdf0
+GLOBL c_a5<>(SB), RODATA|NOPTR, $32
+DATA c_a4<>+0(SB)/4, $0x3d635846
+DATA c_a4<>+4(SB)/4, $0x3d635846
+DATA c_a4<>+8(SB)/4, $0x3d635846
+DATA c_a4<>+12(SB)/4, $0x3d635846
+DATA c_a4<>+16(SB)/4, $0x3d635846
+DATA c_a4<>+20(SB)/4, $0x3d635846
+DATA c_a4<>+24(SB)/4, $0x3d635846
+DATA c_a4<>+28(SB)/4, $0x3d635846
+GLOBL c_a4<>(SB), RODATA|NOPTR, $32
+DATA c_a3<>+0(SB)/4, $0x3c1d9484
+DATA c_a3<>+4(SB)/4, $0x3c1d9484
+DATA c_a3<>+8(SB)/4, $0x3c1d9484
+DATA c_a3<>+12(SB)/4, $0x3c1d9484
+DATA c_a3<>+16(SB)/4, $0x3c1d9484
+DATA c_a3<>+20(SB)/4, $0x3c1d9484
+DATA c_a3<>+24(SB)/4, $0x3c1d9484
+DATA c_a3<>+28(SB)/4, $0x3c1d9484
+GLOBL c_a3<>(SB), RODATA|NOPTR, $32
+DATA c_a2<>+0(SB)/4, $0x3aaec4a2
+DATA c_a2<>+4(SB)/4, $0x3aaec4a2
+DATA c_a2<>+8(SB)/4, $0x3aaec4a2
+DATA c_a2<>+12(SB)/4, $0x3aaec4a2
+DATA c_a2<>+16(SB)/4, $0x3aaec4a2
+DATA c_a2<>+20(SB)/4, $0x3aaec4a2
+DATA c_a2<>+24(SB)/4, $0x3aaec4a2
+DATA c_a2<>+28(SB)/4, $0x3aaec4a2
+GLOBL c_a2<>(SB), RODATA|NOPTR, $32
+DATA c_a1<>+0(SB)/4, $0x392299bc
+DATA c_a1<>+4(SB)/4, $0x392299bc
+DATA c_a1<>+8(SB)/4, $0x392299bc
+DATA c_a1<>+12(SB)/4, $0x392299bc
+DATA c_a1<>+16(SB)/4, $0x392299bc
+DATA c_a1<>+20(SB)/4, $0x392299bc
+DATA c_a1<>+24(SB)/4, $0x392299bc
+DATA c_a1<>+28(SB)/4, $0x392299bc
+GLOBL c_a1<>(SB), RODATA|NOPTR, $32
+DATA c_a0<>+0(SB)/4, $0x37802bd2
+DATA c_a0<>+4(SB)/4, $0x37802bd2
+DATA c_a0<>+8(SB)/4, $0x37802bd2
+DATA c_a0<>+12(SB)/4, $0x37802bd2
+DATA c_a0<>+16(SB)/4, $0x37802bd2
+DATA c_a0<>+20(SB)/4, $0x37802bd2
+DATA c_a0<>+24(SB)/4, $0x37802bd2
+DATA c_a0<>+28(SB)/4, $0x37802bd2
+GLOBL c_a0<>(SB), RODATA|NOPTR, $32
+
+// The kernels that take nt store their output with VMOVNTPS when it is nonzero (dst 32-byte
+// aligned, see ntStores), bypassing the caches, and end with SFENCE; the storing loop comes in
+// two copies, so that neither tests nt per vector (a test and two jumps a vector cost ReLU a third
+// of its speed in L1).
+
+// The exp kernels below work on blocks of up to 32 vectors (256 floats) in two passes, with the
+// block's reduced arguments in the frame: pass 1 computes each vector's argument z, clamps it and
+// splits it as z = n ln2 + r, storing r at 0(SP) and t (n in its low bits) at 1024(SP); pass 2
+// evaluates exp(r) 2^n from them and finishes the kernel. One pass holding the whole chain of
+// dependent steps (some 80 cycles from load to store) kept too few vectors in flight for the
+// out-of-order window and ran at about twice the arithmetic's throughput bound; each half is short
+// enough to overlap.
+//
+// Rounding to n uses the shifter 1.5·2²³ + 127 (c_magic): t = z log2e + shifter in one fused
+// multiply-add rounds z log2e to the nearest integer n (ties to even, as VROUNDPS $0) in the low
+// bits of t, and n = t - shifter exactly; t << 23 is then the float32 2^n, the +127 being its
+// exponent bias (n is in [-126, 127] once z is clamped).
+
+// EXPLOADARG loads the constants of EXPARG into Y10..Y15.
+#define EXPLOADARG \
+	VMOVUPS c_explo<>(SB), Y15; \
+	VMOVUPS c_exphi<>(SB), Y14; \
+	VMOVUPS c_log2e<>(SB), Y13; \
+	VMOVUPS c_magic<>(SB), Y12; \
+	VMOVUPS c_ln2hi<>(SB), Y11; \
+	VMOVUPS c_ln2lo<>(SB), Y10
+
+// EXPARG clamps Z to [ln 2⁻¹²⁶, 88] (NaN passes: the clamps return their second source operand Z
+// when it is unordered) and sets T = shifter + n and Z = r = z - n ln2hi - n ln2lo, with N as
+// scratch.
+#define EXPARG(Z, T, N) \
+	VMAXPS Z, Y15, Z; \
+	VMINPS Z, Y14, Z; \
+	VMOVAPS Y13, T; \
+	VFMADD213PS Y12, Z, T; \
+	VSUBPS Y12, T, N; \
+	VFNMADD231PS Y11, N, Z; \
+	VFNMADD231PS Y10, N, Z
+
+// EXPLOADPOLY loads the constants of EXPPOLY into Y9..Y15 (Y15 = 1).
+#define EXPLOADPOLY \
+	VMOVUPS c_one<>(SB), Y15; \
+	VMOVUPS c_p5<>(SB), Y14; \
+	VMOVUPS c_p4<>(SB), Y13; \
+	VMOVUPS c_p3<>(SB), Y12; \
+	VMOVUPS c_p2<>(SB), Y11; \
+	VMOVUPS c_p1<>(SB), Y10; \
+	VMOVUPS c_p0<>(SB), Y9
+
+// EXPPOLY sets E = exp(r) 2^n from R = r (clobbered) and the t at memory operand TM: the Cephes
+// polynomial 1 + r + r² P(r), P = p5 + p4 r + ... + p0 r⁵, evaluated in Estrin's form
+// P = (p5 + p4 r) + r² ((p3 + p2 r) + r² (p1 + p0 r)), which has half the dependent steps of
+// Horner's. A, B and R2 are scratch.
+#define EXPPOLY(R, TM, E, A, B, R2) \
+	VMULPS R, R, R2; \
+	VMOVAPS Y9, E; \
+	VFMADD213PS Y10, R, E; \
+	VMOVAPS Y11, B; \
+	VFMADD213PS Y12, R, B; \
+	VMOVAPS Y13, A; \
+	VFMADD213PS Y14, R, A; \
+	VFMADD213PS B, R2, E; \
+	VFMADD213PS A, R2, E; \
+	VADDPS Y15, R, R; \
+	VFMADD213PS R, R2, E; \
+	VMOVUPS TM, A; \
+	VPSLLD $23, A, A; \
+	VMULPS A, E, E
+
+// EXP2LOADARG loads the constants of EXP2ARG into Y12, Y14 and Y15.
+#define EXP2LOADARG \
+	VMOVUPS c_ylo<>(SB), Y15; \
+	VMOVUPS c_yhi<>(SB), Y14; \
+	VMOVUPS c_magic<>(SB), Y12
+
+// EXP2ARG is EXPARG for the activations: Y = y = z log2e is clamped to [-126, 88 log2e] and split
+// as y = n + r' with T = shifter + n and Y = r' = y - n (exact, |r'| <= 1/2); N is scratch. It
+// saves the two-step multiply by ln 2 of EXPARG: the activation folds log2e into its argument's
+// constants, where float32 rounding of y costs what rounding z does (the condition number of
+// exp, |y| ln 2 ulp), within the bound TestFastActivationAccuracy holds the activations to.
+#define EXP2ARG(Y, T, N) \
+	VMAXPS Y, Y15, Y; \
+	VMINPS Y, Y14, Y; \
+	VADDPS Y12, Y, T; \
+	VSUBPS Y12, T, N; \
+	VSUBPS N, Y, Y
+
+// EXP2LOADPOLY loads the constants of EXP2POLY into Y8..Y15 (Y15 = 1, Y8 = ln 2).
+#define EXP2LOADPOLY \
+	VMOVUPS c_one<>(SB), Y15; \
+	VMOVUPS c_a5<>(SB), Y14; \
+	VMOVUPS c_a4<>(SB), Y13; \
+	VMOVUPS c_a3<>(SB), Y12; \
+	VMOVUPS c_a2<>(SB), Y11; \
+	VMOVUPS c_a1<>(SB), Y10; \
+	VMOVUPS c_a0<>(SB), Y9; \
+	VMOVUPS c_ln2<>(SB), Y8
+
+// EXP2POLY is EXPPOLY in r' = r/ln2: E = (1 + r' ln2 + r'² P'(r')) 2^n, P' the Cephes P with the
+// rescaled coefficients a5..a0, in Estrin's form.
+#define EXP2POLY(R, TM, E, A, B, R2) \
+	VMULPS R, R, R2; \
+	VMOVAPS Y9, E; \
+	VFMADD213PS Y10, R, E; \
+	VMOVAPS Y11, B; \
+	VFMADD213PS Y12, R, B; \
+	VMOVAPS Y13, A; \
+	VFMADD213PS Y14, R, A; \
+	VFMADD213PS B, R2, E; \
+	VFMADD213PS A, R2, E; \
+	VFMADD213PS Y15, Y8, R; \
+	VFMADD213PS R, R2, E; \
+	VMOVUPS TM, A; \
+	VPSLLD $23, A, A; \
+	VMULPS A, E, E
+
+// BLOCK sets DX to the vectors of the next block (at most 32) of the CX left and takes them off CX.
+#define BLOCK \
+	MOVQ CX, DX; \
+	CMPQ DX, $32; \
+	JLE 2(PC); \
+	MOVQ $32, DX; \
+	SUBQ DX, CX
+
+// GELUY sets D = -2u log2e = x(-2C log2e - 2Ca log2e x²) from X = x (u = C(x + a x³), see
+// GELU), with the constants in Y9 and Y8 (c_gk1, c_gk0), leaving X2 = x².
+#define GELUY(X, X2, D) \
 	VMULPS X, X, X2; \
-	VMOVUPS c_gm2ca<>(SB), D; \
-	VFMADD213PS c_gm2c<>(SB), X2, D; \
+	VMOVAPS Y9, D; \
+	VFMADD213PS Y8, X2, D; \
 	VMULPS X, D, D
 
-// LOADEXPCONSTS loads the constants of EXPR into Y5..Y15, where they stay for a kernel's loop, so
-// that each vector's exp costs two constant loads instead of fourteen (loads, not arithmetic,
-// bounded the memory-operand EXP).
-#define LOADEXPCONSTS \
-	VMOVUPS c_one<>(SB), Y5; \
-	VMOVUPS c_p5<>(SB), Y6; \
-	VMOVUPS c_p4<>(SB), Y7; \
-	VMOVUPS c_p3<>(SB), Y8; \
-	VMOVUPS c_p2<>(SB), Y9; \
-	VMOVUPS c_p1<>(SB), Y10; \
-	VMOVUPS c_p0<>(SB), Y11; \
-	VMOVUPS c_ln2hi<>(SB), Y12; \
-	VMOVUPS c_log2e<>(SB), Y13; \
-	VMOVUPS c_exphi<>(SB), Y14; \
-	VMOVUPS c_explo<>(SB), Y15
-
-// EXPR is EXP with the constants in registers (LOADEXPCONSTS; Y5 holds 1.0).
-#define EXPR(X, T, U) \
-	VMAXPS X, Y15, X; \
-	VMINPS X, Y14, X; \
-	VMULPS Y13, X, T; \
-	VROUNDPS $0, T, T; \
-	VFNMADD231PS Y12, T, X; \
-	VFNMADD231PS c_ln2lo<>(SB), T, X; \
-	VMOVAPS Y11, U; \
-	VFMADD213PS Y10, X, U; \
-	VFMADD213PS Y9, X, U; \
-	VFMADD213PS Y8, X, U; \
-	VFMADD213PS Y7, X, U; \
-	VFMADD213PS Y6, X, U; \
-	VFMADD213PS Y5, X, U; \
-	VFMADD213PS Y5, X, U; \
-	VCVTPS2DQ T, T; \
-	VPADDD c_bias<>(SB), T, T; \
-	VPSLLD $23, T, T; \
-	VMULPS T, U, X
-
-// func geluAVX(dst, x *float32, n int)
+// func geluAVX(dst, x *float32, n int, nt int)
 // dst = x / (1 + exp(-2u)), n a multiple of 8.
-TEXT ·geluAVX(SB), NOSPLIT, $0-24
+TEXT ·geluAVX(SB), $2048-32
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
+	MOVQ nt+24(FP), R12
 	SHRQ $3, CX
 	JZ gelu_done
-	LOADEXPCONSTS
 
-gelu_loop:
-	VMOVUPS (SI), Y1
-	GELUNEG2U(Y1, Y2, Y0)
-	EXPR(Y0, Y2, Y3)
-	VADDPS Y5, Y0, Y0
-	VDIVPS Y0, Y1, Y0
-	VMOVUPS Y0, (DI)
+gelu_block:
+	BLOCK
+	EXP2LOADARG
+	VMOVUPS c_gk1<>(SB), Y9
+	VMOVUPS c_gk0<>(SB), Y8
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+gelu_pass1:
+	VMOVUPS (R9), Y1
+	GELUY(Y1, Y2, Y0)
+	EXP2ARG(Y0, Y3, Y4)
+	VMOVUPS Y0, 0(SP)(R10*1)
+	VMOVUPS Y3, 1024(SP)(R10*1)
+	ADDQ $32, R9
+	ADDQ $32, R10
+	DECQ R8
+	JNZ gelu_pass1
+
+	EXP2LOADPOLY
+	MOVQ DX, R8
+	XORQ R10, R10
+
+	TESTQ R12, R12
+	JNZ gelu_pass2_nt
+
+gelu_pass2:
+	VMOVUPS 0(SP)(R10*1), Y0
+	EXP2POLY(Y0, 1024(SP)(R10*1), Y1, Y2, Y3, Y4)
+	VADDPS Y15, Y1, Y1
+	VMOVUPS (SI), Y5
+	VDIVPS Y1, Y5, Y5
+	VMOVUPS Y5, (DI)
 	ADDQ $32, SI
 	ADDQ $32, DI
-	DECQ CX
-	JNZ gelu_loop
+	ADDQ $32, R10
+	DECQ R8
+	JNZ gelu_pass2
+	JMP gelu_pass2_end
+
+gelu_pass2_nt:
+	VMOVUPS 0(SP)(R10*1), Y0
+	EXP2POLY(Y0, 1024(SP)(R10*1), Y1, Y2, Y3, Y4)
+	VADDPS Y15, Y1, Y1
+	VMOVUPS (SI), Y5
+	VDIVPS Y1, Y5, Y5
+	VMOVNTPS Y5, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, R10
+	DECQ R8
+	JNZ gelu_pass2_nt
+
+gelu_pass2_end:
+
+	TESTQ CX, CX
+	JNZ gelu_block
 
 gelu_done:
+	TESTQ R12, R12
+	JZ 2(PC)
+	SFENCE
 	VZEROUPPER
 	RET
 
-// func geluBackwardAVX(dx, dy, x *float32, n int)
+// func geluBackwardAVX(dx, dy, x *float32, n int, nt int)
 // With e = exp(-2u) and s = 1/(1+e) (so 1-s = e s): dx = dy (s + x(2C + 6Ca x²) s(1-s)).
-TEXT ·geluBackwardAVX(SB), NOSPLIT, $0-32
+TEXT ·geluBackwardAVX(SB), $2048-40
 	MOVQ dx+0(FP), DI
 	MOVQ dy+8(FP), BX
 	MOVQ x+16(FP), SI
 	MOVQ n+24(FP), CX
+	MOVQ nt+32(FP), R12
 	SHRQ $3, CX
 	JZ gelub_done
-	LOADEXPCONSTS
 
-gelub_loop:
-	VMOVUPS (SI), Y1
-	GELUNEG2U(Y1, Y0, Y3)
-	EXPR(Y3, Y2, Y4)
-	VADDPS Y5, Y3, Y4
-	VDIVPS Y4, Y5, Y2
+gelub_block:
+	BLOCK
+	EXP2LOADARG
+	VMOVUPS c_gk1<>(SB), Y9
+	VMOVUPS c_gk0<>(SB), Y8
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+gelub_pass1:
+	VMOVUPS (R9), Y1
+	GELUY(Y1, Y2, Y0)
+	EXP2ARG(Y0, Y3, Y4)
+	VMOVUPS Y0, 0(SP)(R10*1)
+	VMOVUPS Y3, 1024(SP)(R10*1)
+	ADDQ $32, R9
+	ADDQ $32, R10
+	DECQ R8
+	JNZ gelub_pass1
+
+	EXP2LOADPOLY
+	MOVQ DX, R8
+	XORQ R10, R10
+
+	TESTQ R12, R12
+	JNZ gelub_pass2_nt
+
+gelub_pass2:
+	VMOVUPS 0(SP)(R10*1), Y0
+	EXP2POLY(Y0, 1024(SP)(R10*1), Y3, Y2, Y4, Y5)
+	VADDPS Y15, Y3, Y4
+	VDIVPS Y4, Y15, Y2
 	VMULPS Y2, Y3, Y4
 	VMULPS Y2, Y4, Y4
+	VMOVUPS (SI), Y1
+	VMULPS Y1, Y1, Y0
 	VMOVUPS c_g6ca<>(SB), Y3
 	VFMADD213PS c_g2c<>(SB), Y0, Y3
 	VMULPS Y1, Y3, Y3
@@ -284,119 +530,307 @@ gelub_loop:
 	ADDQ $32, SI
 	ADDQ $32, BX
 	ADDQ $32, DI
-	DECQ CX
-	JNZ gelub_loop
+	ADDQ $32, R10
+	DECQ R8
+	JNZ gelub_pass2
+	JMP gelub_pass2_end
+
+gelub_pass2_nt:
+	VMOVUPS 0(SP)(R10*1), Y0
+	EXP2POLY(Y0, 1024(SP)(R10*1), Y3, Y2, Y4, Y5)
+	VADDPS Y15, Y3, Y4
+	VDIVPS Y4, Y15, Y2
+	VMULPS Y2, Y3, Y4
+	VMULPS Y2, Y4, Y4
+	VMOVUPS (SI), Y1
+	VMULPS Y1, Y1, Y0
+	VMOVUPS c_g6ca<>(SB), Y3
+	VFMADD213PS c_g2c<>(SB), Y0, Y3
+	VMULPS Y1, Y3, Y3
+	VFMADD213PS Y2, Y3, Y4
+	VMULPS (BX), Y4, Y4
+	VMOVNTPS Y4, (DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DI
+	ADDQ $32, R10
+	DECQ R8
+	JNZ gelub_pass2_nt
+
+gelub_pass2_end:
+
+	TESTQ CX, CX
+	JNZ gelub_block
 
 gelub_done:
+	TESTQ R12, R12
+	JZ 2(PC)
+	SFENCE
 	VZEROUPPER
 	RET
 
-// func siluAVX(dst, x *float32, n int)
-// dst = x / (1 + exp(-x)).
-TEXT ·siluAVX(SB), NOSPLIT, $0-24
+// func siluAVX(dst, x *float32, n int, nt int)
+// dst = x / (1 + exp(-x)) = x / (1 + 2^(-x log2e)).
+TEXT ·siluAVX(SB), $2048-32
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
+	MOVQ nt+24(FP), R12
 	SHRQ $3, CX
 	JZ silu_done
-	LOADEXPCONSTS
 
-silu_loop:
-	VMOVUPS (SI), Y1
-	VXORPS Y0, Y0, Y0
-	VSUBPS Y1, Y0, Y0
-	EXPR(Y0, Y2, Y3)
-	VADDPS Y5, Y0, Y0
-	VDIVPS Y0, Y1, Y0
-	VMOVUPS Y0, (DI)
+silu_block:
+	BLOCK
+	EXP2LOADARG
+	VMOVUPS c_nlog2e<>(SB), Y9
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+silu_pass1:
+	VMULPS (R9), Y9, Y0
+	EXP2ARG(Y0, Y3, Y4)
+	VMOVUPS Y0, 0(SP)(R10*1)
+	VMOVUPS Y3, 1024(SP)(R10*1)
+	ADDQ $32, R9
+	ADDQ $32, R10
+	DECQ R8
+	JNZ silu_pass1
+
+	EXP2LOADPOLY
+	MOVQ DX, R8
+	XORQ R10, R10
+
+	TESTQ R12, R12
+	JNZ silu_pass2_nt
+
+silu_pass2:
+	VMOVUPS 0(SP)(R10*1), Y0
+	EXP2POLY(Y0, 1024(SP)(R10*1), Y1, Y2, Y3, Y4)
+	VADDPS Y15, Y1, Y1
+	VMOVUPS (SI), Y5
+	VDIVPS Y1, Y5, Y5
+	VMOVUPS Y5, (DI)
 	ADDQ $32, SI
 	ADDQ $32, DI
-	DECQ CX
-	JNZ silu_loop
+	ADDQ $32, R10
+	DECQ R8
+	JNZ silu_pass2
+	JMP silu_pass2_end
+
+silu_pass2_nt:
+	VMOVUPS 0(SP)(R10*1), Y0
+	EXP2POLY(Y0, 1024(SP)(R10*1), Y1, Y2, Y3, Y4)
+	VADDPS Y15, Y1, Y1
+	VMOVUPS (SI), Y5
+	VDIVPS Y1, Y5, Y5
+	VMOVNTPS Y5, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, R10
+	DECQ R8
+	JNZ silu_pass2_nt
+
+silu_pass2_end:
+
+	TESTQ CX, CX
+	JNZ silu_block
 
 silu_done:
+	TESTQ R12, R12
+	JZ 2(PC)
+	SFENCE
 	VZEROUPPER
 	RET
 
-// func siluBackwardAVX(dx, dy, x *float32, n int)
+// func siluBackwardAVX(dx, dy, x *float32, n int, nt int)
 // With e = exp(-x) and s = 1/(1+e) (so 1-s = e s): dx = dy s (1 + x(1-s)).
-TEXT ·siluBackwardAVX(SB), NOSPLIT, $0-32
+TEXT ·siluBackwardAVX(SB), $2048-40
 	MOVQ dx+0(FP), DI
 	MOVQ dy+8(FP), BX
 	MOVQ x+16(FP), SI
 	MOVQ n+24(FP), CX
+	MOVQ nt+32(FP), R12
 	SHRQ $3, CX
 	JZ silub_done
-	LOADEXPCONSTS
 
-silub_loop:
-	VMOVUPS (SI), Y1
-	VXORPS Y3, Y3, Y3
-	VSUBPS Y1, Y3, Y3
-	EXPR(Y3, Y2, Y4)
-	VADDPS Y5, Y3, Y4
-	VDIVPS Y4, Y5, Y2
+silub_block:
+	BLOCK
+	EXP2LOADARG
+	VMOVUPS c_nlog2e<>(SB), Y9
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+silub_pass1:
+	VMULPS (R9), Y9, Y0
+	EXP2ARG(Y0, Y3, Y4)
+	VMOVUPS Y0, 0(SP)(R10*1)
+	VMOVUPS Y3, 1024(SP)(R10*1)
+	ADDQ $32, R9
+	ADDQ $32, R10
+	DECQ R8
+	JNZ silub_pass1
+
+	EXP2LOADPOLY
+	MOVQ DX, R8
+	XORQ R10, R10
+
+	TESTQ R12, R12
+	JNZ silub_pass2_nt
+
+silub_pass2:
+	VMOVUPS 0(SP)(R10*1), Y0
+	EXP2POLY(Y0, 1024(SP)(R10*1), Y3, Y2, Y4, Y5)
+	VADDPS Y15, Y3, Y4
+	VDIVPS Y4, Y15, Y2
 	VMULPS Y2, Y3, Y4
-	VFMADD213PS Y5, Y1, Y4
+	VMOVUPS (SI), Y1
+	VFMADD213PS Y15, Y1, Y4
 	VMULPS Y2, Y4, Y4
 	VMULPS (BX), Y4, Y4
 	VMOVUPS Y4, (DI)
 	ADDQ $32, SI
 	ADDQ $32, BX
 	ADDQ $32, DI
-	DECQ CX
-	JNZ silub_loop
+	ADDQ $32, R10
+	DECQ R8
+	JNZ silub_pass2
+	JMP silub_pass2_end
+
+silub_pass2_nt:
+	VMOVUPS 0(SP)(R10*1), Y0
+	EXP2POLY(Y0, 1024(SP)(R10*1), Y3, Y2, Y4, Y5)
+	VADDPS Y15, Y3, Y4
+	VDIVPS Y4, Y15, Y2
+	VMULPS Y2, Y3, Y4
+	VMOVUPS (SI), Y1
+	VFMADD213PS Y15, Y1, Y4
+	VMULPS Y2, Y4, Y4
+	VMULPS (BX), Y4, Y4
+	VMOVNTPS Y4, (DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DI
+	ADDQ $32, R10
+	DECQ R8
+	JNZ silub_pass2_nt
+
+silub_pass2_end:
+
+	TESTQ CX, CX
+	JNZ silub_block
 
 silub_done:
+	TESTQ R12, R12
+	JZ 2(PC)
+	SFENCE
 	VZEROUPPER
 	RET
 
-// func expSumAVX(dst, x *float32, n int, shift float32) float64
-// dst = exp(x - shift), returning the sum of dst accumulated in float64 lanes.
-TEXT ·expSumAVX(SB), NOSPLIT, $0-40
+// func expSumAVX(dst, x *float32, n int, shift float32, bounded bool) float64
+// dst = exp(x - shift), returning the sum of dst accumulated in float64 lanes (Y7, Y8). With
+// bounded (the caller guarantees x <= shift, so every value is at most 1), each block's values are
+// first summed in eight float32 lanes (Y6), at most 32 values per lane, and the lane sums added to
+// the float64 lanes once per block: a float32 partial sum of k values in [0, 1] is within
+// (k-1)·2⁻²⁴ of its exact value relative to it, so the sum is within 2e-6 relative (32 values),
+// and the conversions that cost two of the ten cycles a vector takes are paid once per block.
+TEXT ·expSumAVX(SB), $2048-40
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
-	VBROADCASTSS shift+24(FP), Y10
-	VXORPD Y11, Y11, Y11
-	VXORPD Y12, Y12, Y12
+	MOVBLZX bounded+28(FP), R11
+	VXORPD Y7, Y7, Y7
+	VXORPD Y8, Y8, Y8
 	SHRQ $3, CX
 	JZ exps_done
 
-exps_loop:
-	VMOVUPS (SI), Y0
-	VSUBPS Y10, Y0, Y0
-	EXP(Y0, Y1, Y2)
-	VMOVUPS Y0, (DI)
-	VCVTPS2PD X0, Y1
-	VEXTRACTF128 $1, Y0, X2
-	VCVTPS2PD X2, Y2
-	VADDPD Y1, Y11, Y11
-	VADDPD Y2, Y12, Y12
-	ADDQ $32, SI
+exps_block:
+	BLOCK
+	EXPLOADARG
+	VBROADCASTSS shift+24(FP), Y9
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+exps_pass1:
+	VMOVUPS (R9), Y0
+	VSUBPS Y9, Y0, Y0
+	EXPARG(Y0, Y3, Y4)
+	VMOVUPS Y0, 0(SP)(R10*1)
+	VMOVUPS Y3, 1024(SP)(R10*1)
+	ADDQ $32, R9
+	ADDQ $32, R10
+	DECQ R8
+	JNZ exps_pass1
+
+	EXPLOADPOLY
+	MOVQ DX, R8
+	XORQ R10, R10
+	MOVQ R9, SI
+	TESTQ R11, R11
+	JNZ exps_pass2b
+
+exps_pass2:
+	VMOVUPS 0(SP)(R10*1), Y0
+	EXPPOLY(Y0, 1024(SP)(R10*1), Y1, Y2, Y3, Y4)
+	VMOVUPS Y1, (DI)
+	VCVTPS2PD X1, Y2
+	VEXTRACTF128 $1, Y1, X3
+	VCVTPS2PD X3, Y3
+	VADDPD Y2, Y7, Y7
+	VADDPD Y3, Y8, Y8
 	ADDQ $32, DI
-	DECQ CX
-	JNZ exps_loop
+	ADDQ $32, R10
+	DECQ R8
+	JNZ exps_pass2
+	JMP exps_next
+
+exps_pass2b:
+	VXORPS Y6, Y6, Y6
+
+exps_pass2b_loop:
+	VMOVUPS 0(SP)(R10*1), Y0
+	EXPPOLY(Y0, 1024(SP)(R10*1), Y1, Y2, Y3, Y4)
+	VMOVUPS Y1, (DI)
+	VADDPS Y1, Y6, Y6
+	ADDQ $32, DI
+	ADDQ $32, R10
+	DECQ R8
+	JNZ exps_pass2b_loop
+	VCVTPS2PD X6, Y2
+	VEXTRACTF128 $1, Y6, X3
+	VCVTPS2PD X3, Y3
+	VADDPD Y2, Y7, Y7
+	VADDPD Y3, Y8, Y8
+
+exps_next:
+	TESTQ CX, CX
+	JNZ exps_block
 
 exps_done:
-	VADDPD Y12, Y11, Y11
-	VEXTRACTF128 $1, Y11, X12
-	VADDPD X12, X11, X11
-	VPERMILPD $1, X11, X12
-	VADDSD X12, X11, X11
-	VMOVSD X11, ret+32(FP)
+	VADDPD Y8, Y7, Y7
+	VEXTRACTF128 $1, Y7, X8
+	VADDPD X8, X7, X7
+	VPERMILPD $1, X7, X8
+	VADDSD X8, X7, X7
+	VMOVSD X7, ret+32(FP)
 	VZEROUPPER
 	RET
 
-// func reluAVX(dst, x *float32, n int)
+// func reluAVX(dst, x *float32, n int, nt int)
 // dst = max(x, 0): VMAXPS returns its second source (+0) when x is NaN or ±0, as ReLU's x > 0 test.
-TEXT ·reluAVX(SB), NOSPLIT, $0-24
+TEXT ·reluAVX(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
+	MOVQ nt+24(FP), R12
 	SHRQ $3, CX
 	JZ relu_done
 	VXORPS Y9, Y9, Y9
+
+	TESTQ R12, R12
+	JNZ relu_loop_nt
 
 relu_loop:
 	VMOVUPS (SI), Y0
@@ -406,21 +840,40 @@ relu_loop:
 	ADDQ $32, DI
 	DECQ CX
 	JNZ relu_loop
+	JMP relu_loop_end
+
+relu_loop_nt:
+	VMOVUPS (SI), Y0
+	VMAXPS Y9, Y0, Y0
+	VMOVNTPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ relu_loop_nt
+
+relu_loop_end:
 
 relu_done:
+	TESTQ R12, R12
+	JZ 2(PC)
+	SFENCE
 	VZEROUPPER
 	RET
 
-// func reluBackwardAVX(dx, dy, x *float32, n int)
+// func reluBackwardAVX(dx, dy, x *float32, n int, nt int)
 // dx = dy & (x > 0 ? all ones : 0), the compare ordered (NaN gives 0).
-TEXT ·reluBackwardAVX(SB), NOSPLIT, $0-32
+TEXT ·reluBackwardAVX(SB), NOSPLIT, $0-40
 	MOVQ dx+0(FP), DI
 	MOVQ dy+8(FP), BX
 	MOVQ x+16(FP), SI
 	MOVQ n+24(FP), CX
+	MOVQ nt+32(FP), R12
 	SHRQ $3, CX
 	JZ relub_done
 	VXORPS Y9, Y9, Y9
+
+	TESTQ R12, R12
+	JNZ relub_loop_nt
 
 relub_loop:
 	VMOVUPS (SI), Y0
@@ -432,28 +885,72 @@ relub_loop:
 	ADDQ $32, DI
 	DECQ CX
 	JNZ relub_loop
+	JMP relub_loop_end
+
+relub_loop_nt:
+	VMOVUPS (SI), Y0
+	VCMPPS $0x1e, Y9, Y0, Y0
+	VANDPS (BX), Y0, Y0
+	VMOVNTPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ relub_loop_nt
+
+relub_loop_end:
 
 relub_done:
+	TESTQ R12, R12
+	JZ 2(PC)
+	SFENCE
 	VZEROUPPER
 	RET
 
 // func maxAVX(x *float32, n int) float32
-// The largest of x[:n] (n a positive multiple of 8) as rowMax computes it: each lane starts at
-// x[0] and VMAXPS keeps the running maximum (its second source) when x is NaN, so a NaN counts only
-// when it is x[0].
+// The largest of x[:n] (n a positive multiple of 8) as rowMax computes it: each lane of the four
+// accumulators starts at x[0] and VMAXPS keeps the running maximum (its second source) when x is
+// NaN, so a NaN counts only when it is x[0]. Four accumulators keep four VMAXPS in flight.
 TEXT ·maxAVX(SB), NOSPLIT, $0-20
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
 	VBROADCASTSS (SI), Y0
+	VMOVAPS Y0, Y2
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
 	SHRQ $3, CX
+	MOVQ CX, DX
+	SHRQ $2, DX
+	JZ max_tail
 
-max_loop:
+max_loop4:
+	VMOVUPS (SI), Y5
+	VMOVUPS 32(SI), Y6
+	VMOVUPS 64(SI), Y7
+	VMOVUPS 96(SI), Y8
+	VMAXPS Y0, Y5, Y0
+	VMAXPS Y2, Y6, Y2
+	VMAXPS Y3, Y7, Y3
+	VMAXPS Y4, Y8, Y4
+	ADDQ $128, SI
+	DECQ DX
+	JNZ max_loop4
+
+max_tail:
+	ANDQ $3, CX
+	JZ max_reduce
+
+max_loop1:
 	VMOVUPS (SI), Y1
 	VMAXPS Y0, Y1, Y0
 	ADDQ $32, SI
 	DECQ CX
-	JNZ max_loop
+	JNZ max_loop1
 
+max_reduce:
+	VMAXPS Y2, Y0, Y0
+	VMAXPS Y4, Y3, Y3
+	VMAXPS Y3, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VMAXPS X0, X1, X0
 	VPERMILPS $0x4e, X0, X1
@@ -465,12 +962,31 @@ max_loop:
 	RET
 
 // func scaleAVX(x *float32, n int, a float32)
-// x[:n] *= a, n a multiple of 8.
+// x[:n] *= a, n a multiple of 8, four vectors an iteration.
 TEXT ·scaleAVX(SB), NOSPLIT, $0-20
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
 	VBROADCASTSS a+16(FP), Y0
 	SHRQ $3, CX
+	MOVQ CX, DX
+	SHRQ $2, DX
+	JZ scale_tail
+
+scale_loop4:
+	VMULPS (SI), Y0, Y1
+	VMULPS 32(SI), Y0, Y2
+	VMULPS 64(SI), Y0, Y3
+	VMULPS 96(SI), Y0, Y4
+	VMOVUPS Y1, (SI)
+	VMOVUPS Y2, 32(SI)
+	VMOVUPS Y3, 64(SI)
+	VMOVUPS Y4, 96(SI)
+	ADDQ $128, SI
+	DECQ DX
+	JNZ scale_loop4
+
+scale_tail:
+	ANDQ $3, CX
 	JZ scale_done
 
 scale_loop:
@@ -531,4 +1047,69 @@ add_loop1:
 
 add_done:
 	VZEROUPPER
+	RET
+
+// func addBothAVX(x, y *float32, n int)
+// x = y = x + y, n a multiple of 8: the sum is stored to both arrays in the pass that reads them.
+TEXT ·addBothAVX(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ CX, DX
+	SHRQ $5, DX
+	JZ addb_tail
+
+addb_loop4:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VADDPS (SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y0, (SI)
+	VMOVUPS Y1, 32(SI)
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	ADDQ $128, SI
+	ADDQ $128, DI
+	DECQ DX
+	JNZ addb_loop4
+
+addb_tail:
+	ANDQ $31, CX
+	SHRQ $3, CX
+	JZ addb_done
+
+addb_loop1:
+	VMOVUPS (DI), Y0
+	VADDPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y0, (SI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ addb_loop1
+
+addb_done:
+	VZEROUPPER
+	RET
+
+// func prefetchAVX(x *float32, n int)
+// Prefetches the 64-byte lines of x[:n] (n >= 1) into the caches (PREFETCHT0 never faults).
+TEXT ·prefetchAVX(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	LEAQ (SI)(CX*4), CX
+
+prefetch_loop:
+	PREFETCHT0 (SI)
+	ADDQ $64, SI
+	CMPQ SI, CX
+	JLT prefetch_loop
 	RET

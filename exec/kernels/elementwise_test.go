@@ -215,3 +215,10 @@ func TestElementwisePanics(t *testing.T) {
 	mustPanic(t, "LayerNorm", "len(rstd)", func() { LayerNorm(three, two[:1], two, three, three, nil, 1, 3, DefaultEps) })
 	mustPanic(t, "RMSNormBackward", "len(dw)", func() { RMSNormBackward(three, two, three, three, three, two[:1], 1, 3) })
 }
+
+// TestSoftmaxEmptyRows checks Softmax on rows of no columns, where there is no next row to
+// prefetch.
+func TestSoftmaxEmptyRows(t *testing.T) {
+	Softmax(nil, nil, 3, 0)
+	Softmax(nil, nil, 0, 5)
+}

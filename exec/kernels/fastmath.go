@@ -39,8 +39,10 @@ const (
 // exp(r) = 1 + r + r² P(r), times 2^n built in the exponent bits. Its relative error is within
 // 2 ulp (TestExp32Accuracy measures it) for x in [ln 2⁻¹²⁶, 88]; the argument is clamped to that
 // range, so exp32 gives 2⁻¹²⁶ ≈ 1.2e-38 below it (where exp is a subnormal or 0, an absolute error
-// below 1.2e-38) and exp(88) ≈ 1.65e38 above it; NaN gives NaN. The AVX2 kernels compute the same
-// steps eight at a time (with fused multiply-adds, so the last bit may differ).
+// below 1.2e-38) and exp(88) ≈ 1.65e38 above it; NaN gives NaN. The AVX2 kernel of expSum computes
+// the same steps eight at a time (elementwise_amd64.s: EXPARG, EXPPOLY), rounding to n with a
+// shifter and evaluating the polynomial in Estrin's form, with fused multiply-adds, so the last bit
+// may differ.
 func exp32(x float32) float32 {
 	x = min(max(x, expLo), expHi)
 	n := float32(math.RoundToEven(float64(x * log2e)))
@@ -51,45 +53,91 @@ func exp32(x float32) float32 {
 	return p * math.Float32frombits(uint32(int32(n)+127)<<23)
 }
 
+// exp2 of the activations: GELU and SiLU compute their exponential as 2^y with y = z log2e, the
+// constant log2e folded into the constants that make z from x, so that the range reduction
+// y = n + r' (n = round(y), r' = y - n exact) needs no multiply by ln 2. Rounding y in float32
+// costs |y| ln 2 ulp of the result, what rounding z costs already (exp's condition number), which
+// TestFastActivationAccuracy bounds. 2^r' = exp(r' ln 2) is the Cephes polynomial of exp32 with its
+// coefficients rescaled (a_k = p_k ln^(7-k) 2), so it is as accurate on the same interval
+// |r' ln 2| <= ln2/2. elementwise_amd64.s holds the same constants' float32 bits.
+const (
+	ln2    = 0.693147180559945309417232121458176568
+	exp2Lo = -126.0        // 2^-126, the smallest normal float32
+	exp2Hi = expHi * log2e // exp32's upper clamp, exp(88)
+	exp2A5 = expP5 * ln2 * ln2
+	exp2A4 = exp2A5 / expP5 * expP4 * ln2
+	exp2A3 = exp2A4 / expP4 * expP3 * ln2
+	exp2A2 = exp2A3 / expP3 * expP2 * ln2
+	exp2A1 = exp2A2 / expP2 * expP1 * ln2
+	exp2A0 = exp2A1 / expP1 * expP0 * ln2
+	// geluK0 + geluK1 x² times x is -2u log2e, u = C(x + a x³) the argument of GELU's tanh.
+	geluK0 = -2 * geluC * log2e
+	geluK1 = -2 * geluC * geluA * log2e
+)
+
+// exp2y32 is 2^y in float32 for y clamped to [exp2Lo, exp2Hi] (NaN gives NaN), with the steps of
+// the AVX2 kernels (EXP2ARG, EXP2POLY: Estrin's form of the polynomial), which use fused
+// multiply-adds, so the last bit may differ.
+func exp2y32(y float32) float32 {
+	y = min(max(y, exp2Lo), exp2Hi)
+	n := float32(math.RoundToEven(float64(y)))
+	r := y - n
+	r2 := r * r
+	p := (exp2A5 + exp2A4*r) + r2*((exp2A3+exp2A2*r)+r2*(exp2A1+exp2A0*r))
+	p = (r*ln2 + 1) + r2*p
+	return p * math.Float32frombits(uint32(int32(n)+127)<<23)
+}
+
 // gelu32 is the tanh-approximation GELU of GELU, computed as x·σ(2u): since
 // 1 + tanh(u) = 2/(1 + exp(-2u)), 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), which has no
 // cancellation where tanh(u) is near -1.
 func gelu32(x float32) float32 {
-	return x / (1 + exp32(geluNeg2U(x)))
+	return x / (1 + exp2y32(geluY(x)))
 }
 
-// geluNeg2U is -2u = -2 sqrt(2/pi) (x + 0.044715 x³).
-func geluNeg2U(x float32) float32 {
-	return x * (-2*geluC - 2*geluC*geluA*(x*x))
+// geluY is -2u log2e = x (geluK0 + geluK1 x²), so that exp(-2u) = 2^geluY(x).
+func geluY(x float32) float32 {
+	return x * (geluK0 + geluK1*(x*x))
 }
 
 // geluGrad32 is gelu'(x) with s = σ(2u) and 1-s = e s for e = exp(-2u):
 // gelu'(x) = s + x s (1-s) (2C + 6C·a x²), the formula of GELUBackward rewritten with
 // 1 + t = 2s and 1 - t² = 4 s (1-s).
 func geluGrad32(x float32) float32 {
-	e := exp32(geluNeg2U(x))
+	e := exp2y32(geluY(x))
 	s := 1 / (1 + e)
 	return s + x*(2*geluC+6*geluC*geluA*(x*x))*(s*(e*s))
 }
 
-// silu32 is x σ(x) = x / (1 + exp(-x)).
+// silu32 is x σ(x) = x / (1 + exp(-x)), exp(-x) = 2^(-x log2e).
 func silu32(x float32) float32 {
-	return x / (1 + exp32(-x))
+	return x / (1 + exp2y32(-log2e*x))
 }
 
 // siluGrad32 is silu'(x) = s (1 + x (1-s)), with 1-s = e s for e = exp(-x).
 func siluGrad32(x float32) float32 {
-	e := exp32(-x)
+	e := exp2y32(-log2e * x)
 	s := 1 / (1 + e)
 	return s * (1 + x*(e*s))
 }
 
 // expSum sets dst = exp32(x - shift) and returns Σ dst accumulated in float64.
 func expSum(dst, x []float32, shift float32) float64 {
+	return expSumKernel(dst, x, shift, false)
+}
+
+// expSumMax is expSum for a shift at least every x (softmax's row maximum), so that every value is
+// at most 1: the AVX2 kernel then sums each block of 32 vectors in float32 lanes before adding
+// them in float64 (expSumAVX), within 2e-6 of the float64 sum relative to it.
+func expSumMax(dst, x []float32, mx float32) float64 {
+	return expSumKernel(dst, x, mx, true)
+}
+
+func expSumKernel(dst, x []float32, shift float32, bounded bool) float64 {
 	var sum float64
 	v := vecLen(len(dst))
 	if v > 0 {
-		sum = expSumAVX(&dst[0], &x[0], v, shift)
+		sum = expSumAVX(&dst[0], &x[0], v, shift, bounded)
 	}
 	for i := v; i < len(dst); i++ {
 		e := exp32(x[i] - shift)

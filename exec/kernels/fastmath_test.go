@@ -194,7 +194,7 @@ func TestRowMaxNaN(t *testing.T) {
 	})
 }
 
-// TestAddLengths checks Add and AddInPlace bit for bit against the scalar sum on lengths that
+// TestAddLengths checks Add, AddInPlace and AddBoth bit for bit against the scalar sum on lengths that
 // cover the 32-wide unrolled loop, the 8-wide loop and the scalar tail, in place and not.
 func TestAddLengths(t *testing.T) {
 	forBothPaths(t, func(t *testing.T) {
@@ -208,11 +208,124 @@ func TestAddLengths(t *testing.T) {
 			Add(got, a, b)
 			acc := append([]float32(nil), a...)
 			AddInPlace(acc, b)
+			x, y := append([]float32(nil), a...), append([]float32(nil), b...)
+			AddBoth(x, y)
 			for i := range want {
-				if got[i] != want[i] || acc[i] != want[i] {
-					t.Fatalf("n=%d: element %d: Add %g, AddInPlace %g, want %g", n, i, got[i], acc[i], want[i])
+				if got[i] != want[i] || acc[i] != want[i] || x[i] != want[i] || y[i] != want[i] {
+					t.Fatalf("n=%d: element %d: Add %g, AddInPlace %g, AddBoth %g and %g, want %g", n, i, got[i], acc[i], x[i], y[i], want[i])
 				}
 			}
 		}
 	})
+}
+
+// TestExpSumMaxSum checks expSumMax's sum, which the AVX2 kernel adds in float32 within each block
+// of 32 vectors, against the float64 sum of its outputs: within the 2e-6 relative bound its
+// comment derives, for rows whose values are all near 1 (the worst case: the partial sums grow
+// largest) and for a softmax-like spread.
+func TestExpSumMaxSum(t *testing.T) {
+	forBothPaths(t, func(t *testing.T) {
+		for _, c := range []struct{ lo, hi float64 }{{-1e-3, 0}, {-20, 0}} {
+			x := sweep(c.lo, c.hi, 1<<12+5)
+			rng := NewRand(3)
+			for i := range x { // shuffle, so that blocks mix large and small values
+				j := int(rng.Uint64() % uint64(i+1))
+				x[i], x[j] = x[j], x[i]
+			}
+			y := make([]float32, len(x))
+			sum := expSumMax(y, x, 0)
+			var s float64
+			for _, v := range y {
+				s += float64(v)
+			}
+			if d := math.Abs(sum - s); d > 2e-6*s {
+				t.Errorf("x in [%g, %g]: expSumMax returned %g, the float64 sum of its outputs is %g (relative %.2g > 2e-6)", c.lo, c.hi, sum, s, d/s)
+			}
+		}
+	})
+}
+
+// TestScaleAndMaxLengths checks Scale bit for bit against the scalar product, and rowMax against a
+// scalar scan, on lengths that cover the 4-vector unrolled loops, the 1-vector loops and the
+// scalar tails; rowMax also with a NaN inside (skipped) and a new maximum in each position class.
+func TestScaleAndMaxLengths(t *testing.T) {
+	nan := float32(math.NaN())
+	forBothPaths(t, func(t *testing.T) {
+		for _, n := range []int{1, 7, 8, 31, 32, 33, 40, 63, 64, 77, 200} {
+			x := sweep(-1, 2, n+2)[:n]
+			want := make([]float32, n)
+			for i, v := range x {
+				want[i] = v * 1.5
+			}
+			got := append([]float32(nil), x...)
+			Scale(1.5, got)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("Scale n=%d: element %d = %g, want %g", n, i, got[i], want[i])
+				}
+			}
+			for _, pos := range []int{0, n / 3, n / 2, n - 1} {
+				y := sweep(3, -5, n)
+				y[pos] = 9
+				if j := (pos + 1) % n; j != 0 && j != pos { // a NaN first would be the maximum
+					y[j] = nan
+				}
+				if got := rowMax(y); got != 9 {
+					t.Fatalf("rowMax n=%d with 9 at %d and a NaN after it: %g", n, pos, got)
+				}
+			}
+		}
+	})
+}
+
+// TestNonTemporalStores checks that the kernels that store outputs of ntBytes or more with
+// non-temporal stores give the bits they give below the threshold (computed here in pieces of
+// 4096 elements), into a fresh buffer and in place (dst = x forward, dx = dy backward).
+func TestNonTemporalStores(t *testing.T) {
+	if !useAVX {
+		t.Skip("without the AVX2 kernels there is no non-temporal path (portable code, or -race)")
+	}
+	const n = ntBytes/4 + 13
+	x := sweep(-9, 9, n)
+	dy := sweep(2, -1, n)
+	fwd := func(f func(dst, x []float32)) func(dst, dy, x []float32) {
+		return func(dst, _, x []float32) { f(dst, x) }
+	}
+	kernels := []struct {
+		name    string
+		forward bool
+		run     func(dst, dy, x []float32)
+	}{
+		{"GELU", true, fwd(GELU)},
+		{"GELUBackward", false, GELUBackward},
+		{"SiLU", true, fwd(SiLU)},
+		{"SiLUBackward", false, SiLUBackward},
+		{"ReLU", true, fwd(ReLU)},
+		{"ReLUBackward", false, ReLUBackward},
+	}
+	for _, k := range kernels {
+		want := make([]float32, n)
+		for lo := 0; lo < n; lo += 4096 {
+			hi := min(n, lo+4096)
+			k.run(want[lo:hi], dy[lo:hi], x[lo:hi])
+		}
+		got := make([]float32, n)
+		if ntStores(got) == 0 {
+			t.Fatalf("a fresh buffer of %d bytes does not take non-temporal stores", 4*n)
+		}
+		k.run(got, dy, x)
+		var in []float32
+		if k.forward {
+			in = append([]float32(nil), x...)
+			k.run(in, dy, in)
+		} else {
+			in = append([]float32(nil), dy...)
+			k.run(in, in, x)
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(in[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: element %d: %g (in place %g), want %g", k.name, i, got[i], in[i], want[i])
+			}
+		}
+	}
 }

@@ -109,7 +109,7 @@ func LinearBackward(dx, dw, db, dy, x, w []float32, m, in, out int) {
 	LinearBackwardWeight(dw, db, dy, x, m, in, out)
 }
 
-// AddBias adds b [cols] to every row of y [rows, cols] in place.
+// AddBias adds b [cols] to every row of y [rows, cols] in place (AddInPlace per row, so AVX2).
 //
 // It panics if a dimension is negative or a length does not match.
 func AddBias(y, b []float32, rows, cols int) {
@@ -117,14 +117,12 @@ func AddBias(y, b []float32, rows, cols int) {
 	checkLen("AddBias", "y", y, rows*cols)
 	checkLen("AddBias", "b", b, cols)
 	for r := range rows {
-		row := y[r*cols : (r+1)*cols]
-		for j, bj := range b {
-			row[j] += bj
-		}
+		AddInPlace(y[r*cols:(r+1)*cols], b)
 	}
 }
 
-// BiasGrad accumulates db += the sum over rows of dy [rows, cols]; db is [cols].
+// BiasGrad accumulates db += the sum over rows of dy [rows, cols], row by row in order (AddInPlace
+// per row, so AVX2, with the bits of the scalar loop); db is [cols].
 //
 // It panics if a dimension is negative or a length does not match.
 func BiasGrad(db, dy []float32, rows, cols int) {
@@ -132,9 +130,6 @@ func BiasGrad(db, dy []float32, rows, cols int) {
 	checkLen("BiasGrad", "dy", dy, rows*cols)
 	checkLen("BiasGrad", "db", db, cols)
 	for r := range rows {
-		row := dy[r*cols : (r+1)*cols]
-		for j, g := range row {
-			db[j] += g
-		}
+		AddInPlace(db, dy[r*cols:(r+1)*cols])
 	}
 }
