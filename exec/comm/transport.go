@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -253,8 +254,12 @@ func (o *op) release(from int, m *msg) {
 // receiver's return, after which it reads nothing): an abort does not end it. Before that, the
 // timeout takes m back out of the mailbox and fails the call.
 func (o *op) waitAck(class, to int, m *msg) error {
+	ack := o.gr.box(classAck, to, o.g.index)
+	if got := spinRecv(ack); got != nil {
+		return o.acked(to, m, got)
+	}
 	select {
-	case got := <-o.gr.box(classAck, to, o.g.index):
+	case got := <-ack:
 		return o.acked(to, m, got)
 	case <-o.st.exited[o.g.gs.ranks[to]]:
 	case <-o.timeout:
@@ -316,10 +321,8 @@ func (o *op) acked(to int, m, got *msg) error {
 // holds n elements (any number if n < 0).
 func (o *op) recv(class, from, n int) (*msg, error) {
 	box := o.gr.box(class, from, o.g.index)
-	var m *msg
-	select {
-	case m = <-box:
-	default:
+	m := spinRecv(box)
+	if m == nil {
 		select {
 		case m = <-box:
 		case <-o.st.exited[o.g.gs.ranks[from]]:
@@ -463,5 +466,34 @@ func statusText(exited bool, err error) string {
 		return "it failed: " + err.Error()
 	default:
 		return "it returned"
+	}
+}
+
+// spinFor is how long a rank polls a mailbox, yielding between polls, before it blocks on it. A
+// goroutine that blocks on a channel parks, and when its processor finds nothing else to run its
+// thread sleeps in the kernel: the peer's send must then wake it (a futex wake and a reschedule,
+// tens of microseconds), which a collective pays at every step while the peer computes for a few
+// microseconds more. Polling for a while keeps the thread awake; runtime.Gosched lets the
+// processor run other ranks meanwhile, so ranks that outnumber the cores still take turns.
+const spinFor = 50 * time.Microsecond
+
+// spinRecv polls box for up to spinFor; nil when nothing came.
+func spinRecv(box chan *msg) *msg {
+	var deadline time.Time
+	for i := 0; ; i++ {
+		select {
+		case m := <-box:
+			return m
+		default:
+		}
+		if i&63 == 0 {
+			now := time.Now()
+			if i == 0 {
+				deadline = now.Add(spinFor)
+			} else if now.After(deadline) {
+				return nil
+			}
+		}
+		runtime.Gosched()
 	}
 }
