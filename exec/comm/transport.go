@@ -469,31 +469,26 @@ func statusText(exited bool, err error) string {
 	}
 }
 
-// spinFor is how long a rank polls a mailbox, yielding between polls, before it blocks on it. A
-// goroutine that blocks on a channel parks, and when its processor finds nothing else to run its
-// thread sleeps in the kernel: the peer's send must then wake it (a futex wake and a reschedule,
-// tens of microseconds), which a collective pays at every step while the peer computes for a few
-// microseconds more. Polling for a while keeps the thread awake; runtime.Gosched lets the
-// processor run other ranks meanwhile, so ranks that outnumber the cores still take turns.
-const spinFor = 50 * time.Microsecond
+// spinPolls is how many times a rank polls a mailbox, yielding between polls, before it blocks
+// on it. A goroutine that blocks on a channel parks, and when its processor finds nothing else to
+// run its thread sleeps in the kernel: the peer's send must then wake it (a futex wake and a
+// reschedule, tens of microseconds on a busy machine), which a collective pays at every step
+// while the peer computes for a few microseconds more. Polling for a while keeps the thread
+// awake; runtime.Gosched lets the processor run other ranks meanwhile, so ranks that outnumber
+// the cores still take turns. A poll and a yield with nothing else to run take about 0.1 us
+// here, so the spin lasts some tens of microseconds; it is bounded by count, not by the clock, so
+// that a fake clock (testing/synctest) cannot make it endless.
+const spinPolls = 512
 
-// spinRecv polls box for up to spinFor; nil when nothing came.
+// spinRecv polls box up to spinPolls times; nil when nothing came.
 func spinRecv(box chan *msg) *msg {
-	var deadline time.Time
-	for i := 0; ; i++ {
+	for range spinPolls {
 		select {
 		case m := <-box:
 			return m
 		default:
 		}
-		if i&63 == 0 {
-			now := time.Now()
-			if i == 0 {
-				deadline = now.Add(spinFor)
-			} else if now.After(deadline) {
-				return nil
-			}
-		}
 		runtime.Gosched()
 	}
+	return nil
 }
