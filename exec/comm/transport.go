@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -254,8 +255,12 @@ func (o *op) release(from int, m *msg) {
 // receiver's return, after which it reads nothing): an abort does not end it. Before that, the
 // timeout takes m back out of the mailbox and fails the call.
 func (o *op) waitAck(class, to int, m *msg) error {
+	ack := o.gr.box(classAck, to, o.g.index)
+	if got := spinRecv(ack); got != nil {
+		return o.acked(to, m, got)
+	}
 	select {
-	case got := <-o.gr.box(classAck, to, o.g.index):
+	case got := <-ack:
 		return o.acked(to, m, got)
 	case <-o.st.exited[o.g.gs.ranks[to]]:
 	case <-o.timeout:
@@ -317,10 +322,8 @@ func (o *op) acked(to int, m, got *msg) error {
 // holds n elements (any number if n < 0).
 func (o *op) recv(class, from, n int) (*msg, error) {
 	box := o.gr.box(class, from, o.g.index)
-	var m *msg
-	select {
-	case m = <-box:
-	default:
+	m := spinRecv(box)
+	if m == nil {
 		select {
 		case m = <-box:
 		case <-o.st.exited[o.g.gs.ranks[from]]:
@@ -465,4 +468,28 @@ func statusText(exited bool, err error) string {
 	default:
 		return "it returned"
 	}
+}
+
+// spinPolls is how many times a rank polls a mailbox, yielding between polls, before it blocks
+// on it. A goroutine that blocks on a channel parks, and when its processor finds nothing else to
+// run its thread sleeps in the kernel: the peer's send must then wake it (a futex wake and a
+// reschedule, tens of microseconds on a busy machine), which a collective pays at every step
+// while the peer computes for a few microseconds more. Polling for a while keeps the thread
+// awake; runtime.Gosched lets the processor run other ranks meanwhile, so ranks that outnumber
+// the cores still take turns. A poll and a yield with nothing else to run take about 0.1 us
+// here, so the spin lasts some tens of microseconds; it is bounded by count, not by the clock, so
+// that a fake clock (testing/synctest) cannot make it endless.
+const spinPolls = 512
+
+// spinRecv polls box up to spinPolls times; nil when nothing came.
+func spinRecv(box chan *msg) *msg {
+	for range spinPolls {
+		select {
+		case m := <-box:
+			return m
+		default:
+		}
+		runtime.Gosched()
+	}
+	return nil
 }
