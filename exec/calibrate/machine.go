@@ -16,7 +16,9 @@ import (
 // Version 3: the vocabulary-parallel cross-entropy's kernels (statistics, combine, shard backward).
 // Version 4: the kernels it measures run on tpsim's own AVX2/FMA GEMM (exec/kernels/gemm), the
 // float32 elementwise kernels and the ring that adds from the peer's buffer: every rate changed.
-const FormatVersion = 4
+// Version 5: two-pass exp kernels (GELU, SiLU, softmax), the two-rank all-reduce in one pass, and
+// ranks that poll their mailbox before they block: kernel rates and collective latency changed.
+const FormatVersion = 5
 
 // Machine identifies the machine and build a profile was measured on: its fingerprint. A cached
 // profile whose fingerprint differs from the current one is stale.
