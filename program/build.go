@@ -153,10 +153,9 @@ func (b *builder) transformer() (ValueID, error) {
 	// embedding makes it column-parallel over the vocabulary.
 	emb := root.Child("embed")
 	tied := &model.Module{Kind: model.KindLinear, In: emb.Dim, Out: emb.Num}
-	if b.styles["embed"] == strategies.Rowwise {
-		b.styles["head"] = strategies.Colwise
-		defer delete(b.styles, "head")
-	}
+	// (builder.linear reads tiedColwise: the styles may be shared by other Programs, so they
+	// are not written.)
+	b.tiedColwise = b.styles["embed"] == strategies.Rowwise
 	b.tiedHead = true
 	return b.linear("head", tied, x)
 }

@@ -603,6 +603,24 @@ func (s *Stage) computeFree() {
 			}
 		}
 	}
+	// Every op's Free list is carved, in ascending value order, out of one array (each capped,
+	// so appending to one cannot write into the next).
+	count := make([]int32, len(ops))
+	n := 0
+	for _, i := range last {
+		if i >= 0 {
+			count[i]++
+			n++
+		}
+	}
+	free := make([]ValueID, n)
+	at := 0
+	for i, c := range count {
+		if c > 0 {
+			ops[i].Free = free[at : at : at+int(c)]
+			at += int(c)
+		}
+	}
 	for id, i := range last {
 		if i >= 0 {
 			ops[i].Free = append(ops[i].Free, ValueID(id))

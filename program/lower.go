@@ -3,6 +3,7 @@ package program
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/strategies"
@@ -12,9 +13,58 @@ import (
 // Lower turns model m and strategy st into the per-rank Program. st is resolved against m and
 // validated first; a plan that does not fit the model is an error.
 func Lower(m *model.Model, st strategies.Strategy) (*Program, error) {
-	if err := m.Validate(); err != nil {
-		return nil, err
+	return NewLowerer(m).Lower(st)
+}
+
+// A Lowerer lowers one model for many strategies (a search): it validates the model once and
+// resolves the default Megatron plan once per sequence-parallel setting, where Lower does both
+// for every strategy. Its Programs are those Lower returns; they share the resolved styles
+// (Program.Styles), which nothing writes. A Lowerer is safe for concurrent use.
+type Lowerer struct {
+	m   *model.Model
+	err error // m.Validate's
+	mu  sync.Mutex
+	// megatron is the default Megatron plan's styles without and with sequence parallel.
+	megatron [2]map[string]strategies.Style
+}
+
+// NewLowerer returns a Lowerer of m.
+func NewLowerer(m *model.Model) *Lowerer {
+	return &Lowerer{m: m, err: m.Validate()}
+}
+
+// noStyles is the styles of a strategy without tensor parallelism: a plan on one rank shards
+// nothing.
+var noStyles = map[string]strategies.Style{}
+
+// styles is plan's styles on the model under sequence parallel sp, the default Megatron plan's
+// resolved once.
+func (l *Lowerer) styles(plan *strategies.Plan, sp bool) (map[string]strategies.Style, error) {
+	if plan == nil || plan.Name != "megatron" || len(plan.Rules) != 0 || plan.Whole != "" {
+		return plan.Resolve(l.m, sp)
 	}
+	i := 0
+	if sp {
+		i = 1
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.megatron[i] == nil {
+		s, err := plan.Resolve(l.m, sp)
+		if err != nil {
+			return nil, err // not kept: the next strategy says the same
+		}
+		l.megatron[i] = s
+	}
+	return l.megatron[i], nil
+}
+
+// Lower is Lower(m, st) of the Lowerer's model m.
+func (l *Lowerer) Lower(st strategies.Strategy) (*Program, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	m := l.m
 	st = st.Resolve(m)
 	if err := st.Validate(m); err != nil {
 		return nil, err
@@ -23,12 +73,12 @@ func Lower(m *model.Model, st strategies.Strategy) (*Program, error) {
 	if plan == nil && st.Mesh.TP > 1 {
 		plan = &strategies.Plan{Name: "megatron"}
 	}
-	styles, err := plan.Resolve(m, st.SP)
+	styles, err := l.styles(plan, st.SP)
 	if err != nil {
 		return nil, err
 	}
 	if st.Mesh.TP == 1 {
-		styles = map[string]strategies.Style{} // a plan on one rank shards nothing
+		styles = noStyles
 	}
 	p := &Program{Model: m, Strategy: st, Styles: styles, MicroBatch: st.MBS, Microbatches: st.Microbatches()}
 	switch st.Precision {
@@ -71,6 +121,9 @@ type builder struct {
 	layerOps  []layerRange
 	sends     []sendPair
 	tiedHead  bool
+	// tiedColwise makes the tied head column-parallel over the vocabulary, as the
+	// vocabulary-parallel embedding whose weight it reads.
+	tiedColwise bool
 	// seqGather maps the output of a sequence-parallel all-gather that only Linears read to the
 	// index of that all-gather in its stage's Forward; regathered to its all-gather in backward.
 	seqGather  map[vkey]int
@@ -238,6 +291,9 @@ func (b *builder) checkShardable(fqn string, size int, what string) error {
 // linear lowers module fqn (a Linear) applied to x.
 func (b *builder) linear(fqn string, mod *model.Module, x ValueID) (ValueID, error) {
 	style := b.styles[fqn]
+	if fqn == "head" && b.tiedColwise {
+		style = strategies.Colwise
+	}
 	if style == "" {
 		style = b.inherited(fqn)
 	}
