@@ -14,8 +14,17 @@ func (b *builder) build() error {
 	b.needsGrad = map[vkey]bool{}
 	b.memo = map[memoKey]ValueID{}
 	nv := st.Mesh.PP * st.VPP
-	for i := 0; i < nv; i++ {
-		p.Stages = append(p.Stages, &Stage{Index: i, Rank: i % st.Mesh.PP})
+	p.Stages = make([]*Stage, nv)
+	var counts []int
+	if t := p.Model.Transformer; t != nil {
+		counts = StageCounts(t.Layers, nv)
+	}
+	for i := range p.Stages {
+		s := &Stage{Index: i, Rank: i % st.Mesh.PP}
+		if counts != nil {
+			s.reserve(counts[i], st)
+		}
+		p.Stages[i] = s
 	}
 	b.stage = p.Stages[0]
 	mb := st.MBS
@@ -39,6 +48,25 @@ func (b *builder) build() error {
 		b.optimizer()
 	}
 	return nil
+}
+
+// reserve makes room in s for the ops and values of a transformer stage of layers layers, so
+// that appending does not copy them over and over: about 18 forward ops a layer (and the
+// embedding, the head and the loss), as many backward ones, twice as many under recompute or
+// ZeRO-3 (its gathers and reductions), and about two values per op. A guess: it changes only
+// the capacities.
+func (s *Stage) reserve(layers int, st strategies.Strategy) {
+	f := 20*layers + 16
+	bwd, vals := f, 2*f
+	if st.Recompute == strategies.RecomputeFull || st.Recompute == strategies.RecomputeOp {
+		bwd, vals = 2*f, 3*f
+	}
+	if st.ZeRO == 3 {
+		bwd *= 2
+	}
+	s.Forward = make([]Op, 0, f)
+	s.Backward = make([]Op, 0, bwd)
+	s.Values = make([]Value, 0, vals)
 }
 
 type memoKey struct {
@@ -167,12 +195,6 @@ func (b *builder) sendRecv(x ValueID, to *Stage) ValueID {
 	xv := *b.v(x)
 	bytes := xv.Bytes()
 	b.emit(Op{Kind: OpSend, Module: "pp", In: []ValueID{x}, Dim: strategies.DimPP, Group: 2, Peer: to.Index, SentBytes: bytes, FullBytes: bytes, MemBytes: bytes})
-	if to.Forward == nil {
-		// The next stage holds about as many layers as this one: room for as many ops and
-		// values, so that appending does not copy them over and over.
-		to.Forward = make([]Op, 0, len(from.Forward)+len(from.Forward)/8+8)
-		to.Values = make([]Value, 0, len(from.Values)+len(from.Values)/8+8)
-	}
 	b.stage = to
 	y := b.val(xv.Name+".recv", xv.Shape, xv.Place)
 	if b.needsGrad[vkey{from.Index, x}] {

@@ -36,20 +36,10 @@ func (b *builder) differentiate() {
 		recvOf[sp.from] = sp.to
 	}
 	b.seqGathers()
-	var done *Stage // the last stage differentiated before this one
 	for ti := len(b.tape) - 1; ti >= 0; ti-- {
 		te := b.tape[ti]
-		if b.stage != b.p.Stages[te.stage] && b.stage.Backward != nil {
-			done = b.stage
-		}
 		b.stage = b.p.Stages[te.stage]
 		s := b.stage
-		if s.Backward == nil && done != nil && len(done.Forward) > 0 {
-			// Room for about as many backward ops per forward op as the stage before had.
-			n := len(done.Backward)*len(s.Forward)/len(done.Forward) + 16
-			s.Backward = make([]Op, 0, n)
-			s.Values = append(make([]Value, 0, len(s.Values)+n), s.Values...)
-		}
 		fop := s.Forward[te.op]
 		if r, ok := layerEnd[te]; ok && (b.st.Recompute == strategies.RecomputeFull || b.st.Recompute == strategies.RecomputeOp) {
 			products := 0
