@@ -11,7 +11,6 @@ import (
 
 func (b *builder) build() error {
 	p, st := b.p, b.st
-	b.needsGrad = map[vkey]bool{}
 	b.memo = map[memoKey]ValueID{}
 	nv := st.Mesh.PP * st.VPP
 	p.Stages = make([]*Stage, nv)
@@ -26,6 +25,7 @@ func (b *builder) build() error {
 		}
 		p.Stages[i] = s
 	}
+	b.needsGrad = make(perStage[bool], nv)
 	b.stage = p.Stages[0]
 	mb := st.MBS
 	var y ValueID
@@ -197,8 +197,8 @@ func (b *builder) sendRecv(x ValueID, to *Stage) ValueID {
 	b.emit(Op{Kind: OpSend, Module: "pp", In: []ValueID{x}, Dim: strategies.DimPP, Group: 2, Peer: to.Index, SentBytes: bytes, FullBytes: bytes, MemBytes: bytes})
 	b.stage = to
 	y := b.val(xv.Name+".recv", xv.Shape, xv.Place)
-	if b.needsGrad[vkey{from.Index, x}] {
-		b.needsGrad[vkey{to.Index, y}] = true
+	if b.needsGrad.get(vkey{from.Index, x}) {
+		b.needsGrad.set(vkey{to.Index, y}, true)
 	}
 	b.emit(Op{Kind: OpRecv, Module: "pp", Out: []ValueID{y}, Dim: strategies.DimPP, Group: 2, Peer: from.Index, FullBytes: bytes, MemBytes: bytes})
 	b.sends = append(b.sends, sendPair{vkey{from.Index, x}, vkey{to.Index, y}})

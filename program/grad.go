@@ -18,16 +18,17 @@ type contrib struct {
 // carry the collective that the gradient's placement needs"), pipeline sends of gradients,
 // recomputation under full recompute, and ZeRO-3 gathers.
 func (b *builder) differentiate() {
-	grads := map[vkey][]contrib{}
+	grads := make(perStage[[]contrib], len(b.p.Stages))
 	// Full recompute: the forward ops of each layer are replayed just before its backward.
 	layerEnd := map[tapeEntry]layerRange{}
 	for _, r := range b.layerOps {
 		layerEnd[tapeEntry{r.stage, r.hi - 1}] = r
 	}
-	remap := map[vkey]ValueID{}
+	// remap is the recomputed copy of a value, plus one (0: none).
+	remap := make(perStage[ValueID], len(b.p.Stages))
 	saved := func(s int, id ValueID) ValueID {
-		if r, ok := remap[vkey{s, id}]; ok {
-			return r
+		if r := remap.get(vkey{s, id}); r > 0 {
+			return r - 1
 		}
 		return id
 	}
@@ -56,7 +57,7 @@ func (b *builder) differentiate() {
 					nv := ValueID(len(s.Values))
 					v.ID, v.Name = nv, v.Name+".re"
 					s.Values = append(s.Values, v)
-					remap[vkey{s.Index, o}] = nv
+					remap.set(vkey{s.Index, o}, nv+1)
 					outs[j] = nv
 				}
 				op.Out = outs
@@ -67,11 +68,11 @@ func (b *builder) differentiate() {
 			return b.collectGrad(grads, vkey{s.Index, id}, want, allowPartial, fop.Module)
 		}
 		addGrad := func(id ValueID, g ValueID, pl Placement) {
-			if g < 0 || !b.needsGrad[vkey{s.Index, id}] {
+			if g < 0 || !b.needsGrad.get(vkey{s.Index, id}) {
 				return
 			}
 			k := vkey{s.Index, id}
-			grads[k] = append(grads[k], contrib{g, pl})
+			grads.set(k, append(grads.get(k), contrib{g, pl}))
 		}
 		newGrad := func(of ValueID, pl Placement) ValueID {
 			v := s.Values[of]
@@ -144,7 +145,7 @@ func (b *builder) differentiate() {
 			addGrad(y, g, gpl)
 		case OpSend:
 			r := recvOf[vkey{s.Index, fop.In[0]}]
-			if !b.needsGrad[r] {
+			if !b.needsGrad.get(r) {
 				continue
 			}
 			v := s.Values[fop.In[0]]
@@ -153,7 +154,7 @@ func (b *builder) differentiate() {
 			addGrad(fop.In[0], g, gradPlace(v.Place))
 		case OpRecv:
 			out := fop.Out[0]
-			if !b.needsGrad[vkey{s.Index, out}] {
+			if !b.needsGrad.get(vkey{s.Index, out}) {
 				continue
 			}
 			v := s.Values[out]
@@ -190,7 +191,7 @@ func (b *builder) differentiate() {
 				continue
 			}
 			in := fop.In[0]
-			if !b.needsGrad[vkey{s.Index, in}] {
+			if !b.needsGrad.get(vkey{s.Index, in}) {
 				continue
 			}
 			g, pl := b.sumGrad(grads, vkey{s.Index, fop.Out[0]}, fop.Module)
@@ -208,7 +209,7 @@ func (b *builder) differentiate() {
 			addGrad(in, gi, inPl)
 		case OpSlice:
 			in := fop.In[0]
-			if !b.needsGrad[vkey{s.Index, in}] {
+			if !b.needsGrad.get(vkey{s.Index, in}) {
 				continue
 			}
 			g := gradOf(fop.Out[0], s.Values[fop.Out[0]].Place, false)
@@ -221,7 +222,7 @@ func (b *builder) differentiate() {
 		case OpAllToAll:
 			in := fop.In[0]
 			g := gradOf(fop.Out[0], s.Values[fop.Out[0]].Place, false)
-			if g < 0 || !b.needsGrad[vkey{s.Index, in}] {
+			if g < 0 || !b.needsGrad.get(vkey{s.Index, in}) {
 				continue
 			}
 			gi := b.collective(OpAllToAll, g, s.Values[in].Place, s.Values[in].Place.Dim, fop.Module)
@@ -289,8 +290,8 @@ func (b *builder) collective(kind OpKind, g ValueID, to Placement, axis int, mod
 }
 
 // sumGrad adds the contributions to value k, making them Replicate first when placements differ.
-func (b *builder) sumGrad(grads map[vkey][]contrib, k vkey, module string) (ValueID, Placement) {
-	cs := grads[k]
+func (b *builder) sumGrad(grads perStage[[]contrib], k vkey, module string) (ValueID, Placement) {
+	cs := grads.get(k)
 	if len(cs) == 0 {
 		return -1, Placement{}
 	}
@@ -319,7 +320,7 @@ func (b *builder) sumGrad(grads map[vkey][]contrib, k vkey, module string) (Valu
 			FLOPs: units.FLOPs(n), MemBytes: units.Bytes(3 * n * int64(v.Elem))})
 		g = out
 	}
-	delete(grads, k)
+	grads.set(k, nil)
 	return g, pl
 }
 
@@ -333,7 +334,7 @@ func (b *builder) bwdCollective(kind OpKind, g ValueID, to Placement, axis int, 
 
 // collectGrad sums the gradient of k and brings it to placement want (a Partial gradient of a
 // Replicate value is all-reduced here, where the op that produced the value needs it whole).
-func (b *builder) collectGrad(grads map[vkey][]contrib, k vkey, want Placement, allowPartial bool, module string) ValueID {
+func (b *builder) collectGrad(grads perStage[[]contrib], k vkey, want Placement, allowPartial bool, module string) ValueID {
 	g, pl := b.sumGrad(grads, k, module)
 	if g < 0 {
 		return -1
@@ -355,7 +356,7 @@ func (b *builder) collectGrad(grads map[vkey][]contrib, k vkey, want Placement, 
 }
 
 // computeBackward emits the backward op of a compute op and the gradients of its inputs.
-func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, saved func(int, ValueID) ValueID,
+func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], saved func(int, ValueID) ValueID,
 	gradOf func(ValueID, Placement, bool) ValueID, addGrad func(ValueID, ValueID, Placement),
 	newGrad func(ValueID, Placement) ValueID, emitB func(Op)) {
 	s := b.stage
@@ -374,7 +375,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 	}
 	op := Op{Kind: fop.Kind, Module: fop.Module, Fwd: fi, In: []ValueID{g}, Param: fop.Param, Bias: fop.Bias, Act: fop.Act, Norm: fop.Norm, Elems: fop.Elems, M: fop.M, N: fop.N, K: fop.K,
 		VocabLo: fop.VocabLo, VocabHi: fop.VocabHi, Heads: fop.Heads, KVHeads: fop.KVHeads, HeadDim: fop.HeadDim}
-	needIn := func(i int) bool { return i < len(fop.In) && b.needsGrad[vkey{s.Index, fop.In[i]}] }
+	needIn := func(i int) bool { return i < len(fop.In) && b.needsGrad.get(vkey{s.Index, fop.In[i]}) }
 	if b.st.ZeRO == 3 && fop.Param != "" {
 		b.zeroGather(fop, emitB)
 	}
@@ -454,7 +455,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 			if fop.Kind == OpAttention && i > 0 {
 				break // kv gathered over cp: its gradient is folded into dqkv, then reduce-scattered
 			}
-			if !b.needsGrad[vkey{s.Index, in}] {
+			if !b.needsGrad.get(vkey{s.Index, in}) {
 				outs = append(outs, -1)
 				continue
 			}

@@ -116,7 +116,7 @@ type builder struct {
 	stage  *Stage
 	// tape records forward ops in order across stages, for differentiation.
 	tape      []tapeEntry
-	needsGrad map[vkey]bool
+	needsGrad perStage[bool]
 	memo      map[memoKey]ValueID
 	layerOps  []layerRange
 	sends     []sendPair
@@ -142,6 +142,27 @@ func (b *builder) hasParam(name string) bool {
 type vkey struct {
 	stage int
 	id    ValueID
+}
+
+// perStage is a table of T by value: [stage][id], the zero T where nothing was set (a map by
+// vkey, without the hashing).
+type perStage[T any] [][]T
+
+func (t perStage[T]) get(k vkey) T {
+	var zero T
+	if s := t[k.stage]; k.id >= 0 && int(k.id) < len(s) {
+		return s[k.id]
+	}
+	return zero
+}
+
+func (t perStage[T]) set(k vkey, v T) {
+	s := t[k.stage]
+	if n := int(k.id) + 1; n > len(s) {
+		s = append(s, make([]T, n-len(s))...)
+		t[k.stage] = s
+	}
+	s[k.id] = v
 }
 
 type tapeEntry struct {
@@ -180,13 +201,13 @@ func (b *builder) emit(op Op) int {
 	b.tape = append(b.tape, tapeEntry{s.Index, i})
 	ng := op.Param != ""
 	for _, in := range op.In {
-		if b.needsGrad[vkey{s.Index, in}] {
+		if b.needsGrad.get(vkey{s.Index, in}) {
 			ng = true
 		}
 	}
 	if ng {
 		for _, out := range op.Out {
-			b.needsGrad[vkey{s.Index, out}] = true
+			b.needsGrad.set(vkey{s.Index, out}, true)
 		}
 	}
 	return i
