@@ -51,18 +51,19 @@ func (b *builder) build() error {
 }
 
 // reserve makes room in s for the ops and values of a transformer stage of layers layers, so
-// that appending does not copy them over and over: about 18 forward ops a layer (and the
-// embedding, the head and the loss), as many backward ones, twice as many under recompute or
-// ZeRO-3 (its gathers and reductions), and about two values per op. A guess: it changes only
-// the capacities.
+// that appending does not copy them over and over (an Op is about 450 bytes): about 18 forward
+// ops a layer and the embedding's, head's and loss's, as many backward ones, a layer's forward
+// again under full or per-op recompute and half again under ZeRO-3 (its gathers and
+// reductions), and about two values per op (three and a half under recompute). A guess: it
+// changes only the capacities.
 func (s *Stage) reserve(layers int, st strategies.Strategy) {
-	f := 20*layers + 16
+	f := 18*layers + 14
 	bwd, vals := f, 2*f
 	if st.Recompute == strategies.RecomputeFull || st.Recompute == strategies.RecomputeOp {
-		bwd, vals = 2*f, 3*f
+		bwd, vals = 2*f, 7*f/2
 	}
 	if st.ZeRO == 3 {
-		bwd *= 2
+		bwd += f / 2
 	}
 	s.Forward = make([]Op, 0, f)
 	s.Backward = make([]Op, 0, bwd)
