@@ -337,7 +337,7 @@ func (d *Derived) lower(st strategies.Strategy, nk int) (*kindPieces, error) {
 	// Price the shortened Programs' ops as the real strategy's, per microbatch: the Coster reads
 	// the strategy's mesh (strides, pipeline level), precision and attention kernel.
 	price := func(layers int) (*program.Program, []Piece, error) {
-		p, err := d.lowerer(layers).Lower(short)
+		p, err := d.lowerer(layers).LowerPasses(short) // fbPiece prices no optimizer phase
 		if err != nil {
 			return nil, nil, err
 		}

@@ -43,6 +43,9 @@ func (b *builder) build() error {
 	}
 	b.loss(y)
 	b.differentiate()
+	if b.noOptimizer {
+		return nil
+	}
 	for _, s := range p.Stages {
 		b.stage = s
 		b.optimizer()

@@ -61,6 +61,17 @@ func (l *Lowerer) styles(plan *strategies.Plan, sp bool) (map[string]strategies.
 
 // Lower is Lower(m, st) of the Lowerer's model m.
 func (l *Lowerer) Lower(st strategies.Strategy) (*Program, error) {
+	return l.lower(st, true)
+}
+
+// LowerPasses is Lower without the optimizer phase: every Stage's Optimizer is nil, the rest is
+// Lower's. For callers that price the forward and backward alone (costmodel.Derived prices the
+// optimizer phase with OptimizerPhase).
+func (l *Lowerer) LowerPasses(st strategies.Strategy) (*Program, error) {
+	return l.lower(st, false)
+}
+
+func (l *Lowerer) lower(st strategies.Strategy, optimizer bool) (*Program, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
@@ -98,7 +109,7 @@ func (l *Lowerer) Lower(st strategies.Strategy) (*Program, error) {
 	}
 	seq := max(st.Seq, 1)
 	p.Tokens = int64(st.GBS) * int64(seq)
-	b := &builder{p: p, st: st, tp: st.Mesh.TP, styles: styles}
+	b := &builder{p: p, st: st, tp: st.Mesh.TP, styles: styles, noOptimizer: !optimizer}
 	if err := b.build(); err != nil {
 		return nil, err
 	}
@@ -124,6 +135,8 @@ type builder struct {
 	// tiedColwise makes the tied head column-parallel over the vocabulary, as the
 	// vocabulary-parallel embedding whose weight it reads.
 	tiedColwise bool
+	// noOptimizer leaves the optimizer phase out (Lowerer.LowerPasses).
+	noOptimizer bool
 	// seqGather maps the output of a sequence-parallel all-gather that only Linears read to the
 	// index of that all-gather in its stage's Forward; regathered to its all-gather in backward.
 	seqGather  map[vkey]int
