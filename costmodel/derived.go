@@ -352,6 +352,7 @@ func (d *Derived) lower(st strategies.Strategy, nk int) (*kindPieces, error) {
 		for i, s := range p.Stages {
 			pieces[i] = c.fbPiece(s)
 		}
+		program.Recycle(p) // only its prices and bytes per element are kept
 		return p, pieces, nil
 	}
 	p, one, err := price(layers)

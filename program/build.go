@@ -3,6 +3,7 @@ package program
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/strategies"
@@ -68,9 +69,32 @@ func (s *Stage) reserve(layers int, st strategies.Strategy) {
 	if st.ZeRO == 3 {
 		bwd += f / 2
 	}
-	s.Forward = make([]Op, 0, f)
-	s.Backward = make([]Op, 0, bwd)
-	s.Values = make([]Value, 0, vals)
+	r, _ := recycled.Get().(*Stage)
+	if r == nil {
+		r = &Stage{}
+	}
+	s.Forward, s.Backward, s.Values, s.Params = reuse(r.Forward, f), reuse(r.Backward, bwd), reuse(r.Values, vals), reuse(r.Params, 4*layers+8)
+}
+
+// reuse is a, emptied, where it holds n, else a new array of n.
+func reuse[T any](a []T, n int) []T {
+	if cap(a) >= n {
+		return a[:0]
+	}
+	return make([]T, 0, n)
+}
+
+// recycled holds stages whose arrays Recycle gave back.
+var recycled sync.Pool
+
+// Recycle gives the arrays of p's ops and values to later lowerings, which overwrite them, and
+// drops p.Stages: nothing read from p's stages (ops, values) may be used after. For callers that
+// lower many Programs and keep only their prices (costmodel.Derived).
+func Recycle(p *Program) {
+	for _, s := range p.Stages {
+		recycled.Put(&Stage{Forward: s.Forward, Backward: s.Backward, Values: s.Values, Params: s.Params})
+	}
+	p.Stages = nil
 }
 
 type memoKey struct {

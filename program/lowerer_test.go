@@ -9,7 +9,8 @@ import (
 )
 
 // A Lowerer's Programs are Lower's, whatever it lowered before (it shares the resolved Megatron
-// styles between them), and LowerPasses' are the same without the optimizer phase.
+// styles between them), and LowerPasses' are the same without the optimizer phase; so are those
+// lowered into the arrays of Programs given back by Recycle.
 func TestLowererEqualsLower(t *testing.T) {
 	cfgs := map[string]model.Transformer{
 		"gpt":        {Layers: 3, Hidden: 64, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32, Bias: true, Learned: true, Batch: 16},
@@ -57,6 +58,17 @@ func TestLowererEqualsLower(t *testing.T) {
 			if !reflect.DeepEqual(passes, want) {
 				t.Errorf("%s %s: LowerPasses is not Lower without the optimizer phase", name, s)
 			}
+			// The next strategy lowers into these arrays (and the same one, lowered again from
+			// them, is still Lower's).
+			Recycle(passes)
+			again, err := l.LowerPasses(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(again, want) {
+				t.Errorf("%s %s: lowered into recycled arrays, the Program differs", name, s)
+			}
+			Recycle(again)
 		}
 	}
 }
