@@ -548,13 +548,17 @@ func (sp *StageParams) each(f func(q *Param, times int64)) {
 // identical layers are not walked one by one: once a layer leaves DDP's open bucket as it found
 // it, every later layer fills the same buckets, and emit gets each of that layer's buckets once
 // with times, the number of layers that fill it alike (the order of the buckets within one layer
-// is kept, so the last bucket emitted is the last one reduced). Otherwise times is 1.
+// is kept, so the last bucket emitted is the last one reduced). Otherwise times is 1. The op
+// emit gets is valid during the call only.
 func (p *Program) OptimizerPhase(index, nv int, sp StageParams, names bool, emit func(op *Op, times int)) {
 	st := p.Strategy
 	tp := st.Mesh.TP
+	// One op at a time, in one variable (emit must not keep the pointer).
+	var cur Op
 	one := func(op Op, times int) {
-		op.Phase, op.Fwd = Optimizer, -1
-		emit(&op, times)
+		cur = op
+		cur.Phase, cur.Fwd = Optimizer, -1
+		emit(&cur, times)
 	}
 	g := st.Mesh.DP * st.Mesh.CP
 	var partial, all []string
