@@ -37,11 +37,42 @@ func (b *builder) differentiate() {
 		recvOf[sp.from] = sp.to
 	}
 	b.seqGathers()
+	// The stage and the forward op being differentiated, which the helpers below read (made
+	// once, not for every op).
+	var s *Stage
+	var fop Op
+	gradOf := func(id ValueID, want Placement, allowPartial bool) ValueID {
+		return b.collectGrad(grads, vkey{s.Index, id}, want, allowPartial, fop.Module)
+	}
+	addGrad := func(id ValueID, g ValueID, pl Placement) {
+		if g < 0 || !b.needsGrad.get(vkey{s.Index, id}) {
+			return
+		}
+		k := vkey{s.Index, id}
+		grads.set(k, append(grads.get(k), contrib{g, pl}))
+	}
+	newGrad := func(of ValueID, pl Placement) ValueID {
+		v := s.Values[of]
+		return b.val("grad."+v.Name, v.Shape, pl)
+	}
+	emitB := func(op Op) {
+		op.Phase = Backward
+		if op.Kind.IsCollective() || op.Kind == OpSlice || op.Kind == OpSend || op.Kind == OpRecv {
+			op.Fwd = -1
+		}
+		s.Backward = append(s.Backward, op)
+	}
+	gradPlace := func(pl Placement) Placement {
+		if pl.Kind == Partial {
+			return Placement{Kind: Replicate}
+		}
+		return pl
+	}
 	for ti := len(b.tape) - 1; ti >= 0; ti-- {
 		te := b.tape[ti]
 		b.stage = b.p.Stages[te.stage]
-		s := b.stage
-		fop := s.Forward[te.op]
+		s = b.stage
+		fop = s.Forward[te.op]
 		if r, ok := layerEnd[te]; ok && (b.st.Recompute == strategies.RecomputeFull || b.st.Recompute == strategies.RecomputeOp) {
 			products := 0
 			for i := r.lo; i < r.hi; i++ {
@@ -63,33 +94,6 @@ func (b *builder) differentiate() {
 				op.Out = outs
 				s.Backward = append(s.Backward, op)
 			}
-		}
-		gradOf := func(id ValueID, want Placement, allowPartial bool) ValueID {
-			return b.collectGrad(grads, vkey{s.Index, id}, want, allowPartial, fop.Module)
-		}
-		addGrad := func(id ValueID, g ValueID, pl Placement) {
-			if g < 0 || !b.needsGrad.get(vkey{s.Index, id}) {
-				return
-			}
-			k := vkey{s.Index, id}
-			grads.set(k, append(grads.get(k), contrib{g, pl}))
-		}
-		newGrad := func(of ValueID, pl Placement) ValueID {
-			v := s.Values[of]
-			return b.val("grad."+v.Name, v.Shape, pl)
-		}
-		emitB := func(op Op) {
-			op.Phase = Backward
-			if op.Kind.IsCollective() || op.Kind == OpSlice || op.Kind == OpSend || op.Kind == OpRecv {
-				op.Fwd = -1
-			}
-			s.Backward = append(s.Backward, op)
-		}
-		gradPlace := func(pl Placement) Placement {
-			if pl.Kind == Partial {
-				return Placement{Kind: Replicate}
-			}
-			return pl
 		}
 		switch fop.Kind {
 		case OpLoss:
