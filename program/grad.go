@@ -455,6 +455,12 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 			op.Recompute = true
 		}
 		var outs []ValueID
+		type pending struct {
+			in, g ValueID
+			pl    Placement
+		}
+		var buf [2]pending // OpMul has two inputs, the others one
+		add := buf[:0]
 		for i, in := range fop.In {
 			if fop.Kind == OpAttention && i > 0 {
 				break // kv gathered over cp: its gradient is folded into dqkv, then reduce-scattered
@@ -466,10 +472,14 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 			pl := s.Values[in].Place
 			gi := newGrad(in, pl)
 			outs = append(outs, gi)
-			defer addGrad(in, gi, pl)
+			add = append(add, pending{in, gi, pl})
 		}
 		op.Out = outs
 		emitB(op)
+		// The inputs' gradients, last input first.
+		for i := len(add) - 1; i >= 0; i-- {
+			addGrad(add[i].in, add[i].g, add[i].pl)
+		}
 	default:
 		panic("program: no backward for " + string(fop.Kind))
 	}
