@@ -137,6 +137,7 @@ type builder struct {
 	tiedColwise bool
 	// noOptimizer leaves the optimizer phase out (Lowerer.LowerPasses).
 	noOptimizer bool
+	arena       []int // builder.ints
 	// seqGather maps the output of a sequence-parallel all-gather that only Linears read to the
 	// index of that all-gather in its stage's Forward; regathered to its all-gather in backward.
 	seqGather  map[vkey]int
@@ -186,8 +187,19 @@ type tapeEntry struct {
 func (b *builder) val(name string, shape []int, pl Placement) ValueID {
 	s := b.stage
 	id := ValueID(len(s.Values))
-	s.Values = append(s.Values, Value{ID: id, Name: name, Shape: append([]int(nil), shape...), Elem: b.p.ActBytes, Place: pl})
+	s.Values = append(s.Values, Value{ID: id, Name: name, Shape: b.ints(shape), Elem: b.p.ActBytes, Place: pl})
 	return id
+}
+
+// ints is a copy of x carved out of an array shared by the Program's values (capped, so that
+// appending to one copies it), which spares every value's shape an allocation of its own.
+func (b *builder) ints(x []int) []int {
+	if cap(b.arena)-len(b.arena) < len(x) {
+		b.arena = make([]int, 0, max(512, len(x)))
+	}
+	i := len(b.arena)
+	b.arena = append(b.arena, x...)
+	return b.arena[i:len(b.arena):len(b.arena)]
 }
 
 func (b *builder) v(id ValueID) *Value { return &b.stage.Values[id] }
