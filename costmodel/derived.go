@@ -40,6 +40,8 @@ type Derived struct {
 	opt    map[optKey]*Piece
 	flops  map[[2]int]units.FLOPs
 	counts map[int][]int
+	// lowerers lowers the model shortened to k layers (the whole model at its layer count).
+	lowerers map[int]*program.Lowerer
 }
 
 // NewDerived returns the derived closed form of m on hw.
@@ -48,7 +50,24 @@ func NewDerived(m *model.Model, hw *hardware.Hardware) (*Derived, error) {
 		return nil, err
 	}
 	return &Derived{m: m, hw: hw, pieces: map[lowKey]*kindEntry{}, params: map[paramKey]*paramEntry{}, opt: map[optKey]*Piece{},
-		flops: map[[2]int]units.FLOPs{}, counts: map[int][]int{}}, nil
+		flops: map[[2]int]units.FLOPs{}, counts: map[int][]int{}, lowerers: map[int]*program.Lowerer{}}, nil
+}
+
+// lowerer returns the Lowerer of the model shortened to its first k transformer layers (the
+// whole model when k is 0), memoized.
+func (d *Derived) lowerer(k int) *program.Lowerer {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, ok := d.lowerers[k]
+	if !ok {
+		m := d.m
+		if k > 0 {
+			m = shorten(m, k)
+		}
+		l = program.NewLowerer(m)
+		d.lowerers[k] = l
+	}
+	return l
 }
 
 // lowKey is everything of a strategy that changes the forward and backward Derived lowers and
@@ -160,7 +179,7 @@ func (d *Derived) totals(st strategies.Strategy, o composeOpts) (Totals, strateg
 		return t, st, 0, err
 	}
 	if d.whole(st) {
-		p, err := program.Lower(d.m, st)
+		p, err := d.lowerer(0).Lower(st)
 		if err != nil {
 			return t, st, 0, err
 		}
@@ -318,7 +337,7 @@ func (d *Derived) lower(st strategies.Strategy, nk int) (*kindPieces, error) {
 	// Price the shortened Programs' ops as the real strategy's, per microbatch: the Coster reads
 	// the strategy's mesh (strides, pipeline level), precision and attention kernel.
 	price := func(layers int) (*program.Program, []Piece, error) {
-		p, err := program.Lower(shorten(d.m, layers), short)
+		p, err := d.lowerer(layers).LowerPasses(short) // fbPiece prices no optimizer phase
 		if err != nil {
 			return nil, nil, err
 		}
@@ -333,6 +352,7 @@ func (d *Derived) lower(st strategies.Strategy, nk int) (*kindPieces, error) {
 		for i, s := range p.Stages {
 			pieces[i] = c.fbPiece(s)
 		}
+		program.Recycle(p) // only its prices and bytes per element are kept
 		return p, pieces, nil
 	}
 	p, one, err := price(layers)
@@ -397,7 +417,7 @@ func (d *Derived) stageParams(st strategies.Strategy, nk int) (*stageParams, err
 		if nk > 1 {
 			short.Mesh.PP = min(3, d.m.Transformer.Layers)
 		}
-		p, err := program.Lower(shorten(d.m, short.Mesh.PP), short)
+		p, err := d.lowerer(short.Mesh.PP).Lower(short)
 		if err != nil {
 			e.err = err
 			return

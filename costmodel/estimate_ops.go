@@ -35,6 +35,7 @@ func DimIndex(name strategies.Dim) int {
 // the strides of the mesh's groups.
 type pricer struct {
 	hw       *hardware.Hardware
+	st       strategies.Strategy
 	peak     units.FLOPsPerSecond
 	slowdown units.Seconds // Coster.shared: ranks sharing cores, and a fixed time per op
 	overhead units.Seconds
@@ -47,7 +48,6 @@ type pricer struct {
 	cp       int     // context-parallel group, stride tp
 	g        int     // data-parallel group (dp x cp), stride tp
 	stride   int     // stride of the cp and dp groups
-	ppLvl    int     // the level joining neighbouring pipeline stages
 	ppEnds   int     // the level joining the first and the last pipeline ranks
 }
 
@@ -58,10 +58,10 @@ func newPricer(hw *hardware.Hardware, peak units.FLOPsPerSecond, st strategies.S
 	if f := flashFraction(st, hw); f > 0 {
 		invFlash = 1 / (float64(peak) * f)
 	}
-	return pricer{invFlash: invFlash, hw: hw, peak: peak, slowdown: units.Seconds(hw.ComputeSlowdown(mesh.Devices())), overhead: e.OpOverhead,
+	return pricer{invFlash: invFlash, hw: hw, st: st, peak: peak, slowdown: units.Seconds(hw.ComputeSlowdown(mesh.Devices())), overhead: e.OpOverhead,
 		invMem: 1 / (float64(hw.Device.MemBandwidth) * e.MemMax), invPeak: 1 / float64(peak),
 		invGEMM: 1 / (float64(peak) * e.GEMMLimit()), halfGEMM: float64(e.GEMMHalfFLOPs),
-		tp: mesh.TP, cp: mesh.CP, g: mesh.DP * mesh.CP, stride: mesh.TP, ppLvl: PipelineLevel(hw, mesh),
+		tp: mesh.TP, cp: mesh.CP, g: mesh.DP * mesh.CP, stride: mesh.TP,
 		ppEnds: hw.LevelFor((mesh.PP-1)*mesh.DP*mesh.CP*mesh.TP + 1)}
 }
 
@@ -315,15 +315,10 @@ func (m *emitter) pp(sent units.Bytes, outB, freeB units.Bytes) {
 	}
 	var d units.Seconds
 	if sent > 0 {
-		d = m.p.link(sent) // a receive costs nothing: the send carries the transfer (Coster.Comm)
+		// A receive costs nothing: the send carries the transfer (Coster.Comm's price).
+		d = PipelineSendTime(m.p.hw, m.p.st, sent)
 	}
 	m.comm(dimPP, d, sent)
-}
-
-// link is Coster.link for a pipeline send: one hop on the level joining neighbouring stages.
-func (p *pricer) link(sent units.Bytes) units.Seconds {
-	l := p.hw.Levels[p.ppLvl]
-	return l.Latency + units.Seconds(float64(sent)/(float64(l.Bandwidth)*l.Efficiency))
 }
 
 // ppAllReduce is Coster.Comm of the tied embedding's all-reduce over pp: a ring of the first and

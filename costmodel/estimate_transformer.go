@@ -694,7 +694,10 @@ func (x *xf) headBackward(m *emitter) {
 		m.elementwise(units.FLOPs(5*nl), units.Bytes(8*nl), g, 0)
 		m.drop(g + units.Bytes(rows*4+rows*4)) // the shard, the targets, the lse
 	case x.fp32Loss():
-		m.elementwise(units.FLOPs(5*nl), units.Bytes(nl*(20+x.e)), g, 0)
+		// Beside the gradient, the two fp32 gradient buffers of PyTorch's nll_loss and
+		// log_softmax backward, transient (program's loss backward).
+		bufs := units.Bytes(2 * nl * 4)
+		m.elementwise(units.FLOPs(5*nl), units.Bytes(nl*(20+x.e)), g+bufs, bufs)
 		m.drop(units.Bytes(nl*4 + rows*4)) // the log-probabilities and the targets
 	default:
 		m.elementwise(units.FLOPs(5*nl), units.Bytes(2*nl*x.e), g, 0)

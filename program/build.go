@@ -3,6 +3,7 @@ package program
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/strategies"
@@ -11,12 +12,21 @@ import (
 
 func (b *builder) build() error {
 	p, st := b.p, b.st
-	b.needsGrad = map[vkey]bool{}
 	b.memo = map[memoKey]ValueID{}
 	nv := st.Mesh.PP * st.VPP
-	for i := 0; i < nv; i++ {
-		p.Stages = append(p.Stages, &Stage{Index: i, Rank: i % st.Mesh.PP})
+	p.Stages = make([]*Stage, nv)
+	var counts []int
+	if t := p.Model.Transformer; t != nil {
+		counts = StageCounts(t.Layers, nv)
 	}
+	for i := range p.Stages {
+		s := &Stage{Index: i, Rank: i % st.Mesh.PP}
+		if counts != nil {
+			s.reserve(counts[i], st)
+		}
+		p.Stages[i] = s
+	}
+	b.needsGrad = make(perStage[bool], nv)
 	b.stage = p.Stages[0]
 	mb := st.MBS
 	var y ValueID
@@ -34,11 +44,57 @@ func (b *builder) build() error {
 	}
 	b.loss(y)
 	b.differentiate()
+	if b.noOptimizer {
+		return nil
+	}
 	for _, s := range p.Stages {
 		b.stage = s
 		b.optimizer()
 	}
 	return nil
+}
+
+// reserve makes room in s for the ops and values of a transformer stage of layers layers, so
+// that appending does not copy them over and over (an Op is about 450 bytes): about 18 forward
+// ops a layer and the embedding's, head's and loss's, as many backward ones, a layer's forward
+// again under full or per-op recompute and half again under ZeRO-3 (its gathers and
+// reductions), and about two values per op (three and a half under recompute). A guess: it
+// changes only the capacities.
+func (s *Stage) reserve(layers int, st strategies.Strategy) {
+	f := 18*layers + 14
+	bwd, vals := f, 2*f
+	if st.Recompute == strategies.RecomputeFull || st.Recompute == strategies.RecomputeOp {
+		bwd, vals = 2*f, 7*f/2
+	}
+	if st.ZeRO == 3 {
+		bwd += f / 2
+	}
+	r, _ := recycled.Get().(*Stage)
+	if r == nil {
+		r = &Stage{}
+	}
+	s.Forward, s.Backward, s.Values, s.Params = reuse(r.Forward, f), reuse(r.Backward, bwd), reuse(r.Values, vals), reuse(r.Params, 4*layers+8)
+}
+
+// reuse is a, emptied, where it holds n, else a new array of n.
+func reuse[T any](a []T, n int) []T {
+	if cap(a) >= n {
+		return a[:0]
+	}
+	return make([]T, 0, n)
+}
+
+// recycled holds stages whose arrays Recycle gave back.
+var recycled sync.Pool
+
+// Recycle gives the arrays of p's ops and values to later lowerings, which overwrite them, and
+// drops p.Stages: nothing read from p's stages (ops, values) may be used after. For callers that
+// lower many Programs and keep only their prices (costmodel.Derived).
+func Recycle(p *Program) {
+	for _, s := range p.Stages {
+		recycled.Put(&Stage{Forward: s.Forward, Backward: s.Backward, Values: s.Values, Params: s.Params})
+	}
+	p.Stages = nil
 }
 
 type memoKey struct {
@@ -153,10 +209,9 @@ func (b *builder) transformer() (ValueID, error) {
 	// embedding makes it column-parallel over the vocabulary.
 	emb := root.Child("embed")
 	tied := &model.Module{Kind: model.KindLinear, In: emb.Dim, Out: emb.Num}
-	if b.styles["embed"] == strategies.Rowwise {
-		b.styles["head"] = strategies.Colwise
-		defer delete(b.styles, "head")
-	}
+	// (builder.linear reads tiedColwise: the styles may be shared by other Programs, so they
+	// are not written.)
+	b.tiedColwise = b.styles["embed"] == strategies.Rowwise
 	b.tiedHead = true
 	return b.linear("head", tied, x)
 }
@@ -168,16 +223,10 @@ func (b *builder) sendRecv(x ValueID, to *Stage) ValueID {
 	xv := *b.v(x)
 	bytes := xv.Bytes()
 	b.emit(Op{Kind: OpSend, Module: "pp", In: []ValueID{x}, Dim: strategies.DimPP, Group: 2, Peer: to.Index, SentBytes: bytes, FullBytes: bytes, MemBytes: bytes})
-	if to.Forward == nil {
-		// The next stage holds about as many layers as this one: room for as many ops and
-		// values, so that appending does not copy them over and over.
-		to.Forward = make([]Op, 0, len(from.Forward)+len(from.Forward)/8+8)
-		to.Values = make([]Value, 0, len(from.Values)+len(from.Values)/8+8)
-	}
 	b.stage = to
 	y := b.val(xv.Name+".recv", xv.Shape, xv.Place)
-	if b.needsGrad[vkey{from.Index, x}] {
-		b.needsGrad[vkey{to.Index, y}] = true
+	if b.needsGrad.get(vkey{from.Index, x}) {
+		b.needsGrad.set(vkey{to.Index, y}, true)
 	}
 	b.emit(Op{Kind: OpRecv, Module: "pp", Out: []ValueID{y}, Dim: strategies.DimPP, Group: 2, Peer: from.Index, FullBytes: bytes, MemBytes: bytes})
 	b.sends = append(b.sends, sendPair{vkey{from.Index, x}, vkey{to.Index, y}})
@@ -499,13 +548,17 @@ func (sp *StageParams) each(f func(q *Param, times int64)) {
 // identical layers are not walked one by one: once a layer leaves DDP's open bucket as it found
 // it, every later layer fills the same buckets, and emit gets each of that layer's buckets once
 // with times, the number of layers that fill it alike (the order of the buckets within one layer
-// is kept, so the last bucket emitted is the last one reduced). Otherwise times is 1.
+// is kept, so the last bucket emitted is the last one reduced). Otherwise times is 1. The op
+// emit gets is valid during the call only.
 func (p *Program) OptimizerPhase(index, nv int, sp StageParams, names bool, emit func(op *Op, times int)) {
 	st := p.Strategy
 	tp := st.Mesh.TP
+	// One op at a time, in one variable (emit must not keep the pointer).
+	var cur Op
 	one := func(op Op, times int) {
-		op.Phase, op.Fwd = Optimizer, -1
-		emit(&op, times)
+		cur = op
+		cur.Phase, cur.Fwd = Optimizer, -1
+		emit(&cur, times)
 	}
 	g := st.Mesh.DP * st.Mesh.CP
 	var partial, all []string

@@ -18,16 +18,17 @@ type contrib struct {
 // carry the collective that the gradient's placement needs"), pipeline sends of gradients,
 // recomputation under full recompute, and ZeRO-3 gathers.
 func (b *builder) differentiate() {
-	grads := map[vkey][]contrib{}
+	grads := make(perStage[[]contrib], len(b.p.Stages))
 	// Full recompute: the forward ops of each layer are replayed just before its backward.
 	layerEnd := map[tapeEntry]layerRange{}
 	for _, r := range b.layerOps {
 		layerEnd[tapeEntry{r.stage, r.hi - 1}] = r
 	}
-	remap := map[vkey]ValueID{}
+	// remap is the recomputed copy of a value, plus one (0: none).
+	remap := make(perStage[ValueID], len(b.p.Stages))
 	saved := func(s int, id ValueID) ValueID {
-		if r, ok := remap[vkey{s, id}]; ok {
-			return r
+		if r := remap.get(vkey{s, id}); r > 0 {
+			return r - 1
 		}
 		return id
 	}
@@ -36,21 +37,42 @@ func (b *builder) differentiate() {
 		recvOf[sp.from] = sp.to
 	}
 	b.seqGathers()
-	var done *Stage // the last stage differentiated before this one
+	// The stage and the forward op being differentiated, which the helpers below read (made
+	// once, not for every op).
+	var s *Stage
+	var fop Op
+	gradOf := func(id ValueID, want Placement, allowPartial bool) ValueID {
+		return b.collectGrad(grads, vkey{s.Index, id}, want, allowPartial, fop.Module)
+	}
+	addGrad := func(id ValueID, g ValueID, pl Placement) {
+		if g < 0 || !b.needsGrad.get(vkey{s.Index, id}) {
+			return
+		}
+		k := vkey{s.Index, id}
+		grads.set(k, append(grads.get(k), contrib{g, pl}))
+	}
+	newGrad := func(of ValueID, pl Placement) ValueID {
+		v := s.Values[of]
+		return b.val("grad."+v.Name, v.Shape, pl)
+	}
+	emitB := func(op Op) {
+		op.Phase = Backward
+		if op.Kind.IsCollective() || op.Kind == OpSlice || op.Kind == OpSend || op.Kind == OpRecv {
+			op.Fwd = -1
+		}
+		s.Backward = append(s.Backward, op)
+	}
+	gradPlace := func(pl Placement) Placement {
+		if pl.Kind == Partial {
+			return Placement{Kind: Replicate}
+		}
+		return pl
+	}
 	for ti := len(b.tape) - 1; ti >= 0; ti-- {
 		te := b.tape[ti]
-		if b.stage != b.p.Stages[te.stage] && b.stage.Backward != nil {
-			done = b.stage
-		}
 		b.stage = b.p.Stages[te.stage]
-		s := b.stage
-		if s.Backward == nil && done != nil && len(done.Forward) > 0 {
-			// Room for about as many backward ops per forward op as the stage before had.
-			n := len(done.Backward)*len(s.Forward)/len(done.Forward) + 16
-			s.Backward = make([]Op, 0, n)
-			s.Values = append(make([]Value, 0, len(s.Values)+n), s.Values...)
-		}
-		fop := s.Forward[te.op]
+		s = b.stage
+		fop = s.Forward[te.op]
 		if r, ok := layerEnd[te]; ok && (b.st.Recompute == strategies.RecomputeFull || b.st.Recompute == strategies.RecomputeOp) {
 			products := 0
 			for i := r.lo; i < r.hi; i++ {
@@ -66,39 +88,12 @@ func (b *builder) differentiate() {
 					nv := ValueID(len(s.Values))
 					v.ID, v.Name = nv, v.Name+".re"
 					s.Values = append(s.Values, v)
-					remap[vkey{s.Index, o}] = nv
+					remap.set(vkey{s.Index, o}, nv+1)
 					outs[j] = nv
 				}
 				op.Out = outs
 				s.Backward = append(s.Backward, op)
 			}
-		}
-		gradOf := func(id ValueID, want Placement, allowPartial bool) ValueID {
-			return b.collectGrad(grads, vkey{s.Index, id}, want, allowPartial, fop.Module)
-		}
-		addGrad := func(id ValueID, g ValueID, pl Placement) {
-			if g < 0 || !b.needsGrad[vkey{s.Index, id}] {
-				return
-			}
-			k := vkey{s.Index, id}
-			grads[k] = append(grads[k], contrib{g, pl})
-		}
-		newGrad := func(of ValueID, pl Placement) ValueID {
-			v := s.Values[of]
-			return b.val("grad."+v.Name, v.Shape, pl)
-		}
-		emitB := func(op Op) {
-			op.Phase = Backward
-			if op.Kind.IsCollective() || op.Kind == OpSlice || op.Kind == OpSend || op.Kind == OpRecv {
-				op.Fwd = -1
-			}
-			s.Backward = append(s.Backward, op)
-		}
-		gradPlace := func(pl Placement) Placement {
-			if pl.Kind == Partial {
-				return Placement{Kind: Replicate}
-			}
-			return pl
 		}
 		switch fop.Kind {
 		case OpLoss:
@@ -154,7 +149,7 @@ func (b *builder) differentiate() {
 			addGrad(y, g, gpl)
 		case OpSend:
 			r := recvOf[vkey{s.Index, fop.In[0]}]
-			if !b.needsGrad[r] {
+			if !b.needsGrad.get(r) {
 				continue
 			}
 			v := s.Values[fop.In[0]]
@@ -163,7 +158,7 @@ func (b *builder) differentiate() {
 			addGrad(fop.In[0], g, gradPlace(v.Place))
 		case OpRecv:
 			out := fop.Out[0]
-			if !b.needsGrad[vkey{s.Index, out}] {
+			if !b.needsGrad.get(vkey{s.Index, out}) {
 				continue
 			}
 			v := s.Values[out]
@@ -200,7 +195,7 @@ func (b *builder) differentiate() {
 				continue
 			}
 			in := fop.In[0]
-			if !b.needsGrad[vkey{s.Index, in}] {
+			if !b.needsGrad.get(vkey{s.Index, in}) {
 				continue
 			}
 			g, pl := b.sumGrad(grads, vkey{s.Index, fop.Out[0]}, fop.Module)
@@ -218,7 +213,7 @@ func (b *builder) differentiate() {
 			addGrad(in, gi, inPl)
 		case OpSlice:
 			in := fop.In[0]
-			if !b.needsGrad[vkey{s.Index, in}] {
+			if !b.needsGrad.get(vkey{s.Index, in}) {
 				continue
 			}
 			g := gradOf(fop.Out[0], s.Values[fop.Out[0]].Place, false)
@@ -231,7 +226,7 @@ func (b *builder) differentiate() {
 		case OpAllToAll:
 			in := fop.In[0]
 			g := gradOf(fop.Out[0], s.Values[fop.Out[0]].Place, false)
-			if g < 0 || !b.needsGrad[vkey{s.Index, in}] {
+			if g < 0 || !b.needsGrad.get(vkey{s.Index, in}) {
 				continue
 			}
 			gi := b.collective(OpAllToAll, g, s.Values[in].Place, s.Values[in].Place.Dim, fop.Module)
@@ -299,8 +294,8 @@ func (b *builder) collective(kind OpKind, g ValueID, to Placement, axis int, mod
 }
 
 // sumGrad adds the contributions to value k, making them Replicate first when placements differ.
-func (b *builder) sumGrad(grads map[vkey][]contrib, k vkey, module string) (ValueID, Placement) {
-	cs := grads[k]
+func (b *builder) sumGrad(grads perStage[[]contrib], k vkey, module string) (ValueID, Placement) {
+	cs := grads.get(k)
 	if len(cs) == 0 {
 		return -1, Placement{}
 	}
@@ -329,7 +324,7 @@ func (b *builder) sumGrad(grads map[vkey][]contrib, k vkey, module string) (Valu
 			FLOPs: units.FLOPs(n), MemBytes: units.Bytes(3 * n * int64(v.Elem))})
 		g = out
 	}
-	delete(grads, k)
+	grads.set(k, nil)
 	return g, pl
 }
 
@@ -343,7 +338,7 @@ func (b *builder) bwdCollective(kind OpKind, g ValueID, to Placement, axis int, 
 
 // collectGrad sums the gradient of k and brings it to placement want (a Partial gradient of a
 // Replicate value is all-reduced here, where the op that produced the value needs it whole).
-func (b *builder) collectGrad(grads map[vkey][]contrib, k vkey, want Placement, allowPartial bool, module string) ValueID {
+func (b *builder) collectGrad(grads perStage[[]contrib], k vkey, want Placement, allowPartial bool, module string) ValueID {
 	g, pl := b.sumGrad(grads, k, module)
 	if g < 0 {
 		return -1
@@ -365,7 +360,7 @@ func (b *builder) collectGrad(grads map[vkey][]contrib, k vkey, want Placement, 
 }
 
 // computeBackward emits the backward op of a compute op and the gradients of its inputs.
-func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, saved func(int, ValueID) ValueID,
+func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], saved func(int, ValueID) ValueID,
 	gradOf func(ValueID, Placement, bool) ValueID, addGrad func(ValueID, ValueID, Placement),
 	newGrad func(ValueID, Placement) ValueID, emitB func(Op)) {
 	s := b.stage
@@ -384,7 +379,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 	}
 	op := Op{Kind: fop.Kind, Module: fop.Module, Fwd: fi, In: []ValueID{g}, Param: fop.Param, Bias: fop.Bias, Act: fop.Act, Norm: fop.Norm, Elems: fop.Elems, M: fop.M, N: fop.N, K: fop.K,
 		VocabLo: fop.VocabLo, VocabHi: fop.VocabHi, Heads: fop.Heads, KVHeads: fop.KVHeads, HeadDim: fop.HeadDim}
-	needIn := func(i int) bool { return i < len(fop.In) && b.needsGrad[vkey{s.Index, fop.In[i]}] }
+	needIn := func(i int) bool { return i < len(fop.In) && b.needsGrad.get(vkey{s.Index, fop.In[i]}) }
 	if b.st.ZeRO == 3 && fop.Param != "" {
 		b.zeroGather(fop, emitB)
 	}
@@ -460,21 +455,31 @@ func (b *builder) computeBackward(fi int, fop Op, grads map[vkey][]contrib, save
 			op.Recompute = true
 		}
 		var outs []ValueID
+		type pending struct {
+			in, g ValueID
+			pl    Placement
+		}
+		var buf [2]pending // OpMul has two inputs, the others one
+		add := buf[:0]
 		for i, in := range fop.In {
 			if fop.Kind == OpAttention && i > 0 {
 				break // kv gathered over cp: its gradient is folded into dqkv, then reduce-scattered
 			}
-			if !b.needsGrad[vkey{s.Index, in}] {
+			if !b.needsGrad.get(vkey{s.Index, in}) {
 				outs = append(outs, -1)
 				continue
 			}
 			pl := s.Values[in].Place
 			gi := newGrad(in, pl)
 			outs = append(outs, gi)
-			defer addGrad(in, gi, pl)
+			add = append(add, pending{in, gi, pl})
 		}
 		op.Out = outs
 		emitB(op)
+		// The inputs' gradients, last input first.
+		for i := len(add) - 1; i >= 0; i-- {
+			addGrad(add[i].in, add[i].g, add[i].pl)
+		}
 	default:
 		panic("program: no backward for " + string(fop.Kind))
 	}
@@ -601,6 +606,24 @@ func (s *Stage) computeFree() {
 					last[id] = i
 				}
 			}
+		}
+	}
+	// Every op's Free list is carved, in ascending value order, out of one array (each capped,
+	// so appending to one cannot write into the next).
+	count := make([]int32, len(ops))
+	n := 0
+	for _, i := range last {
+		if i >= 0 {
+			count[i]++
+			n++
+		}
+	}
+	free := make([]ValueID, n)
+	at := 0
+	for i, c := range count {
+		if c > 0 {
+			ops[i].Free = free[at : at : at+int(c)]
+			at += int(c)
 		}
 	}
 	for id, i := range last {

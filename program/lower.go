@@ -3,6 +3,7 @@ package program
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/strategies"
@@ -12,9 +13,69 @@ import (
 // Lower turns model m and strategy st into the per-rank Program. st is resolved against m and
 // validated first; a plan that does not fit the model is an error.
 func Lower(m *model.Model, st strategies.Strategy) (*Program, error) {
-	if err := m.Validate(); err != nil {
-		return nil, err
+	return NewLowerer(m).Lower(st)
+}
+
+// A Lowerer lowers one model for many strategies (a search): it validates the model once and
+// resolves the default Megatron plan once per sequence-parallel setting, where Lower does both
+// for every strategy. Its Programs are those Lower returns; they share the resolved styles
+// (Program.Styles), which nothing writes. A Lowerer is safe for concurrent use.
+type Lowerer struct {
+	m   *model.Model
+	err error // m.Validate's
+	mu  sync.Mutex
+	// megatron is the default Megatron plan's styles without and with sequence parallel.
+	megatron [2]map[string]strategies.Style
+}
+
+// NewLowerer returns a Lowerer of m.
+func NewLowerer(m *model.Model) *Lowerer {
+	return &Lowerer{m: m, err: m.Validate()}
+}
+
+// noStyles is the styles of a strategy without tensor parallelism: a plan on one rank shards
+// nothing.
+var noStyles = map[string]strategies.Style{}
+
+// styles is plan's styles on the model under sequence parallel sp, the default Megatron plan's
+// resolved once.
+func (l *Lowerer) styles(plan *strategies.Plan, sp bool) (map[string]strategies.Style, error) {
+	if plan == nil || plan.Name != "megatron" || len(plan.Rules) != 0 || plan.Whole != "" {
+		return plan.Resolve(l.m, sp)
 	}
+	i := 0
+	if sp {
+		i = 1
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.megatron[i] == nil {
+		s, err := plan.Resolve(l.m, sp)
+		if err != nil {
+			return nil, err // not kept: the next strategy says the same
+		}
+		l.megatron[i] = s
+	}
+	return l.megatron[i], nil
+}
+
+// Lower is Lower(m, st) of the Lowerer's model m.
+func (l *Lowerer) Lower(st strategies.Strategy) (*Program, error) {
+	return l.lower(st, true)
+}
+
+// LowerPasses is Lower without the optimizer phase: every Stage's Optimizer is nil, the rest is
+// Lower's. For callers that price the forward and backward alone (costmodel.Derived prices the
+// optimizer phase with OptimizerPhase).
+func (l *Lowerer) LowerPasses(st strategies.Strategy) (*Program, error) {
+	return l.lower(st, false)
+}
+
+func (l *Lowerer) lower(st strategies.Strategy, optimizer bool) (*Program, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	m := l.m
 	st = st.Resolve(m)
 	if err := st.Validate(m); err != nil {
 		return nil, err
@@ -23,12 +84,12 @@ func Lower(m *model.Model, st strategies.Strategy) (*Program, error) {
 	if plan == nil && st.Mesh.TP > 1 {
 		plan = &strategies.Plan{Name: "megatron"}
 	}
-	styles, err := plan.Resolve(m, st.SP)
+	styles, err := l.styles(plan, st.SP)
 	if err != nil {
 		return nil, err
 	}
 	if st.Mesh.TP == 1 {
-		styles = map[string]strategies.Style{} // a plan on one rank shards nothing
+		styles = noStyles
 	}
 	p := &Program{Model: m, Strategy: st, Styles: styles, MicroBatch: st.MBS, Microbatches: st.Microbatches()}
 	switch st.Precision {
@@ -48,7 +109,7 @@ func Lower(m *model.Model, st strategies.Strategy) (*Program, error) {
 	}
 	seq := max(st.Seq, 1)
 	p.Tokens = int64(st.GBS) * int64(seq)
-	b := &builder{p: p, st: st, tp: st.Mesh.TP, styles: styles}
+	b := &builder{p: p, st: st, tp: st.Mesh.TP, styles: styles, noOptimizer: !optimizer}
 	if err := b.build(); err != nil {
 		return nil, err
 	}
@@ -66,11 +127,17 @@ type builder struct {
 	stage  *Stage
 	// tape records forward ops in order across stages, for differentiation.
 	tape      []tapeEntry
-	needsGrad map[vkey]bool
+	needsGrad perStage[bool]
 	memo      map[memoKey]ValueID
 	layerOps  []layerRange
 	sends     []sendPair
 	tiedHead  bool
+	// tiedColwise makes the tied head column-parallel over the vocabulary, as the
+	// vocabulary-parallel embedding whose weight it reads.
+	tiedColwise bool
+	// noOptimizer leaves the optimizer phase out (Lowerer.LowerPasses).
+	noOptimizer bool
+	arena       []int // builder.ints
 	// seqGather maps the output of a sequence-parallel all-gather that only Linears read to the
 	// index of that all-gather in its stage's Forward; regathered to its all-gather in backward.
 	seqGather  map[vkey]int
@@ -91,6 +158,27 @@ type vkey struct {
 	id    ValueID
 }
 
+// perStage is a table of T by value: [stage][id], the zero T where nothing was set (a map by
+// vkey, without the hashing).
+type perStage[T any] [][]T
+
+func (t perStage[T]) get(k vkey) T {
+	var zero T
+	if s := t[k.stage]; k.id >= 0 && int(k.id) < len(s) {
+		return s[k.id]
+	}
+	return zero
+}
+
+func (t perStage[T]) set(k vkey, v T) {
+	s := t[k.stage]
+	if n := int(k.id) + 1; n > len(s) {
+		s = append(s, make([]T, n-len(s))...)
+		t[k.stage] = s
+	}
+	s[k.id] = v
+}
+
 type tapeEntry struct {
 	stage int
 	op    int
@@ -99,8 +187,19 @@ type tapeEntry struct {
 func (b *builder) val(name string, shape []int, pl Placement) ValueID {
 	s := b.stage
 	id := ValueID(len(s.Values))
-	s.Values = append(s.Values, Value{ID: id, Name: name, Shape: append([]int(nil), shape...), Elem: b.p.ActBytes, Place: pl})
+	s.Values = append(s.Values, Value{ID: id, Name: name, Shape: b.ints(shape), Elem: b.p.ActBytes, Place: pl})
 	return id
+}
+
+// ints is a copy of x carved out of an array shared by the Program's values (capped, so that
+// appending to one copies it), which spares every value's shape an allocation of its own.
+func (b *builder) ints(x []int) []int {
+	if cap(b.arena)-len(b.arena) < len(x) {
+		b.arena = make([]int, 0, max(512, len(x)))
+	}
+	i := len(b.arena)
+	b.arena = append(b.arena, x...)
+	return b.arena[i:len(b.arena):len(b.arena)]
 }
 
 func (b *builder) v(id ValueID) *Value { return &b.stage.Values[id] }
@@ -127,13 +226,13 @@ func (b *builder) emit(op Op) int {
 	b.tape = append(b.tape, tapeEntry{s.Index, i})
 	ng := op.Param != ""
 	for _, in := range op.In {
-		if b.needsGrad[vkey{s.Index, in}] {
+		if b.needsGrad.get(vkey{s.Index, in}) {
 			ng = true
 		}
 	}
 	if ng {
 		for _, out := range op.Out {
-			b.needsGrad[vkey{s.Index, out}] = true
+			b.needsGrad.set(vkey{s.Index, out}, true)
 		}
 	}
 	return i
@@ -238,6 +337,9 @@ func (b *builder) checkShardable(fqn string, size int, what string) error {
 // linear lowers module fqn (a Linear) applied to x.
 func (b *builder) linear(fqn string, mod *model.Module, x ValueID) (ValueID, error) {
 	style := b.styles[fqn]
+	if fqn == "head" && b.tiedColwise {
+		style = strategies.Colwise
+	}
 	if style == "" {
 		style = b.inherited(fqn)
 	}
