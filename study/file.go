@@ -220,11 +220,7 @@ func (p *parser) fields(n *yaml.Node, path string, keys []string) (vals map[stri
 		name := k.Value
 		switch {
 		case !slices.Contains(keys, name):
-			hint := ""
-			if s := closest(name, keys); s != "" {
-				hint = fmt.Sprintf(" (did you mean %q?)", s)
-			}
-			p.errorf(k, join(path, name), "unknown key %q%s; valid keys: %s", name, hint, strings.Join(keys, ", "))
+			p.errorf(k, join(path, name), "unknown key %q%s; valid keys: %s", name, suggest.DidYouMean(name, keys), strings.Join(keys, ", "))
 		case vals[name] != nil:
 			p.errorf(k, join(path, name), "given twice (first at line %d); give it once", at[name].Line)
 		default:
@@ -239,24 +235,6 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-// closest returns the valid name within edit distance 2 of s, else the one that s begins
-// (price for price_per_gpu_hour), if there is one.
-func closest(s string, valid []string) string {
-	best, bd := "", 3
-	for _, v := range valid {
-		if len(s) >= 3 && strings.HasPrefix(v, strings.ToLower(s)) && bd > 2 {
-			best = v
-		}
-		if len(s) > 64 {
-			break // an edit distance is quadratic: no suggestion for a pasted paragraph
-		}
-		if d := suggest.Distance(strings.ToLower(s), v); d < bd {
-			best, bd = v, d
-		}
-	}
-	return best
 }
 
 // str reads a non-empty string scalar.
@@ -513,11 +491,7 @@ func (p *parser) model(n *yaml.Node, path string) (ModelEntry, bool) {
 		return e, false
 	}
 	if !isPath(s) && !slices.Contains(model.PresetNames(), s) {
-		hint := ""
-		if c := closest(s, model.PresetNames()); c != "" {
-			hint = fmt.Sprintf(" (did you mean %q?)", c)
-		}
-		p.errorf(spec, path, "unknown model %q%s; valid names: %s (or a path to a config.json, relative to the study file)", s, hint, strings.Join(model.PresetNames(), ", "))
+		p.errorf(spec, path, "unknown model %q%s; valid names: %s (or a path to a config.json, relative to the study file)", s, suggest.DidYouMean(s, model.PresetNames()), strings.Join(model.PresetNames(), ", "))
 		return e, false
 	}
 	e.Spec, e.Pos = s, posOf(spec)
@@ -553,11 +527,7 @@ func (p *parser) hardware(n *yaml.Node, path string) (HardwareEntry, bool) {
 		return e, false
 	}
 	if !isPath(s) && !slices.Contains(hardwareNames(), s) {
-		hint := ""
-		if c := closest(s, hardwareNames()); c != "" {
-			hint = fmt.Sprintf(" (did you mean %q?)", c)
-		}
-		p.errorf(spec, path, "unknown hardware %q%s; valid names: %s (or a path to a hardware JSON file, relative to the study file)", s, hint, strings.Join(hardwareNames(), ", "))
+		p.errorf(spec, path, "unknown hardware %q%s; valid names: %s (or a path to a hardware JSON file, relative to the study file)", s, suggest.DidYouMean(s, hardwareNames()), strings.Join(hardwareNames(), ", "))
 		return e, false
 	}
 	e.Spec, e.Pos = s, posOf(spec)
