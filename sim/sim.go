@@ -108,42 +108,49 @@ func (h eventHeap) less(i, j int) bool {
 	return h[i].seq < h[j].seq
 }
 
-func (h *eventHeap) push(ev event) {
-	*h = append(*h, ev)
-	q := *h
+func (h *eventHeap) push(ev event) { *h = heapPush(*h, ev, eventHeap.less) }
+
+func (h *eventHeap) pop() event {
+	var top event
+	*h, top = heapPop(*h, eventHeap.less)
+	return top
+}
+
+// heapPush appends x to q, a binary min-heap by less(q, i, j), and restores the heap order.
+func heapPush[T any, Q ~[]T](q Q, x T, less func(q Q, i, j int) bool) Q {
+	q = append(q, x)
 	for j := len(q) - 1; j > 0; {
 		i := (j - 1) / 2
-		if !q.less(j, i) {
+		if !less(q, j, i) {
 			break
 		}
 		q[i], q[j] = q[j], q[i]
 		j = i
 	}
+	return q
 }
 
-func (h *eventHeap) pop() event {
-	q := *h
+// heapPop removes and returns the least element of the binary min-heap q (less as for heapPush).
+func heapPop[T any, Q ~[]T](q Q, less func(q Q, i, j int) bool) (Q, T) {
 	n := len(q) - 1
 	top := q[0]
 	q[0] = q[n]
 	q = q[:n]
 	for i := 0; ; {
-		l := 2*i + 1
-		if l >= n {
+		j := 2*i + 1
+		if j >= n {
 			break
 		}
-		j := l
-		if r := l + 1; r < n && q.less(r, l) {
+		if r := j + 1; r < n && less(q, r, j) {
 			j = r
 		}
-		if !q.less(j, i) {
+		if !less(q, j, i) {
 			break
 		}
 		q[i], q[j] = q[j], q[i]
 		i = j
 	}
-	*h = q
-	return top
+	return q, top
 }
 
 // Simulate lays one step of p out on a timeline, pricing ops with c.
@@ -559,42 +566,18 @@ func (e *engine) before(a, b int) bool {
 // enqueue adds ready asynchronous node id to its link's queue.
 func (e *engine) enqueue(id int) {
 	l := e.linkOf(e.nodes[id])
-	l.queue = append(l.queue, id)
-	q := l.queue
-	for j := len(q) - 1; j > 0; {
-		i := (j - 1) / 2
-		if !e.before(q[j], q[i]) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		j = i
-	}
+	l.queue = heapPush(l.queue, id, e.beforeAt)
 }
 
 // dequeue removes and returns the first of l's queue.
 func (e *engine) dequeue(l *link) int {
-	q := l.queue
-	n := len(q) - 1
-	top := q[0]
-	q[0] = q[n]
-	q = q[:n]
-	for i := 0; ; {
-		c := 2*i + 1
-		if c >= n {
-			break
-		}
-		if r := c + 1; r < n && e.before(q[r], q[c]) {
-			c = r
-		}
-		if !e.before(q[c], q[i]) {
-			break
-		}
-		q[i], q[c] = q[c], q[i]
-		i = c
-	}
-	l.queue = q
+	var top int
+	l.queue, top = heapPop(l.queue, e.beforeAt)
 	return top
 }
+
+// beforeAt is before for the nodes at positions i and j of a link's queue.
+func (e *engine) beforeAt(q []int, i, j int) bool { return e.before(q[i], q[j]) }
 
 func (e *engine) run() {
 	nr := len(e.main)
