@@ -34,9 +34,10 @@ type Derived struct {
 	m  *model.Model
 	hw *hardware.Hardware
 
+	pieces onceMap[lowKey, *kindPieces]
+	params onceMap[paramKey, *stageParams]
+
 	mu     sync.Mutex
-	pieces map[lowKey]*kindEntry
-	params map[paramKey]*paramEntry
 	opt    map[optKey]*Piece
 	flops  map[[2]int]units.FLOPs
 	counts map[int][]int
@@ -49,7 +50,7 @@ func NewDerived(m *model.Model, hw *hardware.Hardware) (*Derived, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	return &Derived{m: m, hw: hw, pieces: map[lowKey]*kindEntry{}, params: map[paramKey]*paramEntry{}, opt: map[optKey]*Piece{},
+	return &Derived{m: m, hw: hw, opt: map[optKey]*Piece{},
 		flops: map[[2]int]units.FLOPs{}, counts: map[int][]int{}, lowerers: map[int]*program.Lowerer{}}, nil
 }
 
@@ -125,11 +126,41 @@ type stageParams struct {
 	pre, layer, post [3][]program.Param
 }
 
-// paramEntry is a memoized stageParams, lowered once.
-type paramEntry struct {
+// onceMap memoizes a value per key, computed once however many callers ask for it at a time (the
+// others wait for the first); a computation that fails is not kept, so the next caller of the key
+// computes again and gets the error its own input gives. The zero onceMap is ready to use.
+type onceMap[K comparable, V any] struct {
+	mu sync.Mutex
+	m  map[K]*onceEntry[V]
+}
+
+type onceEntry[V any] struct {
 	once sync.Once
-	sp   *stageParams
+	v    V
 	err  error
+}
+
+// get returns the value of k, computing it with f if no caller has.
+func (o *onceMap[K, V]) get(k K, f func() (V, error)) (V, error) {
+	o.mu.Lock()
+	e, ok := o.m[k]
+	if !ok {
+		if o.m == nil {
+			o.m = map[K]*onceEntry[V]{}
+		}
+		e = &onceEntry[V]{}
+		o.m[k] = e
+	}
+	o.mu.Unlock()
+	e.once.Do(func() { e.v, e.err = f() })
+	if e.err != nil {
+		o.mu.Lock()
+		if o.m[k] == e {
+			delete(o.m, k)
+		}
+		o.mu.Unlock()
+	}
+	return e.v, e.err
 }
 
 // Totals prices st (Resolve'd against the model first) without the Result's strings.
@@ -291,32 +322,9 @@ func (d *Derived) kindPieces(st strategies.Strategy, nv int) (*kindPieces, error
 	if k.zero3 {
 		k.dp = ms.DP
 	}
-	d.mu.Lock()
-	e, ok := d.pieces[k]
-	if !ok {
-		e = &kindEntry{}
-		d.pieces[k] = e
-	}
-	d.mu.Unlock()
 	// The first caller lowers; concurrent callers with the same key wait for it rather than
 	// lowering again (the pieces do not depend on which strategy of the key came first).
-	e.once.Do(func() { e.kp, e.err = d.lower(st, nk) })
-	if e.err != nil {
-		// Not kept: the next strategy of the key lowers again and says what is wrong with it.
-		d.mu.Lock()
-		if d.pieces[k] == e {
-			delete(d.pieces, k)
-		}
-		d.mu.Unlock()
-	}
-	return e.kp, e.err
-}
-
-// kindEntry is a memoized kindPieces, lowered once.
-type kindEntry struct {
-	once sync.Once
-	kp   *kindPieces
-	err  error
+	return d.pieces.get(k, func() (*kindPieces, error) { return d.lower(st, nk) })
 }
 
 // lower lowers the model shortened for st with nk stage kinds, prices each kind's forward and
@@ -401,14 +409,7 @@ func shortStrategy(st strategies.Strategy, nk int) strategies.Strategy {
 // sample, one sequence per context-parallel group, no recompute, no data parallel).
 func (d *Derived) stageParams(st strategies.Strategy, nk int) (*stageParams, error) {
 	k := paramKey{tp: st.Mesh.TP, kinds: nk, seq: st.Seq, sp: st.SP, precision: st.Precision, opt: st.Optimizer}
-	d.mu.Lock()
-	e, ok := d.params[k]
-	if !ok {
-		e = &paramEntry{}
-		d.params[k] = e
-	}
-	d.mu.Unlock()
-	e.once.Do(func() {
+	return d.params.get(k, func() (*stageParams, error) {
 		// One layer on each of the first, middle and last stages (the first and last only, of
 		// a model of two layers).
 		short := st
@@ -419,8 +420,7 @@ func (d *Derived) stageParams(st strategies.Strategy, nk int) (*stageParams, err
 		}
 		p, err := d.lowerer(short.Mesh.PP).Lower(short)
 		if err != nil {
-			e.err = err
-			return
+			return nil, err
 		}
 		sp := &stageParams{p: p}
 		for i, s := range p.Stages {
@@ -436,16 +436,8 @@ func (d *Derived) stageParams(st strategies.Strategy, nk int) (*stageParams, err
 				}
 			}
 		}
-		e.sp = sp
+		return sp, nil
 	})
-	if e.err != nil {
-		d.mu.Lock()
-		if d.params[k] == e {
-			delete(d.params, k)
-		}
-		d.mu.Unlock()
-	}
-	return e.sp, e.err
 }
 
 // addLayer is stage a with one more layer: a plus the difference between the middle stages of
