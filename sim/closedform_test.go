@@ -26,6 +26,24 @@ func lowerT(t testing.TB, m *model.Model, s string) *program.Program {
 	return p
 }
 
+// simulateAndPredict simulates p on hw (no spans) and prices it with the closed form.
+func simulateAndPredict(t *testing.T, p *program.Program, hw *hardware.Hardware) (*Result, *costmodel.Result) {
+	t.Helper()
+	c, err := costmodel.NewCoster(p, hw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Simulate(p, c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := costmodel.Predict(p, hw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, want
+}
+
 func near(a, b units.Seconds) bool {
 	return math.Abs(float64(a-b)) <= 1e-9*math.Max(math.Abs(float64(a)), math.Abs(float64(b)))+1e-15
 }
@@ -74,25 +92,17 @@ func TestOverlapOffEqualsClosedForm(t *testing.T) {
 				hw = a100
 			}
 			p := lowerT(t, m, f+",overlap=off")
-			c, err := costmodel.NewCoster(p, hw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := Simulate(p, c, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := costmodel.Predict(p, hw)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, want := simulateAndPredict(t, p, hw)
 			w := want.Time
 			if !near(res.Step, w.Step) || !near(res.Compute, w.Compute) || !near(res.CommExposed, w.CommExposed) || !near(res.Optimizer, w.Optimizer) || !near(res.Bubble, w.Bubble) {
 				t.Errorf("%s %s: simulated %+v, closed form %+v", m.Name, f, res, w)
 			}
 			// With overlap on, the simulator never takes longer.
 			p = lowerT(t, m, f+",overlap=on")
-			c, _ = costmodel.NewCoster(p, hw)
+			c, err := costmodel.NewCoster(p, hw)
+			if err != nil {
+				t.Fatal(err)
+			}
 			on, err := Simulate(p, c, Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -334,18 +344,7 @@ func TestZeRO3LinkBoundClosedForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := lowerT(t, m, "dp=64,tp=4,mbs=2,gbs=512,zero=3,recompute=selective,sp=on")
-	c, err := costmodel.NewCoster(p, hw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Simulate(p, c, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := costmodel.Predict(p, hw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, want := simulateAndPredict(t, p, hw)
 	link := want.CommTime[strategies.DimDP]
 	if res.Step < link {
 		t.Errorf("simulated step %v is shorter than the data-parallel link's busy time %v", res.Step, link)
