@@ -54,10 +54,12 @@ type rank struct {
 
 	losses    []float64
 	stepTimes []time.Duration
-	events    []OpEvent
-	stats     []comm.Stats
-	ppSent    int64 // bytes sent point to point over pp, all steps
-	ppMsgs    int64
+	// stepEnds is when each step ended, since the run started (t0).
+	stepEnds []time.Duration
+	events   []OpEvent
+	stats    []comm.Stats
+	ppSent   int64 // bytes sent point to point over pp, all steps
+	ppMsgs   int64
 }
 
 // slot is the value storage of one stage's microbatch, with each buffer's number in the
@@ -110,6 +112,7 @@ func (r *rank) run() error {
 			return err
 		}
 		r.stepTimes = append(r.stepTimes, time.Since(start))
+		r.stepEnds = append(r.stepEnds, time.Since(r.t0))
 		r.losses = append(r.losses, loss)
 		r.stats = append(r.stats, r.c.Stats())
 		if r.cfg.OnStep != nil && r.c.Rank() == 0 {

@@ -473,13 +473,16 @@ func statusText(exited bool, err error) string {
 // spinPolls is how many times a rank polls a mailbox, yielding between polls, before it blocks
 // on it. A goroutine that blocks on a channel parks, and when its processor finds nothing else to
 // run its thread sleeps in the kernel: the peer's send must then wake it (a futex wake and a
-// reschedule, tens of microseconds on a busy machine), which a collective pays at every step
-// while the peer computes for a few microseconds more. Polling for a while keeps the thread
-// awake; runtime.Gosched lets the processor run other ranks meanwhile, so ranks that outnumber
-// the cores still take turns. A poll and a yield with nothing else to run take about 0.1 us
-// here, so the spin lasts some tens of microseconds; it is bounded by count, not by the clock, so
-// that a fake clock (testing/synctest) cannot make it endless.
-const spinPolls = 512
+// reschedule; on a virtual machine the host must also wake the halted vCPU, hundreds of
+// microseconds), which a collective pays at every step and every rank pays at every step's
+// all-reduce while the slower rank finishes its backward. Polling keeps the thread awake;
+// runtime.Gosched lets the processor run other ranks meanwhile, so ranks that outnumber the cores
+// still take turns. A poll and a yield with nothing else to run take about 0.1 us here, so the
+// spin lasts about half a millisecond: calibrate's contention mix (two ranks of a one-core GEMM
+// and adds meeting at an all-reduce after each) measured 1.89x the time of one rank alone with
+// 512 polls, 1.03-1.22x with 4096 to 16384. It is bounded by count, not by the clock, so that a
+// fake clock (testing/synctest) cannot make it endless.
+const spinPolls = 1 << 12
 
 // spinRecv polls box up to spinPolls times; nil when nothing came.
 func spinRecv(box chan *msg) *msg {

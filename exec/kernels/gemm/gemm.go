@@ -22,9 +22,18 @@ const (
 const minRowBlock = 4 * mr
 
 // ParallelMACs is the size, in multiply-adds m*n*k, from which a product is split over several
-// goroutines. Below it (about 60 µs of work at 35 GFLOP/s) starting and joining helpers costs more
-// than it saves, so small products run on the calling goroutine.
-const ParallelMACs = 1 << 21
+// goroutines. Waking a helper goroutine on an idle core (the runtime wakes an OS thread; on a
+// virtual machine the host wakes a halted vCPU) costs tens of microseconds, paid on each of the
+// two parallel loops of a KC step. Measured on this project's 2-core EPYC VM with exec's pattern
+// (100 µs of other work before each product, best of 3 medians of 30): two goroutines against one
+// are 0.87x at 4.2M multiply-adds (256x64x256), 1.27x at 8.4M, 1.31x at 16.8M and 1.81x at 33.6M
+// (512x256x256), 1.94x at 67M. From 2^25 the split gains at least 1.8x, so the cost model may
+// price a split product at its serial time over the goroutines; below it a product runs on the
+// calling goroutine.
+const ParallelMACs = 1 << 25
+
+// parallelFrom is ParallelMACs; tests lower it to reach the parallel path with small products.
+var parallelFrom = ParallelMACs
 
 // maxThreads caps the goroutines of one product; 0 means GOMAXPROCS.
 var maxThreads atomic.Int32
@@ -127,7 +136,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		}
 		defer callers.Add(-1)
 	}
-	if threads := min(Threads(), (m+mr-1)/mr); m*n*k >= ParallelMACs && threads > 1 {
+	if threads := min(Threads(), (m+mr-1)/mr); m*n*k >= parallelFrom && threads > 1 {
 		p.runParallel(threads)
 	} else {
 		p.runSerial()

@@ -151,6 +151,7 @@ func TestSgemmParallel(t *testing.T) {
 	// contention left from an earlier test.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	contendedUntil.Store(0)
+	defer lowerParallelFrom()()
 	caps := []int{2, 4}
 	if cpufeat.Race {
 		caps = caps[1:] // the Go kernel under the race detector is slow; one cap checks the sync
@@ -158,7 +159,7 @@ func TestSgemmParallel(t *testing.T) {
 	for _, th := range caps {
 		SetThreads(th)
 		for _, s := range []shape{{160, 130, 300}, {13, 300, 600}} {
-			if s.m*s.n*s.k < ParallelMACs/2 {
+			if s.m*s.n*s.k < parallelFrom {
 				t.Fatalf("shape %v too small to test the parallel path", s)
 			}
 			for _, tA := range []bool{false, true} {
@@ -302,6 +303,7 @@ func TestSgemmConcurrent(t *testing.T) {
 		t.Skip("large products")
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	defer lowerParallelFrom()()
 	if cpufeat.Race && useAsm {
 		// The detector cannot see the assembly kernel's writes of C; run the Go kernel.
 		useAsm = false
@@ -309,7 +311,7 @@ func TestSgemmConcurrent(t *testing.T) {
 	}
 	const callers = 3
 	s := shape{150, 140, 120}
-	if s.m*s.n*s.k < ParallelMACs {
+	if s.m*s.n*s.k < parallelFrom {
 		t.Fatalf("shape %v too small to test the parallel path", s)
 	}
 	var wg sync.WaitGroup
@@ -334,4 +336,12 @@ func TestSgemmConcurrent(t *testing.T) {
 	if b := busy.Load(); b != 0 {
 		t.Errorf("busy = %d after all products returned, want 0", b)
 	}
+}
+
+// lowerParallelFrom lets products from 2^21 multiply-adds split, so that the parallel path is
+// tested on shapes gonum's reference multiplies quickly; it returns the function that restores
+// ParallelMACs.
+func lowerParallelFrom() func() {
+	parallelFrom = 1 << 21
+	return func() { parallelFrom = ParallelMACs }
 }
