@@ -189,6 +189,13 @@ func (c *Coster) Compute(op *program.Op) units.Seconds {
 		flop := units.Seconds(float64(op.FLOPs) / (float64(c.peak) * flashFraction(c.P.Strategy, hw)))
 		return c.shared(op, max(flop, mem, kernel))
 	}
+	if op.Kind == program.OpLinear && hw.GEMMParallelMACs > 0 {
+		// A CPU profile (host): the products as exec runs them, each timed alone on one core
+		// where calibrate or compare measured its shape, else on the one-core efficiency curve,
+		// and split over the cores the rank has when large enough.
+		n := hw.GEMMThreads(int64(op.M)*int64(op.N)*int64(op.K), c.P.Strategy.Mesh.Devices())
+		return c.sharedOn(op, max(c.hostGEMMs(op)/units.Seconds(n), mem, kernel), n)
+	}
 	eff, peak := 1.0, c.peak
 	switch {
 	case c.IsFP8(op):
@@ -210,21 +217,53 @@ func (c *Coster) Compute(op *program.Op) units.Seconds {
 	return c.shared(op, max(flop, mem, kernel))
 }
 
-// shared adds the fixed per-op time and the slowdown of ranks sharing cores. On a profile with
-// Cores (the host), every rank runs the same op at once, so an op that keeps n cores busy alone
-// asks for devices x n cores: it slows by that over Cores when that is more (processor sharing;
-// calibrate's contention table measures it). Other profiles use the measured Slowdown, 1 for
-// devices of their own.
-func (c *Coster) shared(op *program.Op, t units.Seconds) units.Seconds {
+// shared adds the fixed per-op time and the slowdown of ranks sharing cores to an op that keeps
+// one core busy (every op but a split product, sharedOn).
+func (c *Coster) shared(op *program.Op, t units.Seconds) units.Seconds { return c.sharedOn(op, t, 1) }
+
+// sharedOn adds the fixed per-op time and the slowdown of ranks sharing cores: the measured
+// Slowdown of the program's ranks computing at once (calibrate's contention table: k goroutine
+// ranks each running the same one-core mix and meeting at a collective after each, as exec's
+// ranks do; 1 for devices of their own). An op that keeps n > 1 cores busy alone (a product
+// split over the cores of a rank, which exec does only while the ranks leave cores free) asks
+// for devices x n cores: it slows by that over Cores when that is more (processor sharing).
+func (c *Coster) sharedOn(op *program.Op, t units.Seconds, n int) units.Seconds {
 	s := c.slowdown
-	if hw := c.HW; hw.Cores > 0 && hw.GEMMParallelBlock > 0 {
-		n := 1
-		if op.Kind == program.OpLinear {
-			n = hw.OpCores(op.M, op.N)
-		}
+	if hw := c.HW; hw.Cores > 0 && hw.GEMMParallelMACs > 0 && n > 1 {
 		s = max(1, float64(c.P.Strategy.Mesh.Devices()*n)/float64(hw.Cores))
 	}
 	return units.Seconds(s) * (t + c.HW.Efficiency.OpOverhead)
+}
+
+// HostGEMMs are the matrix products exec's kernels run for a linear op (package kernels'
+// LinearForward, LinearBackwardInput and LinearBackwardWeight): forward y = x Wᵀ, [M, K] x
+// [N, K]ᵀ; backward dx = dy W, [M, N] x [N, K], when the input needs a gradient, and dW += dyᵀ x,
+// [M, N]ᵀ x [M, K] accumulated.
+func HostGEMMs(op *program.Op) []hardware.GEMMTime {
+	if op.Phase != program.Backward {
+		return []hardware.GEMMTime{{M: op.M, K: op.K, N: op.N, TransB: true}}
+	}
+	dw := hardware.GEMMTime{M: op.N, K: op.M, N: op.K, TransA: true, Accumulate: true}
+	if !op.GradInput {
+		return []hardware.GEMMTime{dw}
+	}
+	return []hardware.GEMMTime{{M: op.M, K: op.N, N: op.K}, dw}
+}
+
+// hostGEMMs is the one-core time of op's products: measured where the profile timed the shape,
+// else FLOPs at the one-core share of the peak times the GEMM efficiency of that size.
+func (c *Coster) hostGEMMs(op *program.Op) units.Seconds {
+	var t units.Seconds
+	perCore := float64(c.peak) / float64(max(1, c.HW.Cores))
+	for _, g := range HostGEMMs(op) {
+		if m, ok := c.HW.Efficiency.Measured(g); ok {
+			t += m
+			continue
+		}
+		f := units.FLOPs(2 * float64(g.M) * float64(g.K) * float64(g.N))
+		t += units.Seconds(float64(f) / (perCore * c.HW.GEMMEfficiency(f)))
+	}
+	return t
 }
 
 // KernelKey names the kernel of a compute op for hardware.Efficiency.KernelRates: "gelu",

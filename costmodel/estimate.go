@@ -53,8 +53,8 @@ type Estimator struct {
 // NewEstimator checks m and returns its Estimator on hw. It returns an error for an invalid model
 // or one Estimate does not cover (use Predict for those).
 func NewEstimator(m *model.Model, hw *hardware.Hardware) (*Estimator, error) {
-	if len(hw.Efficiency.KernelRates) > 0 {
-		return nil, fmt.Errorf("costmodel: hardware %q has per-kernel rates (a calibrated host profile), which Estimate does not price; use Predict(program.Lower(m, st), hw)", hw.Name)
+	if len(hw.Efficiency.KernelRates) > 0 || hw.GEMMParallelMACs > 0 {
+		return nil, fmt.Errorf("costmodel: hardware %q has per-kernel rates or a CPU's matrix products (a calibrated host profile), which Estimate does not price; use Predict(program.Lower(m, st), hw)", hw.Name)
 	}
 	if m.Transformer == nil {
 		return nil, fmt.Errorf("costmodel: the fast path prices transformers built by model.Transformer.Build; model %q is not one, use Derived", m.Name)

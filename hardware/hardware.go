@@ -82,6 +82,39 @@ type Efficiency struct {
 	// Keys are the Kernel that costmodel.KernelKey names ("gelu", "gelu.backward", "layernorm",
 	// "attention", "cross_entropy", "adam", ...); an op's elements are program.Op.Elems.
 	KernelRates map[Kernel]float64 `json:"kernel_elems_per_s,omitempty"`
+	// GEMMTimes are matrix products timed alone on one core (tpsim calibrate, and compare for the
+	// products of the model it compares): a product of one of these shapes is priced at its
+	// measured time instead of the efficiency curve, which no one line fits across shapes
+	// (transposed operands pack more slowly, thin products waste register tiles).
+	GEMMTimes []GEMMTime `json:"gemm_times,omitempty"`
+}
+
+// GEMMTime is one matrix product C [M, N] = op(A) [M, K] op(B) [K, N] timed alone: TransA when A
+// is stored [K, M], TransB when B is stored [N, K], Accumulate when C is added to (beta = 1).
+type GEMMTime struct {
+	M          int           `json:"m"`
+	K          int           `json:"k"`
+	N          int           `json:"n"`
+	TransA     bool          `json:"trans_a,omitempty"`
+	TransB     bool          `json:"trans_b,omitempty"`
+	Accumulate bool          `json:"accumulate,omitempty"`
+	Seconds    units.Seconds `json:"s"`
+}
+
+// Same reports whether g and o are the same product (sizes, layout and accumulation).
+func (g GEMMTime) Same(o GEMMTime) bool {
+	return g.M == o.M && g.K == o.K && g.N == o.N && g.TransA == o.TransA && g.TransB == o.TransB && g.Accumulate == o.Accumulate
+}
+
+// Measured returns the measured time of product p (its Seconds ignored) and true, or false when
+// that product was not timed.
+func (e *Efficiency) Measured(p GEMMTime) (units.Seconds, bool) {
+	for _, g := range e.GEMMTimes {
+		if g.Same(p) {
+			return g.Seconds, true
+		}
+	}
+	return 0, false
 }
 
 // Hardware is a device, the levels of the network joining many of them, and the efficiencies
@@ -93,12 +126,12 @@ type Hardware struct {
 	// Cores is the number of processor cores that all ranks share when they run on one machine
 	// (the host profile: goroutine ranks time-share the CPU); 0 means every rank has its own device.
 	Cores int `json:"cores,omitempty"`
-	// GEMMParallelBlock and GEMMParallelMinBlocks describe the BLAS of a CPU profile: a matrix
-	// product whose M x N output has at least GEMMParallelMinBlocks tiles of GEMMParallelBlock
-	// squared runs on all Cores, smaller ones on one (gonum's pure-Go Sgemm: blockSize 64,
-	// minParBlock 4). 0 when every rank has its own device.
-	GEMMParallelBlock     int `json:"gemm_parallel_block,omitempty"`
-	GEMMParallelMinBlocks int `json:"gemm_parallel_min_blocks,omitempty"`
+	// GEMMParallelMACs describes the matrix multiply of a CPU profile (exec's package gemm,
+	// gemm.ParallelMACs): a product of at least this many multiply-adds (M x N x K) splits over
+	// the cores its rank has (Cores over the ranks, at least 1), a smaller one runs on one core.
+	// On such a profile the GEMM efficiency and GEMMTimes price a product on one core, against
+	// the peak over Cores. 0 when every rank has its own device.
+	GEMMParallelMACs int64 `json:"gemm_parallel_macs,omitempty"`
 	// Slowdown[k-1] is how much longer an op takes when k ranks compute at once on the shared
 	// cores (measured by tpsim calibrate; Slowdown[0] = 1). Past its end, time shares out
 	// evenly: the last entry times k/len. Empty when every rank has its own device.
@@ -250,6 +283,14 @@ func (h *Hardware) problems() []string {
 			add("efficiency.kernel_elems_per_s.%s = %g must be positive: elements per second of that kernel", k, r)
 		}
 	}
+	for i, g := range e.GEMMTimes {
+		if g.M <= 0 || g.K <= 0 || g.N <= 0 || !finitePositive(float64(g.Seconds)) {
+			add("efficiency.gemm_times[%d] = %dx%dx%d in %g s: sizes and time must be positive (m, k, n and s of a product timed alone)", i, g.M, g.K, g.N, float64(g.Seconds))
+		}
+	}
+	if h.Cores > 0 && h.GEMMParallelMACs < 0 {
+		add("gemm_parallel_macs = %d must be zero or positive: the multiply-adds from which a product splits over cores", h.GEMMParallelMACs)
+	}
 	if e.OpOverhead < 0 || math.IsInf(float64(e.OpOverhead), 0) || math.IsNaN(float64(e.OpOverhead)) {
 		add("efficiency.op_overhead_s = %g must be zero or positive: a fixed time per op, e.g. 5e-6", float64(e.OpOverhead))
 	}
@@ -364,15 +405,12 @@ func (h *Hardware) ComputeSlowdown(ranks int) float64 {
 	return h.Slowdown[n-1] * float64(ranks) / float64(n)
 }
 
-// OpCores is how many of the shared cores a matrix product of an M x N output keeps busy when it
-// runs alone: all Cores when the BLAS splits it, else one.
-func (h *Hardware) OpCores(m, n int) int {
-	b := h.GEMMParallelBlock
-	if h.Cores <= 1 || b <= 0 || h.GEMMParallelMinBlocks <= 0 {
+// GEMMThreads is how many of the shared cores a matrix product of macs multiply-adds keeps busy
+// when each of ranks ranks runs one at once: the cores a rank has (Cores/ranks, at least 1) when
+// the product is large enough to split (GEMMParallelMACs), else one.
+func (h *Hardware) GEMMThreads(macs int64, ranks int) int {
+	if h.Cores <= 1 || h.GEMMParallelMACs <= 0 || macs < h.GEMMParallelMACs {
 		return 1
 	}
-	if ((m+b-1)/b)*((n+b-1)/b) >= h.GEMMParallelMinBlocks {
-		return h.Cores
-	}
-	return 1
+	return max(1, h.Cores/max(1, ranks))
 }

@@ -406,6 +406,9 @@ func TestValidateErrors(t *testing.T) {
 		{"zero memory", func(h *Hardware) { h.Device.Memory = 0 }, []string{"device.memory_bytes = 0 must be positive"}},
 		{"inf bandwidth", func(h *Hardware) { h.Device.MemBandwidth = units.BytesPerSecond(math.Inf(1)) }, []string{"device.mem_bandwidth_bytes_per_s = +Inf"}},
 		{"no levels", func(h *Hardware) { h.Levels = nil }, []string{"levels is empty"}},
+		{"bad measured product", func(h *Hardware) {
+			h.Efficiency.GEMMTimes = []GEMMTime{{M: 2, K: 0, N: 4, Seconds: 1e-6}, {M: 2, K: 3, N: 4, Seconds: units.Seconds(math.NaN())}}
+		}, []string{"efficiency.gemm_times[0] = 2x0x4 in 1e-06 s: sizes and time must be positive", "efficiency.gemm_times[1] = 2x3x4 in NaN s"}},
 		{"unnamed level", func(h *Hardware) { h.Levels[0].Name = "" }, []string{"levels[0].name is empty"}},
 		{"duplicate level", func(h *Hardware) { h.Levels[1].Name = "nvlink" }, []string{`levels[1] (nvlink).name repeats levels[0].name "nvlink"`}},
 		{"inner unbounded", func(h *Hardware) { h.Levels[0].Size = 0 }, []string{"levels[0] (nvlink).devices = 0 means unbounded, which only the last level may be"}},
@@ -447,5 +450,36 @@ func TestValidateErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGEMMThreads: a product splits over the cores a rank has from GEMMParallelMACs on, and never
+// on a profile of devices of their own.
+func TestGEMMThreads(t *testing.T) {
+	h := &Hardware{Cores: 4, GEMMParallelMACs: 1 << 25}
+	for _, c := range []struct {
+		macs  int64
+		ranks int
+		want  int
+	}{{1 << 24, 1, 1}, {1 << 25, 1, 4}, {1 << 25, 2, 2}, {1 << 25, 3, 1}, {1 << 25, 8, 1}} {
+		if got := h.GEMMThreads(c.macs, c.ranks); got != c.want {
+			t.Errorf("GEMMThreads(%d, %d) = %d, want %d", c.macs, c.ranks, got, c.want)
+		}
+	}
+	if got := (&Hardware{}).GEMMThreads(1<<30, 1); got != 1 {
+		t.Errorf("a GPU profile splits a product over %d cores", got)
+	}
+}
+
+// TestMeasuredProducts: a product is found by its sizes, layout and accumulation only.
+func TestMeasuredProducts(t *testing.T) {
+	e := Efficiency{GEMMTimes: []GEMMTime{{M: 2, K: 3, N: 4, TransB: true, Seconds: 5e-6}}}
+	if s, ok := e.Measured(GEMMTime{M: 2, K: 3, N: 4, TransB: true}); !ok || s != 5e-6 {
+		t.Errorf("Measured = %v, %v; want 5 µs", s, ok)
+	}
+	for _, g := range []GEMMTime{{M: 2, K: 3, N: 4}, {M: 2, K: 3, N: 4, TransB: true, Accumulate: true}, {M: 3, K: 2, N: 4, TransB: true}} {
+		if _, ok := e.Measured(g); ok {
+			t.Errorf("%+v found as the 2x3x4 A·Bᵀ product", g)
+		}
 	}
 }

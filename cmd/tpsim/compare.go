@@ -179,6 +179,12 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 		}
 		return err
 	}
+	if hw, err = compare.TimeProducts(ctx, hw, pts, stderr); err != nil {
+		if ctx.Err() != nil {
+			return cli.ErrInterrupted
+		}
+		return err
+	}
 	res.Profile = hw
 	res.Skipped = skipped
 	res.Load = load

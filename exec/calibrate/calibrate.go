@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tpsim/tpsim/exec/kernels/gemm"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/units"
 )
@@ -170,7 +171,7 @@ func run(ctx context.Context, p plan, o Options) (*hardware.Hardware, *Report, e
 	r.ElemFit = fitElementwise(r.Elementwise)
 	r.GEMMFit = fitGEMM(r.GEMM, float64(r.ElemFit.KernelOverhead))
 	for i := range r.Checks {
-		r.Checks[i].price(r.GEMMFit, r.ElemFit)
+		r.Checks[i].price(r.GEMMFit, r.ElemFit, r.Machine.NumCPU)
 	}
 	say("  GEMM %.3g GFLOP/s asymptotic (fit rms %.0f%%); elementwise %.3g GB/s + %.3g µs per op (fit rms %.0f%%)",
 		float64(r.GEMMFit.Rate)/1e9, 100*r.GEMMFit.RMSRelErr, float64(r.ElemFit.Bandwidth)/1e9, float64(r.ElemFit.Overhead)*1e6, 100*r.ElemFit.RMSRelErr)
@@ -245,7 +246,8 @@ func profile(r *Report) *hardware.Hardware {
 	bw := sig(positive(float64(e.Bandwidth), bestBW))
 	linkBW := sig(positive(float64(c.Bandwidth), bestLink))
 	lat := sig(positive(float64(c.Latency), minStep))
-	peak := units.FLOPsPerSecond(sig(positive(float64(g.Peak), 1e9)))
+	// The products were timed on one core: the machine's peak is that core's times the cores.
+	peak := units.FLOPsPerSecond(sig(float64(r.Machine.NumCPU) * positive(float64(g.Peak), 1e9)))
 
 	slow := make([]float64, len(r.Contention))
 	for i, p := range r.Contention {
@@ -267,14 +269,16 @@ func profile(r *Report) *hardware.Hardware {
 			Memory:       r.Memory,
 			MemBandwidth: units.BytesPerSecond(bw),
 		},
-		Cores: fp.NumCPU,
-		// gonum's pure-Go Sgemm (blas/gonum/gonum.go: blockSize 64, minParBlock 4), which exec uses.
-		GEMMParallelBlock: 64, GEMMParallelMinBlocks: 4,
-		Slowdown: slow,
+		Cores:            fp.NumCPU,
+		GEMMParallelMACs: gemm.ParallelMACs,
+		Slowdown:         slow,
 		Levels: []hardware.Level{{Name: "host", Size: 0, Bandwidth: units.BytesPerSecond(linkBW), Latency: units.Seconds(lat),
 			Efficiency: 1}},
 		Efficiency: hardware.Efficiency{GEMMMax: min(1, sig(positive(g.Max, 1))), GEMMHalfFLOPs: units.FLOPs(sig(float64(g.HalfFLOPs))), MemMax: 1,
 			OpOverhead: units.Seconds(sig(max(0, float64(e.Overhead))))},
+	}
+	for _, p := range r.GEMM {
+		h.Efficiency.GEMMTimes = append(h.Efficiency.GEMMTimes, p.Product)
 	}
 	h.Efficiency.KernelRates = map[hardware.Kernel]float64{}
 	for _, c := range r.Checks {
@@ -289,7 +293,7 @@ func profile(r *Report) *hardware.Hardware {
 	if r.Loaded() {
 		mode += fmt.Sprintf(", under load: other processes used %.0f%% of the CPU", 100*r.OtherCPU)
 	}
-	h.Source = fmt.Sprintf("measured by tpsim calibrate (format %d%s) on %s, %s, in %.1f s: exec's float32 kernels (gonum pure-Go BLAS) and goroutine collectives (exec/comm), each in isolation; no training step of any model was run. Each point is the median of several repetitions of a fixed time budget.",
+	h.Source = fmt.Sprintf("measured by tpsim calibrate (format %d%s) on %s, %s, in %.1f s: exec's float32 kernels (package gemm's AVX2 GEMM) and goroutine collectives (exec/comm), each in isolation; no training step of any model was run. Each point is the median of several repetitions of a fixed time budget.",
 		FormatVersion, mode, fp, r.Date, float64(r.Duration))
 	h.Sources = sources(r, h)
 	return h
@@ -305,8 +309,8 @@ func fitText(f Fit) string {
 func sources(r *Report, h *hardware.Hardware) map[string]string {
 	g, e, c, b := r.GEMMFit, r.ElemFit, r.CollFit, r.Bookkeeping
 	s := map[string]string{}
-	s["device.peak_flops.fp32"] = fmt.Sprintf("measured: kernels.MatMul (beta 0, dense data in [0.5, 1.5)) on %d shapes: the seed-mlp and gpt-tiny products and larger ones up to 1024x1024x1024; time(f) = f/rate + intercept fitted by least squares on relative time error (%s); peak = max(fitted rate %v, best measured %v)",
-		len(r.GEMM), fitText(g.Fit), g.Rate, g.Best)
+	s["device.peak_flops.fp32"] = fmt.Sprintf("measured: kernels.MatMul on one core (gemm.SetThreads(1); dense data in [0.5, 1.5), beta 1 for the backward-weight products as exec runs them) on %d shapes: the seed-mlp and gpt-tiny products and larger ones up to 1024x1024x1024; time(f) = f/rate + intercept fitted by least squares on relative time error (%s); peak = %d cores x max(fitted rate %v, best measured %v)",
+		len(r.GEMM), fitText(g.Fit), r.Machine.NumCPU, g.Rate, g.Best)
 	s["device.peak_flops.bf16"] = "set equal to fp32: exec computes in float32 whatever a strategy's precision says, so a mixed-precision strategy on host is priced as it runs"
 	if r.MemorySource == "fallback" {
 		s["device.memory_bytes"] = fmt.Sprintf("assumed %v: the physical memory could not be read on %s; edit it to this machine's RAM", units.Bytes(fallbackMemory), r.Machine.GOOS)
@@ -319,7 +323,8 @@ func sources(r *Report, h *hardware.Hardware) map[string]string {
 	s["efficiency.mem_max_fraction"] = "1: mem_bandwidth_bytes_per_s is the achieved rate fitted, not a datasheet figure"
 	s["efficiency.op_overhead_s"] = fmt.Sprintf("measured: the fixed time of the elementwise fit above, as exec runs ops; it covers exec's per-op bookkeeping (measured alone: %v for the values map, allocator maps, two time.Since and a trace event), a fresh allocation's fixed cost (%v, zeroing at %v; exec recycles buffers, clearing them, which the bandwidth absorbs) and a kernel call (%v)",
 		b.Fixed, b.AllocFixed, b.AllocBandwidth, e.KernelOverhead)
-	s["efficiency.gemm_max_fraction"] = fmt.Sprintf("fitted GEMM rate %v / peak %v", g.Rate, g.Peak)
+	s["efficiency.gemm_max_fraction"] = fmt.Sprintf("fitted one-core GEMM rate %v / one core's peak %v", g.Rate, g.Peak)
+	s["efficiency.gemm_times"] = fmt.Sprintf("measured: each of the %d products above alone on one core, median time per call; the cost model prices a product of one of these shapes at its time instead of the fitted line (compare adds the products of the model it runs)", len(r.GEMM))
 	s["efficiency.gemm_half_flops"] = fmt.Sprintf("(fitted GEMM intercept %v - the elementwise kernel call %v that op_overhead_s already charges) x fitted rate %v; floor 1 FLOP", g.Intercept, e.KernelOverhead, g.Rate)
 	ranks := map[int]bool{}
 	var lo, hi units.Bytes = math.MaxFloat64, 0
@@ -334,8 +339,7 @@ func sources(r *Report, h *hardware.Hardware) map[string]string {
 	s["levels.host.latency_s"] = coll
 	s["levels.host.efficiency"] = "1: bandwidth_bytes_per_s is the achieved rate fitted"
 	s["cores"] = "runtime.NumCPU()"
-	s["gemm_parallel_block"] = "gonum.org/v1/gonum/blas/gonum/gonum.go blockSize = 64: exec's GEMM splits an output into 64 x 64 tiles"
-	s["gemm_parallel_min_blocks"] = "gonum.org/v1/gonum/blas/gonum/gonum.go minParBlock = 4: with fewer tiles the product runs on one goroutine, with more on GOMAXPROCS workers"
+	s["gemm_parallel_macs"] = "exec/kernels/gemm.ParallelMACs: from this many multiply-adds a product splits over the cores its rank has (measured there against one core in exec's pattern), smaller ones run on one core"
 	for _, c := range r.Checks {
 		if c.Key != "" {
 			s["efficiency.kernel_elems_per_s."+string(c.Key)] = fmt.Sprintf("measured: %s (%s) alone, %d elements in %v (median of repetitions): elements per second, as program.Op.Elems counts them", c.Name, c.What, c.Elems, c.Time)
@@ -368,9 +372,18 @@ func notes(r *Report, h *hardware.Hardware) []string {
 	for _, p := range r.GEMM {
 		minR, maxR = min(minR, p.Rate), max(maxR, p.Rate)
 	}
-	out = append(out, fmt.Sprintf("Matrix products reach %.3g to %.3g GFLOP/s (gonum's pure-Go Sgemm runs a product with at least 4 blocks of 64x64 in its output on GOMAXPROCS goroutines, smaller ones on one core); one line time = f/%.3g GFLOP/s + %v fits them with %s.",
+	out = append(out, fmt.Sprintf("Matrix products reach %.3g to %.3g GFLOP/s on one core; one line time = f/%.3g GFLOP/s + %v fits them with %s, so the profile keeps each product's measured time (efficiency.gemm_times) and prices other shapes on the line.",
 		minR/1e9, maxR/1e9, float64(g.Rate)/1e9, g.Intercept, fitText(g.Fit)))
-	out = append(out, "They were timed on dense data: gonum skips zero elements of the left operand, so a product whose input has zeros (after ReLU) runs faster than priced.")
+	var split []string
+	for _, p := range r.GEMM {
+		if p.Split > 0 {
+			split = append(split, fmt.Sprintf("%s %.2fx", p.Shape, float64(p.Time)/float64(p.Split)))
+		}
+	}
+	if len(split) > 0 {
+		out = append(out, fmt.Sprintf("Products of at least %d multiply-adds split over the cores: on all %d cores against one, %s; the cost model prices a split product at its one-core time over the cores its rank has.",
+			gemm.ParallelMACs, fp.NumCPU, strings.Join(split, ", ")))
+	}
 	out = append(out, "bf16 is priced as fp32: exec computes in float32.")
 	// Elementwise: in cache and out of it, and the kernels the bandwidth does not describe.
 	var small, large *ElemPoint

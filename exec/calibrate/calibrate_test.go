@@ -317,3 +317,19 @@ func TestOtherCPUShare(t *testing.T) {
 		t.Errorf("samples in the wrong order give %v, want -1", OtherCPUShare(b, a))
 	}
 }
+
+// TestTimeGEMMsAsExecRunsThem: products are timed as exec runs them, accumulating exactly the
+// backward-weight (Aᵀ·B) ones; another combination is refused rather than timed as something
+// exec never runs.
+func TestTimeGEMMsAsExecRunsThem(t *testing.T) {
+	got, err := TimeGEMMs(context.Background(), []hardware.GEMMTime{{M: 8, K: 4, N: 16, TransB: true}, {M: 16, K: 8, N: 4, TransA: true, Accumulate: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !(got[0].Seconds > 0) || !got[1].Accumulate || !got[1].Same(hardware.GEMMTime{M: 16, K: 8, N: 4, TransA: true, Accumulate: true}) {
+		t.Errorf("timed %+v", got)
+	}
+	if _, err := TimeGEMMs(context.Background(), []hardware.GEMMTime{{M: 8, K: 4, N: 16, Accumulate: true}}); err == nil || !strings.Contains(err.Error(), "backward weight") {
+		t.Errorf("an accumulated A·B product: %v", err)
+	}
+}

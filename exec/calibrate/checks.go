@@ -140,12 +140,13 @@ func measureChecks(ctx context.Context, s sampler) ([]KernelCheck, error) {
 	return out, nil
 }
 
-// price fills Priced and Ratio with the roofline of the fitted profile.
-func (c *KernelCheck) price(g GEMMFit, e ElemFit) {
-	rate := float64(g.Peak)
+// price fills Priced and Ratio with the roofline of the fitted profile, whose peak is the one-core
+// GEMM peak times the cores (the cost model's Coster.Compute prices any op but a linear one so).
+func (c *KernelCheck) price(g GEMMFit, e ElemFit, cores int) {
+	rate := float64(g.Peak) * float64(cores)
 	if c.gemm {
 		f := float64(c.FLOPs)
-		rate = float64(g.Rate) * f / (f + float64(g.HalfFLOPs))
+		rate *= g.Max * f / (f + float64(g.HalfFLOPs))
 	}
 	t := max(float64(c.FLOPs)/rate, float64(c.Bytes)/float64(e.Bandwidth)) + float64(e.Overhead)
 	c.Priced = units.Seconds(t)

@@ -3,16 +3,31 @@ package calibrate
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"time"
 
 	"github.com/tpsim/tpsim/exec/kernels"
+	"github.com/tpsim/tpsim/exec/kernels/gemm"
+	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/units"
 )
 
-// gemmShape is one kernels.MatMul call: dst [M, N] = op(a) [M, K] · op(b) [K, N].
+// gemmShape is one kernels.MatMul call: dst [M, N] = op(a) [M, K] · op(b) [K, N], accumulated
+// into dst (beta 1) for the backward-weight products (exec's LinearBackwardWeight), overwriting it
+// (beta 0) otherwise.
 type gemmShape struct {
 	M, K, N        int
 	TransA, TransB bool
 	What           string
+}
+
+// accumulate reports whether exec runs the product with beta 1: the backward-weight products
+// (Aᵀ·B) add into the gradient.
+func (s gemmShape) accumulate() bool { return s.TransA }
+
+// time is the shape as the profile's table keys it.
+func (s gemmShape) time(t units.Seconds) hardware.GEMMTime {
+	return hardware.GEMMTime{M: s.M, K: s.K, N: s.N, TransA: s.TransA, TransB: s.TransB, Accumulate: s.accumulate(), Seconds: t}
 }
 
 // The GEMM grid: the products exec runs for the presets, and a few larger ones.
@@ -72,11 +87,15 @@ func (s gemmShape) String() string {
 
 // GEMMPoint is one measured matrix product.
 type GEMMPoint struct {
-	Shape  string        `json:"shape"` // "MxKxN A·Bᵀ"
-	What   string        `json:"what"`  // where exec runs this product
-	FLOPs  units.FLOPs   `json:"flops"`
-	Time   units.Seconds `json:"time_s"` // median time of one call
-	Rate   float64       `json:"flops_per_s"`
+	Shape   string            `json:"shape"` // "MxKxN A·Bᵀ"
+	What    string            `json:"what"`  // where exec runs this product
+	Product hardware.GEMMTime `json:"product"`
+	FLOPs   units.FLOPs       `json:"flops"`
+	Time    units.Seconds     `json:"time_s"` // median time of one call on one core
+	Rate    float64           `json:"flops_per_s"`
+	// Split is the time on every core, for products of at least gemm.ParallelMACs (which exec
+	// splits); 0 for smaller ones.
+	Split  units.Seconds `json:"split_s,omitempty"`
 	Model  units.Seconds `json:"model_s"` // the fitted line's time
 	RelErr float64       `json:"rel_err"` // (model - time)/time
 }
@@ -97,24 +116,63 @@ type GEMMFit struct {
 	Fit
 }
 
-// measureGEMM times kernels.MatMul (beta = 0, dense data drawn from a fixed seed) over shapes.
+// measureGEMM times kernels.MatMul (dense data drawn from a fixed seed) over shapes on one core
+// (gemm.SetThreads(1)), as exec runs every product below gemm.ParallelMACs and as the profile
+// prices a product before splitting it; products of at least that size are timed split as well.
 func measureGEMM(ctx context.Context, shapes []gemmShape, s sampler) ([]GEMMPoint, error) {
 	rng := kernels.NewRand(seed)
+	defer gemm.SetThreads(gemm.SetThreads(1))
 	var out []GEMMPoint
 	for _, sh := range shapes {
-		// Dense data in [0.5, 1.5): gonum's Sgemm skips a zero element of A, so zeros would
-		// flatter it (see the notes).
+		// Dense data in [0.5, 1.5), as a layer's inputs and weights are.
 		a := make([]float32, sh.M*sh.K)
 		b := make([]float32, sh.K*sh.N)
 		c := make([]float32, sh.M*sh.N)
 		kernels.FillUniform(a, rng, 0.5, 1.5)
 		kernels.FillUniform(b, rng, 0.5, 1.5)
-		t, err := s.seconds(ctx, func() { kernels.MatMul(c, a, b, sh.M, sh.K, sh.N, sh.TransA, sh.TransB, 1, 0) })
+		beta := float32(0)
+		if sh.accumulate() {
+			beta = 1
+		}
+		fn := func() { kernels.MatMul(c, a, b, sh.M, sh.K, sh.N, sh.TransA, sh.TransB, 1, beta) }
+		t, err := s.seconds(ctx, fn)
 		if err != nil {
 			return nil, err
 		}
 		f := sh.FLOPs()
-		out = append(out, GEMMPoint{Shape: sh.String(), What: sh.What, FLOPs: units.FLOPs(f), Time: units.Seconds(t), Rate: f / t})
+		pt := GEMMPoint{Shape: sh.String(), What: sh.What, Product: sh.time(units.Seconds(sig(t))), FLOPs: units.FLOPs(f), Time: units.Seconds(t), Rate: f / t}
+		if sh.M*sh.K*sh.N >= gemm.ParallelMACs && runtime.GOMAXPROCS(0) > 1 {
+			gemm.SetThreads(0)
+			split, err := s.seconds(ctx, fn)
+			gemm.SetThreads(1)
+			if err != nil {
+				return nil, err
+			}
+			pt.Split = units.Seconds(split)
+		}
+		out = append(out, pt)
+	}
+	return out, nil
+}
+
+// TimeGEMMs times each product alone on one core as calibrate does (sampler of 20 ms in 5
+// repetitions per product, about 0.1 s each), for compare to price the products of the model it
+// runs that calibrate's grid lacks. It returns ctx's error when ctx is done first.
+func TimeGEMMs(ctx context.Context, products []hardware.GEMMTime) ([]hardware.GEMMTime, error) {
+	shapes := make([]gemmShape, len(products))
+	for i, p := range products {
+		if p.Accumulate != p.TransA {
+			return nil, fmt.Errorf("calibrate: product %dx%dx%d: exec accumulates exactly the products whose A is transposed (backward weight)", p.M, p.K, p.N)
+		}
+		shapes[i] = gemmShape{M: p.M, K: p.K, N: p.N, TransA: p.TransA, TransB: p.TransB}
+	}
+	pts, err := measureGEMM(ctx, shapes, sampler{20 * time.Millisecond, 5})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]hardware.GEMMTime, len(pts))
+	for i, p := range pts {
+		out[i] = p.Product
 	}
 	return out, nil
 }

@@ -1,0 +1,144 @@
+package costmodel
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
+)
+
+// cpuProfile is a host-like profile: 2 shared cores, products from 2^25 multiply-adds split,
+// a measured contention table and a fixed time per op.
+func cpuProfile(t *testing.T) *hardware.Hardware {
+	hw := *loadHW(t, "a100-80g")
+	hw.Name, hw.Cores, hw.GEMMParallelMACs = "cpu", 2, 1<<25
+	hw.Slowdown = []float64{1, 1.5, 2.5}
+	hw.Efficiency.OpOverhead = 1e-6
+	hw.Efficiency.GEMMTimes = []hardware.GEMMTime{
+		{M: 10, K: 100, N: 1000, TransB: true, Seconds: 1e-3},                    // seed-mlp layer 0 forward
+		{M: 1000, K: 10, N: 100, TransA: true, Accumulate: true, Seconds: 3e-3},  // its weight gradient
+		{M: 10, K: 10, N: 1000, TransA: true, Accumulate: true, Seconds: 0.5e-3}, // layer 2's weight gradient
+	}
+	return &hw
+}
+
+func linearOps(t *testing.T, p *program.Program, module string) (fwd, bwd *program.Op) {
+	s := p.Stages[0]
+	for i := range s.Forward {
+		if s.Forward[i].Kind == program.OpLinear && s.Forward[i].Module == module {
+			fwd = &s.Forward[i]
+		}
+	}
+	for i := range s.Backward {
+		if s.Backward[i].Kind == program.OpLinear && s.Backward[i].Module == module {
+			bwd = &s.Backward[i]
+		}
+	}
+	if fwd == nil || bwd == nil {
+		t.Fatalf("no linear %s in the Program", module)
+	}
+	return fwd, bwd
+}
+
+// TestHostLinearsAtMeasuredProducts: on a CPU profile a linear op costs the measured times of the
+// products exec runs for it (forward x Wᵀ; backward dy W and the accumulated dyᵀ x), plus the
+// per-op overhead, times the measured slowdown of the ranks computing at once; a product not
+// timed is priced on the one-core curve (the peak over the cores).
+func TestHostLinearsAtMeasuredProducts(t *testing.T) {
+	hw := cpuProfile(t)
+	m, err := model.Preset("seed-mlp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mesh string
+		s    float64 // slowdown of that many ranks
+		rows int
+	}{{"dp=1", 1, 10}, {"dp=2", 1.5, 5}} {
+		st, err := strategies.Parse(fmt.Sprintf("%s,precision=fp32,gbs=10,mbs=%d", c.mesh, c.rows))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := program.Lower(m, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		co, err := NewCoster(p, hw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fwd, bwd := linearOps(t, p, "0")
+		if c.rows == 10 {
+			// Hand values: 1 ms forward; backward 3 ms, the weight gradient only (the input is
+			// data: no input gradient); each plus 1 µs.
+			if bwd.GradInput {
+				t.Fatal("layer 0 computes an input gradient for the data")
+			}
+			nearS(t, c.mesh+" layer 0 forward", co.Compute(fwd), 1e-3+1e-6)
+			nearS(t, c.mesh+" layer 0 backward", co.Compute(bwd), 3e-3+1e-6)
+			// Layer 2 backward: the weight gradient measured (0.5 ms), the input gradient
+			// 10x1000x10 not: 2x10x1000x10 FLOPs at the fp32 peak over 2 cores times the GEMM
+			// efficiency of that size.
+			_, b2 := linearOps(t, p, "2")
+			f := units.FLOPs(2 * 10 * 1000 * 10)
+			perCore, _ := hw.PeakFor("fp32")
+			want := 0.5e-3 + float64(f)/(float64(perCore)/2*hw.GEMMEfficiency(f)) + 1e-6
+			nearS(t, c.mesh+" layer 2 backward", co.Compute(b2), units.Seconds(want))
+			continue
+		}
+		// dp=2: 5 rows per rank, shapes the profile did not time; each op pays the measured
+		// slowdown of 2 ranks at once, 1.5.
+		one := *hw
+		one.Slowdown = []float64{1, 1}
+		co1, err := NewCoster(p, &one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nearS(t, c.mesh+" forward at the 2-rank slowdown", co.Compute(fwd), units.Seconds(c.s)*co1.Compute(fwd))
+	}
+}
+
+// TestHostSplitProduct: a product of at least GEMMParallelMACs splits over the cores a rank has:
+// one rank on 2 cores runs it in half its one-core time, two ranks each on one core.
+func TestHostSplitProduct(t *testing.T) {
+	hw := cpuProfile(t)
+	m, err := model.MLP("wide", model.KindReLU, 1024, 1024, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := func(mesh string) (units.Seconds, units.Seconds) {
+		st, err := strategies.Parse(mesh + ",precision=fp32,gbs=2048,mbs=1024")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := program.Lower(m, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		co, err := NewCoster(p, hw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fwd, _ := linearOps(t, p, "0")
+		return co.Compute(fwd), co.hostGEMMs(fwd)
+	}
+	got, one := op("dp=1")
+	if macs := 1024 * 1024 * 1024; int64(macs) < hw.GEMMParallelMACs {
+		t.Fatalf("1024^3 = %d multiply-adds does not split", macs)
+	}
+	nearS(t, "dp=1 split over 2 cores", got, one/2+1e-6)
+	got2, one2 := op("dp=2")
+	nearS(t, "dp=2 on one core each", got2, units.Seconds(1.5)*(one2+1e-6))
+}
+
+func nearS(t *testing.T, what string, got, want units.Seconds) {
+	t.Helper()
+	if math.Abs(float64(got-want)) > 1e-9*math.Abs(float64(want)) {
+		t.Errorf("%s: %v, want %v", what, got, want)
+	}
+}
