@@ -84,12 +84,12 @@ type plan struct {
 func defaultPlan() plan {
 	return plan{
 		gemm:       gemmGrid,
-		gemmS:      sampler{60 * time.Millisecond, 5},
+		gemmS:      sampler{60 * time.Millisecond, 15},
 		elemSizes:  elemSizes,
 		allocSizes: allocSizes,
 		elemS:      sampler{40 * time.Millisecond, 5},
 		bookS:      sampler{20 * time.Millisecond, 5},
-		checkS:     sampler{20 * time.Millisecond, 5},
+		checkS:     sampler{20 * time.Millisecond, 10},
 		coll: collPlan{ranks: []int{2, 3, 4, 5, 6, 7, 8}, elems: []int{1, 64, 1 << 10, 1 << 14, 1 << 18, 1 << 21},
 			bigElems: []int{1 << 23}, bigRanks: []int{2, 4, 8}},
 		collS: sampler{40 * time.Millisecond, 5},

@@ -128,14 +128,18 @@ func measureChecks(ctx context.Context, s sampler) ([]KernelCheck, error) {
 		{KernelCheck{Name: "sgd step", Key: hardware.KernelSGD, Elems: sgdN, What: "111,010 parameters (seed-mlp's)", FLOPs: units.FLOPs(10 * sgdN), Bytes: units.Bytes(12 * sgdN)},
 			func() { sgd.Step(sp, sg, nil) }},
 	}
-	var out []KernelCheck
-	for _, c := range checks {
-		t, err := s.seconds(ctx, c.fn)
-		if err != nil {
-			return nil, err
-		}
-		c.c.Time = units.Seconds(t)
-		out = append(out, c.c)
+	fns := make([]func(), len(checks))
+	for i, c := range checks {
+		fns[i] = c.fn
+	}
+	ts, err := s.each(ctx, fns)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KernelCheck, len(checks))
+	for i, c := range checks {
+		c.c.Time = units.Seconds(ts[i])
+		out[i] = c.c
 	}
 	return out, nil
 }

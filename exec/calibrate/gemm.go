@@ -122,8 +122,9 @@ type GEMMFit struct {
 func measureGEMM(ctx context.Context, shapes []gemmShape, s sampler) ([]GEMMPoint, error) {
 	rng := kernels.NewRand(seed)
 	defer gemm.SetThreads(gemm.SetThreads(1))
-	var out []GEMMPoint
-	for _, sh := range shapes {
+	fns := make([]func(), len(shapes))
+	var big []int // shapes exec splits, timed split as well
+	for i, sh := range shapes {
 		// Dense data in [0.5, 1.5), as a layer's inputs and weights are.
 		a := make([]float32, sh.M*sh.K)
 		b := make([]float32, sh.K*sh.N)
@@ -134,29 +135,40 @@ func measureGEMM(ctx context.Context, shapes []gemmShape, s sampler) ([]GEMMPoin
 		if sh.accumulate() {
 			beta = 1
 		}
-		fn := func() { kernels.MatMul(c, a, b, sh.M, sh.K, sh.N, sh.TransA, sh.TransB, 1, beta) }
-		t, err := s.seconds(ctx, fn)
+		fns[i] = func() { kernels.MatMul(c, a, b, sh.M, sh.K, sh.N, sh.TransA, sh.TransB, 1, beta) }
+		if sh.M*sh.K*sh.N >= gemm.ParallelMACs && runtime.GOMAXPROCS(0) > 1 {
+			big = append(big, i)
+		}
+	}
+	ts, err := s.each(ctx, fns)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]GEMMPoint, len(shapes))
+	for i, sh := range shapes {
+		f := sh.FLOPs()
+		out[i] = GEMMPoint{Shape: sh.String(), What: sh.What, Product: sh.time(units.Seconds(sig(ts[i]))), FLOPs: units.FLOPs(f), Time: units.Seconds(ts[i]), Rate: f / ts[i]}
+	}
+	if len(big) > 0 {
+		gemm.SetThreads(0)
+		split := make([]func(), len(big))
+		for j, i := range big {
+			split[j] = fns[i]
+		}
+		st, err := s.each(ctx, split)
+		gemm.SetThreads(1)
 		if err != nil {
 			return nil, err
 		}
-		f := sh.FLOPs()
-		pt := GEMMPoint{Shape: sh.String(), What: sh.What, Product: sh.time(units.Seconds(sig(t))), FLOPs: units.FLOPs(f), Time: units.Seconds(t), Rate: f / t}
-		if sh.M*sh.K*sh.N >= gemm.ParallelMACs && runtime.GOMAXPROCS(0) > 1 {
-			gemm.SetThreads(0)
-			split, err := s.seconds(ctx, fn)
-			gemm.SetThreads(1)
-			if err != nil {
-				return nil, err
-			}
-			pt.Split = units.Seconds(split)
+		for j, i := range big {
+			out[i].Split = units.Seconds(st[j])
 		}
-		out = append(out, pt)
 	}
 	return out, nil
 }
 
-// TimeGEMMs times each product alone on one core as calibrate does (sampler of 20 ms in 5
-// repetitions per product, about 0.1 s each), for compare to price the products of the model it
+// TimeGEMMs times each product alone on one core as calibrate does (20 ms per product in 10
+// interleaved repetitions, about 0.05 s each), for compare to price the products of the model it
 // runs that calibrate's grid lacks. It returns ctx's error when ctx is done first.
 func TimeGEMMs(ctx context.Context, products []hardware.GEMMTime) ([]hardware.GEMMTime, error) {
 	shapes := make([]gemmShape, len(products))
@@ -166,7 +178,7 @@ func TimeGEMMs(ctx context.Context, products []hardware.GEMMTime) ([]hardware.GE
 		}
 		shapes[i] = gemmShape{M: p.M, K: p.K, N: p.N, TransA: p.TransA, TransB: p.TransB}
 	}
-	pts, err := measureGEMM(ctx, shapes, sampler{20 * time.Millisecond, 5})
+	pts, err := measureGEMM(ctx, shapes, sampler{20 * time.Millisecond, 10})
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,57 @@ func (s sampler) seconds(ctx context.Context, fn func()) (float64, error) {
 	return median(times), nil
 }
 
+// each times every function of fns as seconds does, but interleaved: every repetition times each
+// function in turn, so that the repetitions of one function are spread over the whole
+// measurement. A shared virtual machine switches between speeds within tens of milliseconds (a
+// neighbour on the same physical core: the same layernorm takes 62 or 90 µs from one quarter
+// second to the next); timed one after the other, each kernel would see one speed, at random.
+// Interleaved, every kernel's median sees the mix of speeds a training step meets. It returns
+// ctx's error when ctx is done before a repetition starts.
+func (s sampler) each(ctx context.Context, fns []func()) ([]float64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	reps := max(1, s.reps)
+	per := s.budget / time.Duration(reps)
+	batch := make([]int, len(fns))
+	for i, fn := range fns {
+		fn() // warm-up: first-touch page faults, code and data into cache
+		t := time.Now()
+		fn()
+		one := time.Since(t)
+		batch[i] = 1
+		if one < per/8 {
+			batch[i] = int(min(int64(per/8/max(one, 1)), maxBatch))
+		}
+	}
+	times := make([][]float64, len(fns))
+	for range reps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for i, fn := range fns {
+			calls := 0
+			t := time.Now()
+			for {
+				for range batch[i] {
+					fn()
+				}
+				calls += batch[i]
+				if d := time.Since(t); d >= per {
+					times[i] = append(times[i], d.Seconds()/float64(calls))
+					break
+				}
+			}
+		}
+	}
+	out := make([]float64, len(fns))
+	for i := range fns {
+		out[i] = median(times[i])
+	}
+	return out, nil
+}
+
 // itersFor is the number of calls that fill budget when one call takes one (at least 1, at
 // most maxBatch).
 func itersFor(budget time.Duration, one float64) int {
