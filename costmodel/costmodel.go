@@ -353,7 +353,9 @@ func (c *Coster) Comm(op *program.Op) units.Seconds {
 	default:
 		stride = mesh.Stride(op.Dim)
 	}
-	return CollectiveTime(c.HW, op.Kind, op.Group, stride, op.FullBytes)
+	// On shared cores the ranks arrive from computing: a blocking collective also costs the
+	// measured meeting overhead (hardware.MeetOverhead; 0 for devices of their own).
+	return CollectiveTime(c.HW, op.Kind, op.Group, stride, op.FullBytes) + c.HW.MeetOverhead
 }
 
 // PipelineLevel is the topology level on which pipeline sends are priced: the level that holds

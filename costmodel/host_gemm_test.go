@@ -142,3 +142,38 @@ func nearS(t *testing.T, what string, got, want units.Seconds) {
 		t.Errorf("%s: %v, want %v", what, got, want)
 	}
 }
+
+// TestHostMeetingOverhead: on shared cores a blocking collective also pays the measured meeting
+// overhead (the gradient all-reduce here: its ring time plus 5 µs).
+func TestHostMeetingOverhead(t *testing.T) {
+	hw := cpuProfile(t)
+	hw.MeetOverhead = 5e-6
+	m, err := model.Preset("seed-mlp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := strategies.Parse("dp=2,precision=fp32,gbs=10,mbs=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := program.Lower(m, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	co, err := NewCoster(p, hw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, op := range p.Stages[0].Optimizer {
+		if op.Kind != program.OpAllReduce || op.Group < 2 {
+			continue
+		}
+		n++
+		ring := CollectiveTime(hw, op.Kind, op.Group, 1, op.FullBytes)
+		nearS(t, "gradient all-reduce", co.Comm(&op), ring+5e-6)
+	}
+	if n == 0 {
+		t.Fatal("no gradient all-reduce over dp in the Program")
+	}
+}

@@ -47,6 +47,8 @@ type Report struct {
 	Contention []ContentionPoint `json:"contention"`
 	// ContentionAdds is the number of adds in the mix, after its one GEMM.
 	ContentionAdds int `json:"contention_adds"`
+	// Meeting is a blocking collective's cost beyond itself when ranks arrive from computing.
+	Meeting Meeting `json:"meeting"`
 
 	Memory       units.Bytes `json:"memory_bytes"`
 	MemorySource string      `json:"memory_source"`
@@ -95,7 +97,7 @@ func defaultPlan() plan {
 		collS: sampler{40 * time.Millisecond, 5},
 		maxK:  8,
 		parts: []int{2, 4, 8},
-		contS: sampler{15 * time.Millisecond, 5},
+		contS: sampler{10 * time.Millisecond, 9},
 	}
 }
 
@@ -187,7 +189,12 @@ func run(ctx context.Context, p plan, o Options) (*hardware.Hardware, *Report, e
 		float64(r.CollFit.Latency)*1e6, float64(r.CollFit.Bandwidth)/1e9, 100*r.CollFit.RMSRelErr)
 
 	if err = phase(fmt.Sprintf("contention, 1..%d goroutines at once", p.maxK), func() error {
-		r.Contention, r.ContentionAdds, err = measureContention(ctx, p.maxK, p.parts, p.contS)
+		if r.Contention, r.ContentionAdds, err = measureContention(ctx, p.maxK, p.parts, p.contS); err != nil {
+			return err
+		}
+		if k := runtime.NumCPU(); k > 1 {
+			r.Meeting, err = measureMeeting(ctx, min(k, p.maxK), p.contS)
+		}
 		return err
 	}); err != nil {
 		return nil, nil, err
@@ -271,6 +278,7 @@ func profile(r *Report) *hardware.Hardware {
 		},
 		Cores:            fp.NumCPU,
 		GEMMParallelMACs: gemm.ParallelMACs,
+		MeetOverhead:     units.Seconds(sig(float64(r.Meeting.Overhead))),
 		Slowdown:         slow,
 		Levels: []hardware.Level{{Name: "host", Size: 0, Bandwidth: units.BytesPerSecond(linkBW), Latency: units.Seconds(lat),
 			Efficiency: 1}},
@@ -339,6 +347,10 @@ func sources(r *Report, h *hardware.Hardware) map[string]string {
 	s["levels.host.latency_s"] = coll
 	s["levels.host.efficiency"] = "1: bandwidth_bytes_per_s is the achieved rate fitted"
 	s["cores"] = "runtime.NumCPU()"
+	if m := r.Meeting; m.K > 0 {
+		s["meet_overhead_s"] = fmt.Sprintf("measured: %d goroutine ranks (the cores) each running %d kernels.Add of %d floats (%v) then an exec/comm all-reduce of one float, per meeting %v, less the adds at once without meeting (%v) and the all-reduce back to back (%v); median of repetitions",
+			m.K, m.Adds, contElems, meetWork, m.Synced, m.Alone, m.Collective)
+	}
 	s["gemm_parallel_macs"] = "exec/kernels/gemm.ParallelMACs: from this many multiply-adds a product splits over the cores its rank has (measured there against one core in exec's pattern), smaller ones run on one core"
 	for _, c := range r.Checks {
 		if c.Key != "" {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tpsim/tpsim/exec/comm"
 	"github.com/tpsim/tpsim/exec/kernels"
+	"github.com/tpsim/tpsim/units"
 )
 
 // ContentionPoint is how much longer work takes when k goroutines do it at once on the shared
@@ -117,10 +118,16 @@ func measureContention(ctx context.Context, maxK int, parts []int, s sampler) ([
 				times[i] = append(times[i], t)
 			}
 		}
-		alone := median(times[0])
 		for i, k := range ks {
-			// Sharing cores never speeds a goroutine up; a ratio below 1 is noise.
-			kd.set(&pts[k-1], max(1, median(times[i])/alone))
+			// The ratio of each repetition to the one goroutine timed just before it, then their
+			// median: this machine changes speed within tens of milliseconds, and timings next to
+			// each other share the speed. Sharing cores never speeds a goroutine up; a ratio
+			// below 1 is noise.
+			ratios := make([]float64, len(times[i]))
+			for r, t := range times[i] {
+				ratios[r] = t / times[0][r]
+			}
+			kd.set(&pts[k-1], max(1, median(ratios)))
 		}
 	}
 	return pts, adds, nil
@@ -210,4 +217,67 @@ func synced(ctx context.Context, work []*contWork, units int, fn func(*contWork)
 		return nil
 	})
 	return time.Since(t).Seconds(), err
+}
+
+// Meeting is what a blocking collective costs exec's ranks beyond the collective itself when
+// they arrive from computing, as they do at every ZeRO-3 gather and tensor-parallel all-reduce:
+// the early ranks wait out the last one's jitter, and the handoff finds caches and threads in
+// another state than back to back. Measured with K goroutine ranks (the cores, so that none is
+// descheduled) each running Work, a few elementwise adds of gpt-tiny's activation size, then
+// meeting in an all-reduce of one float: Overhead = Synced - Alone - Collective per meeting, the
+// median over repetitions.
+type Meeting struct {
+	K          int           `json:"k"`
+	Adds       int           `json:"adds"`
+	Alone      units.Seconds `json:"alone_s"`      // the work, the K ranks at once without meeting
+	Collective units.Seconds `json:"collective_s"` // the all-reduce back to back
+	Synced     units.Seconds `json:"synced_s"`     // work then all-reduce
+	Overhead   units.Seconds `json:"overhead_s"`
+}
+
+// meetWork is the work between two meetings: about 50 µs alone, the time of one of gpt-tiny's
+// mid-size ops.
+const meetWork = 50 * time.Microsecond
+
+// measureMeeting measures Meeting on k ranks. Repetitions go on the outside, as measureContention
+// does, so that a change of the machine's speed falls on the three timings alike.
+func measureMeeting(ctx context.Context, k int, s sampler) (Meeting, error) {
+	rng := kernels.NewRand(seed + 5)
+	x, y := make([]float32, contElems), make([]float32, contElems)
+	kernels.FillUniform(x, rng, 0.5, 1.5)
+	kernels.FillUniform(y, rng, 0.5, 1.5)
+	work := make([]*contWork, k)
+	for i := range work {
+		work[i] = &contWork{x: x, y: y, z: make([]float32, contElems)}
+	}
+	ta, err := sampler{budget: s.budget / 4, reps: 3}.seconds(ctx, work[0].add)
+	if err != nil {
+		return Meeting{}, err
+	}
+	adds := max(1, int(meetWork.Seconds()/ta+0.5))
+	unit := func(w *contWork) {
+		for range adds {
+			w.add()
+		}
+	}
+	n := itersFor(s.budget, float64(adds)*ta)
+	var alone, coll, met []float64
+	for range s.reps {
+		if err := ctx.Err(); err != nil {
+			return Meeting{}, err
+		}
+		alone = append(alone, concurrently(work, n, unit)/float64(n))
+		t, err := synced(ctx, work, n, func(*contWork) {})
+		if err != nil {
+			return Meeting{}, err
+		}
+		coll = append(coll, t/float64(n))
+		if t, err = synced(ctx, work, n, unit); err != nil {
+			return Meeting{}, err
+		}
+		met = append(met, t/float64(n))
+	}
+	m := Meeting{K: k, Adds: adds, Alone: units.Seconds(median(alone)), Collective: units.Seconds(median(coll)), Synced: units.Seconds(median(met))}
+	m.Overhead = max(0, m.Synced-m.Alone-m.Collective)
+	return m, nil
 }
