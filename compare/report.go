@@ -404,7 +404,7 @@ func ExplainErrors(res *Results) string {
 			r.Label(), 100*(p.Step-m.Step)/m.Step, part, dir, units.Seconds(math.Abs(d)),
 			units.Seconds(pick(part, p)), units.Seconds(pick(part, m))))
 	}
-	return strings.Join(out, "; ") + ". Ranks are goroutines sharing this machine's cores, so runs of more ranks than cores depend on how the Go scheduler and gonum's own worker goroutines share them, which the profile's measured slowdown describes only on average."
+	return strings.Join(out, "; ") + ". Ranks are goroutines sharing this machine's cores, so runs of more ranks than cores depend on how the Go scheduler shares them, which the profile's measured slowdown describes only on average."
 }
 
 func pick(part string, t reports.StepTime) float64 {

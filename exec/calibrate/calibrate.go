@@ -361,7 +361,7 @@ func sources(r *Report, h *hardware.Hardware) map[string]string {
 	for _, p := range r.Contention {
 		per = append(per, fmt.Sprintf("%.2f", p.Synced))
 	}
-	s["slowdown"] = fmt.Sprintf("measured: k = 1..%d goroutine ranks of an exec/comm world each running the same mix (one kernels.MatMul %dx%dx%d, which gonum splits over GOMAXPROCS workers, then %d kernels.Add of %d floats, about as long alone) and meeting in an all-reduce of one float after each, as exec's ranks meet at collectives; wall time with k over wall time alone, median of repetitions interleaved over k (%s), made non-decreasing by isotonic regression (more goroutines on the same cores are never faster)",
+	s["slowdown"] = fmt.Sprintf("measured: k = 1..%d goroutine ranks of an exec/comm world each running the same mix (one kernels.MatMul %dx%dx%d on one core, then %d kernels.Add of %d floats, about as long alone) and meeting in an all-reduce of one float after each, as exec's ranks meet at collectives; the median over repetitions interleaved over k of the wall time with k over the wall time alone timed just before it (%s), made non-decreasing by isotonic regression (more goroutines on the same cores are never faster)",
 		len(r.Contention), contM, contK, contN, r.ContentionAdds, contElems, strings.Join(per, ", "))
 	return s
 }

@@ -27,7 +27,7 @@ type ContentionPoint struct {
 	Elementwise float64 `json:"elementwise"`
 }
 
-// contention shapes: a mid-size GEMM (gonum splits it over GOMAXPROCS workers: 16 blocks of 64x64)
+// contention shapes: a mid-size GEMM (on one core: below gemm.ParallelMACs)
 // and an add of gpt-tiny's activation size (256 x 256 floats, 256 KiB, serial).
 const (
 	contM, contK, contN = 256, 256, 256

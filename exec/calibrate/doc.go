@@ -10,19 +10,24 @@
 //
 // Each point is timed by a sampler: a warm-up call, then several repetitions, each calling the
 // function back to back for a fixed share of the point's time budget; the point's time is the
-// median over repetitions of the mean time per call. Every fit is linear least squares on time
+// median over repetitions of the mean time per call. The GEMM grid and the kernel checks are
+// timed interleaved: every repetition times each of them in turn, so that this shared machine's
+// changes of speed (tens of milliseconds long) fall on all of them alike. Every fit is linear least squares on time
 // with weights 1/t² (it minimises the squared relative error, so a 1 µs op counts as much as a
 // 1 s one), with coefficients kept non-negative; its error is reported as the RMS and the largest
 // relative error (model - measured)/measured over the points.
 //
-//   - Matrix multiply: kernels.MatMul on dense data (gonum skips zero elements of A) over the
-//     products exec runs for the presets seed-mlp and gpt-tiny (forward, backward input and
-//     backward weight, tp=2 shards, attention's per-head products) and larger ones up to
-//     1024³. Fitted time(f) = f/rate + intercept. Device.Peak["fp32"] = max(rate, best measured
-//     rate), Efficiency.GEMMMax = rate/peak, GEMMHalfFLOPs = (intercept − the elementwise kernel's
-//     call time, which OpOverhead already charges) × rate, so that the cost model's
-//     f/(peak·GEMMMax) + GEMMHalfFLOPs/(peak·GEMMMax) is the fitted line. Peak["bf16"] = fp32:
-//     exec computes in float32 whatever the strategy's precision.
+//   - Matrix multiply: kernels.MatMul on one core (gemm.SetThreads(1)), on dense data, with the
+//     beta exec uses (1 for the backward-weight products, which accumulate), over the products
+//     exec runs for the presets seed-mlp and gpt-tiny (forward, backward input and backward
+//     weight, tp=2 shards, attention's per-head products) and larger ones up to 1024³; the
+//     products of at least gemm.ParallelMACs are also timed split over every core. Every product
+//     is kept in Efficiency.GEMMTimes, which the cost model uses for a product of that shape
+//     (compare adds the model's own). Fitted for other shapes: time(f) = f/rate + intercept;
+//     Device.Peak["fp32"] = cores × max(rate, best measured rate), Efficiency.GEMMMax = rate over
+//     one core's peak, GEMMHalfFLOPs = (intercept − the elementwise kernel's call time, which
+//     OpOverhead already charges) × rate, so that the cost model's one-core price is the fitted
+//     line. Peak["bf16"] = fp32: exec computes in float32 whatever the strategy's precision.
 //   - Elementwise: kernels.Add (streaming, memory-bound) alone and as exec runs an op — its output
 //     allocated with make, the map, allocator, clock and trace-event bookkeeping of exec/rank.go
 //     mimicked field for field — from 64 B to 32 MiB per buffer, bytes counted as the cost model
@@ -42,9 +47,12 @@
 //     Gropp 2005, Sec. 4, as costmodel.CollectiveTime prices them). The report gives the error per
 //     kind and group size and the level fitted to each group size and each kind alone; the notes
 //     say when one level cannot fit them all.
-//   - Contention: k = 1..8 goroutines each running the same work (one 256³ GEMM, which gonum
-//     splits over GOMAXPROCS workers, then enough 64 Ki-element adds to take about as long);
-//     Slowdown[k−1] = wall time with k / wall time alone, at least 1. Cores = runtime.NumCPU().
+//   - Contention: k = 1..8 goroutines each running the same work (one 256³ GEMM on one core,
+//     then enough 64 Ki-element adds to take about as long) and meeting in an all-reduce of one
+//     float after each; Slowdown[k−1] = the median over repetitions of the wall time with k over
+//     the wall time alone timed just before it, at least 1. Cores = runtime.NumCPU().
+//     MeetOverhead: on as many ranks as cores, 50 µs of adds then the all-reduce, less the adds
+//     alone and the all-reduce alone, per meeting.
 //   - Device.Memory is the physical RAM (sysinfo(2) on Linux; elsewhere an assumed 16 GiB, said
 //     so in the notes and sources).
 //

@@ -33,8 +33,8 @@ type Machine struct {
 }
 
 // Fingerprint returns the fingerprint of this machine and build: the CPU model from /proc/cpuinfo
-// (or "unknown GOARCH CPU" where that file is not readable), runtime.NumCPU, GOMAXPROCS (gonum's
-// GEMM splits work over that many goroutines), GOOS, GOARCH, runtime.Version and FormatVersion.
+// (or "unknown GOARCH CPU" where that file is not readable), runtime.NumCPU, GOMAXPROCS (a large
+// product splits over that many goroutines), GOOS, GOARCH, runtime.Version and FormatVersion.
 func Fingerprint() Machine {
 	return Machine{
 		Format:     FormatVersion,
