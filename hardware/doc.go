@@ -14,8 +14,11 @@
 // # Model
 //
 // A GEMM of f FLOPs runs at GEMMEfficiency(f) = GEMMLimit * f/(f+GEMMHalfFLOPs) of the peak for its
-// dtype, i.e. it takes a fixed GEMMHalfFLOPs/(GEMMLimit*peak) plus f/(GEMMLimit*peak). An
-// elementwise op moving b bytes takes b/(MemMax*MemBandwidth). The fused FlashAttention kernel
+// dtype, i.e. it takes a fixed GEMMHalfFLOPs/(GEMMLimit*peak) plus f/(GEMMLimit*peak). On a CPU
+// profile (GEMMParallelMACs > 0: the host) a product runs on one core, at its measured time when
+// GEMMTimes holds its shape and on that curve against the peak over Cores otherwise, and splits
+// over the cores its rank has from GEMMParallelMACs multiply-adds (GEMMThreads); its ranks'
+// blocking collectives each cost MeetOverhead more. An elementwise op moving b bytes takes b/(MemMax*MemBandwidth). The fused FlashAttention kernel
 // runs its FLOPs at FlashMax of the peak (Flash1Max for its first generation), or is bound by its
 // bytes, whichever is slower. A collective among ranks that LevelFor (or LevelOf) places at
 // level l moves its bytes at Bandwidth*Efficiency per device (the Simple protocol's bus
@@ -34,6 +37,7 @@
 //     grow strictly outward and each is a multiple of the one inside it (units nest); the last
 //     level's Size is 0, meaning unbounded. Bandwidth and Latency are positive.
 //   - Every efficiency (each level's, GEMMMax, MemMax) is in (0, 1]; GEMMHalfFLOPs is positive;
+//     GEMMTimes' sizes and times are positive; MeetOverhead and GEMMParallelMACs are not negative;
 //     FlashMax and Flash1Max are 0 (no figure for that kernel) or in (0, 1]; so are GEMMAchieved
 //     (0: the ceiling GEMMMax) and FP8GEMM (0: no FP8 figure); GEMMAchievedByStack's keys name
 //     software stacks and its values are in (0, 1]. GEMMLimit = GEMMMax x GEMMAchieved, and
