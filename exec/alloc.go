@@ -1,5 +1,7 @@
 package exec
 
+import "math"
+
 // Memory categories, as in DESIGN.md.
 const (
 	CatParams      = "params"
@@ -52,15 +54,38 @@ type memEvent struct {
 // pool keeps freed buffers by length.
 type pool[T float32 | int32] map[int][][]T
 
-// get returns a zeroed buffer of n elements, recycled when one of that length was freed.
-func (p pool[T]) get(n int) ([]T, bool) {
+// get returns a buffer of n elements, recycled when one of that length was freed, zeroed when
+// zero is set (a recycled one holds what its last user left otherwise).
+func (p pool[T]) get(n int, zero bool) ([]T, bool) {
 	if l := p[n]; len(l) > 0 {
 		b := l[len(l)-1]
 		p[n] = l[:len(l)-1]
-		clear(b)
+		switch {
+		case zero:
+			clear(b)
+		case poisonDirty:
+			poison(b)
+		}
 		return b, true
 	}
 	return make([]T, n), false
+}
+
+// poisonDirty makes get fill a recycled buffer it does not zero with NaN (-1 for int32), so that
+// a test sees any element a kernel leaves unwritten (TestDirtyOutputsAreOverwritten).
+var poisonDirty = false
+
+func poison[T float32 | int32](b []T) {
+	var v T
+	switch x := any(&v).(type) {
+	case *float32:
+		*x = float32(math.NaN())
+	case *int32:
+		*x = -1
+	}
+	for i := range b {
+		b[i] = v
+	}
 }
 
 func (p pool[T]) put(b []T) { p[len(b)] = append(p[len(b)], b) }
@@ -69,9 +94,12 @@ func newAllocator() *allocator {
 	return &allocator{live: map[string]int64{}, peak: map[string]int64{}, f32s: pool[float32]{}, i32s: pool[int32]{}}
 }
 
-// get takes a buffer of n elements from p, keeping the pooled count.
-func get[T float32 | int32](a *allocator, p pool[T], n int) []T {
-	b, reused := p.get(n)
+// get takes a zeroed buffer of n elements from p, keeping the pooled count.
+func get[T float32 | int32](a *allocator, p pool[T], n int) []T { return getZero(a, p, n, true) }
+
+// getZero is get, zeroing the buffer only when zero is set.
+func getZero[T float32 | int32](a *allocator, p pool[T], n int, zero bool) []T {
+	b, reused := p.get(n, zero)
 	if reused {
 		a.pooled -= int64(len(b)) * 4
 	}
@@ -97,10 +125,10 @@ func give[T float32 | int32](a *allocator, p pool[T], cat string, b []T) {
 	put(a, p, b)
 }
 
-// takeValue returns a zeroed buffer of n elements for a value of a microbatch, and its number in
-// the log; giveValue frees it.
-func takeValue[T float32 | int32](a *allocator, p pool[T], n int) ([]T, int32) {
-	b := get(a, p, n)
+// takeValue returns a buffer of n elements for a value of a microbatch (zeroed when zero is
+// set), and its number in the log; giveValue frees it.
+func takeValue[T float32 | int32](a *allocator, p pool[T], n int, zero bool) ([]T, int32) {
+	b := getZero(a, p, n, zero)
 	id := int32(len(a.crossed))
 	a.crossed = append(a.crossed, false)
 	bytes := int64(len(b)) * 4
