@@ -12,17 +12,45 @@ import (
 	"github.com/tpsim/tpsim/program"
 )
 
-// TimeProducts returns hw with the matrix products of the points' Programs that it does not time
-// yet (hardware.Efficiency.GEMMTimes) timed alone on one core of this machine, as calibrate times
-// its grid (calibrate.TimeGEMMs): no one line prices every shape of this CPU's GEMM to within
-// tens of percent, and the model compare runs may be none that calibrate knows. hw itself is not
-// changed. A profile that is not of a CPU (no GEMMParallelMACs: a GPU preset under
-// --foreign-hardware) is returned as it is.
-func TimeProducts(ctx context.Context, hw *hardware.Hardware, pts []Point, progress io.Writer) (*hardware.Hardware, error) {
+// TimeKernels returns hw with the compute kernels the points' Programs run timed again alone on
+// this machine, just before compare measures them: every matrix product of their linears on one
+// core (calibrate.TimeGEMMs; hardware.Efficiency.GEMMTimes, the profile's own products kept for
+// other shapes) and the kernels priced by their rates (calibrate.KernelRates). A cached profile
+// may be minutes or days old, and this shared machine runs the same kernels tens of percent
+// faster or slower from one minute to the next; its collectives, contention and memory figures
+// are kept. Nothing of a training step is timed. hw itself is not changed. A profile that is not
+// of a CPU (no GEMMParallelMACs: a GPU preset under --foreign-hardware) is returned as it is.
+func TimeKernels(ctx context.Context, hw *hardware.Hardware, pts []Point, progress io.Writer) (*hardware.Hardware, error) {
 	if hw.Cores == 0 || hw.GEMMParallelMACs <= 0 {
 		return hw, nil
 	}
-	var todo []hardware.GEMMTime
+	products := Products(pts)
+	if progress != nil {
+		fmt.Fprintf(progress, "tpsim compare: timing the model's %d matrix products and the profile's kernels, each alone, before measuring\n", len(products))
+	}
+	timed, err := calibrate.TimeGEMMs(ctx, products)
+	if err != nil {
+		return nil, err
+	}
+	rates, err := calibrate.KernelRates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := *hw
+	out.Efficiency.GEMMTimes = timed
+	for _, g := range hw.Efficiency.GEMMTimes {
+		if !slices.ContainsFunc(timed, g.Same) {
+			out.Efficiency.GEMMTimes = append(out.Efficiency.GEMMTimes, g)
+		}
+	}
+	out.Efficiency.KernelRates = rates
+	return &out, nil
+}
+
+// Products are the distinct matrix products the linears of the points' Programs run
+// (costmodel.HostGEMMs), in Program order.
+func Products(pts []Point) []hardware.GEMMTime {
+	var out []hardware.GEMMTime
 	for _, pt := range pts {
 		for _, s := range pt.Program.Stages {
 			for _, ops := range [][]program.Op{s.Forward, s.Backward} {
@@ -31,25 +59,13 @@ func TimeProducts(ctx context.Context, hw *hardware.Hardware, pts []Point, progr
 						continue
 					}
 					for _, g := range costmodel.HostGEMMs(&ops[i]) {
-						if _, ok := hw.Efficiency.Measured(g); !ok && !slices.ContainsFunc(todo, g.Same) {
-							todo = append(todo, g)
+						if !slices.ContainsFunc(out, g.Same) {
+							out = append(out, g)
 						}
 					}
 				}
 			}
 		}
 	}
-	if len(todo) == 0 {
-		return hw, nil
-	}
-	if progress != nil {
-		fmt.Fprintf(progress, "tpsim compare: timing the model's %d matrix products that the profile lacks, each alone on one core\n", len(todo))
-	}
-	timed, err := calibrate.TimeGEMMs(ctx, todo)
-	if err != nil {
-		return nil, err
-	}
-	out := *hw
-	out.Efficiency.GEMMTimes = append(slices.Clip(hw.Efficiency.GEMMTimes), timed...)
-	return &out, nil
+	return out
 }

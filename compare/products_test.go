@@ -12,9 +12,10 @@ import (
 	"github.com/tpsim/tpsim/strategies"
 )
 
-// TestTimeProducts: compare times every product of its points' linears that the profile lacks,
-// once each, on a copy of the profile; a GPU profile is left as it is.
-func TestTimeProducts(t *testing.T) {
+// TestTimeKernels: compare times every product of its points' linears, once each, and the kernels
+// priced by rates, on a copy of the profile that keeps the profile's other products; a GPU
+// profile is left as it is.
+func TestTimeKernels(t *testing.T) {
 	m, err := model.Preset("seed-mlp")
 	if err != nil {
 		t.Fatal(err)
@@ -35,13 +36,14 @@ func TestTimeProducts(t *testing.T) {
 		}
 		pts = append(pts, Point{Program: p})
 	}
+	other := hardware.GEMMTime{M: 3, K: 5, N: 7, Seconds: 2}
 	hw := &hardware.Hardware{Name: "cpu", Cores: 2, GEMMParallelMACs: 1 << 25,
-		Efficiency: hardware.Efficiency{GEMMTimes: []hardware.GEMMTime{{M: 10, K: 100, N: 1000, TransB: true, Seconds: 1}}}}
-	got, err := TimeProducts(context.Background(), hw, pts, nil)
+		Efficiency: hardware.Efficiency{GEMMTimes: []hardware.GEMMTime{{M: 10, K: 100, N: 1000, TransB: true, Seconds: 1}, other}}}
+	got, err := TimeKernels(context.Background(), hw, pts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hw.Efficiency.GEMMTimes) != 1 {
+	if len(hw.Efficiency.GEMMTimes) != 2 || hw.Efficiency.KernelRates != nil {
 		t.Fatalf("the profile itself changed: %d products", len(hw.Efficiency.GEMMTimes))
 	}
 	// Every product of every linear is priced from a measurement, the one given kept as it was.
@@ -62,16 +64,22 @@ func TestTimeProducts(t *testing.T) {
 			}
 		}
 	}
-	if s, _ := got.Efficiency.Measured(hw.Efficiency.GEMMTimes[0]); s != 1 {
-		t.Errorf("the profile's own time became %v", s)
+	if s, _ := got.Efficiency.Measured(hw.Efficiency.GEMMTimes[0]); s == 1 {
+		t.Errorf("a product the points run kept the profile's time instead of being timed again")
+	}
+	if s, ok := got.Efficiency.Measured(other); !ok || s != 2 {
+		t.Errorf("the profile's product no point runs: %v, %v; want it kept at 2 s", s, ok)
+	}
+	if got.Efficiency.KernelRates[hardware.KernelGELU] <= 0 || got.Efficiency.KernelRates[hardware.KernelAdam] <= 0 {
+		t.Errorf("kernel rates not timed: %v", got.Efficiency.KernelRates)
 	}
 	// dp=1 and dp=2 (10 and 5 rows per rank), two linears each: their forwards, their weight
 	// gradients and the second one's input gradient (the first's input is data), 5 per mesh.
-	if len(seen) != 10 || len(got.Efficiency.GEMMTimes) != len(seen) {
-		t.Errorf("%d distinct products, %d timed; want 10 and 10", len(seen), len(got.Efficiency.GEMMTimes))
+	if len(seen) != 10 || len(Products(pts)) != 10 || len(got.Efficiency.GEMMTimes) != 11 {
+		t.Errorf("%d distinct products, %d listed, %d in the profile; want 10, 10 and 11 (the other kept)", len(seen), len(Products(pts)), len(got.Efficiency.GEMMTimes))
 	}
 	gpu := &hardware.Hardware{Name: "gpu"}
-	if g, err := TimeProducts(context.Background(), gpu, pts, nil); err != nil || g != gpu {
+	if g, err := TimeKernels(context.Background(), gpu, pts, nil); err != nil || g != gpu {
 		t.Errorf("a GPU profile: %v, %v; want it back unchanged", g, err)
 	}
 }

@@ -179,7 +179,7 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	if hw, err = compare.TimeProducts(ctx, hw, pts, stderr); err != nil {
+	if hw, err = compare.TimeKernels(ctx, hw, pts, stderr); err != nil {
 		if ctx.Err() != nil {
 			return cli.ErrInterrupted
 		}

@@ -288,12 +288,7 @@ func profile(r *Report) *hardware.Hardware {
 	for _, p := range r.GEMM {
 		h.Efficiency.GEMMTimes = append(h.Efficiency.GEMMTimes, p.Product)
 	}
-	h.Efficiency.KernelRates = map[hardware.Kernel]float64{}
-	for _, c := range r.Checks {
-		if c.Key != "" && c.Time > 0 {
-			h.Efficiency.KernelRates[c.Key] = sig(float64(c.Elems) / float64(c.Time))
-		}
-	}
+	h.Efficiency.KernelRates = kernelRates(r.Checks)
 	mode := ""
 	if r.Quick {
 		mode = ", quick mode"
@@ -305,6 +300,29 @@ func profile(r *Report) *hardware.Hardware {
 		FormatVersion, mode, fp, r.Date, float64(r.Duration))
 	h.Sources = sources(r, h)
 	return h
+}
+
+// kernelRates are the checks' elements per second (hardware.Efficiency.KernelRates).
+func kernelRates(checks []KernelCheck) map[hardware.Kernel]float64 {
+	out := map[hardware.Kernel]float64{}
+	for _, c := range checks {
+		if c.Key != "" && c.Time > 0 {
+			out[c.Key] = sig(float64(c.Elems) / float64(c.Time))
+		}
+	}
+	return out
+}
+
+// KernelRates times the kernels the profile prices by their rates (the checks: GELU, norms,
+// attention, losses, optimizer steps, at gpt-tiny and seed-mlp sizes) as calibrate does,
+// interleaved, in about 0.5 s, for compare to price a run with kernels timed seconds before it
+// rather than when the profile was cached. It returns ctx's error when ctx is done first.
+func KernelRates(ctx context.Context) (map[hardware.Kernel]float64, error) {
+	checks, err := measureChecks(ctx, defaultPlan().checkS)
+	if err != nil {
+		return nil, err
+	}
+	return kernelRates(checks), nil
 }
 
 func pct(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
