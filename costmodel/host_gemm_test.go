@@ -27,6 +27,24 @@ func cpuProfile(t *testing.T) *hardware.Hardware {
 	return &hw
 }
 
+// lowerCost lowers m under strategy s and returns the Program and its Coster on hw.
+func lowerCost(t *testing.T, m *model.Model, s string, hw *hardware.Hardware) (*program.Program, *Coster) {
+	t.Helper()
+	st, err := strategies.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := program.Lower(m, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	co, err := NewCoster(p, hw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, co
+}
+
 func linearOps(t *testing.T, p *program.Program, module string) (fwd, bwd *program.Op) {
 	s := p.Stages[0]
 	for i := range s.Forward {
@@ -60,18 +78,7 @@ func TestHostLinearsAtMeasuredProducts(t *testing.T) {
 		s    float64 // slowdown of that many ranks
 		rows int
 	}{{"dp=1", 1, 10}, {"dp=2", 1.5, 5}} {
-		st, err := strategies.Parse(fmt.Sprintf("%s,precision=fp32,gbs=10,mbs=%d", c.mesh, c.rows))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := program.Lower(m, st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		co, err := NewCoster(p, hw)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, co := lowerCost(t, m, fmt.Sprintf("%s,precision=fp32,gbs=10,mbs=%d", c.mesh, c.rows), hw)
 		fwd, bwd := linearOps(t, p, "0")
 		if c.rows == 10 {
 			// Hand values: 1 ms forward; backward 3 ms, the weight gradient only (the input is
@@ -86,8 +93,8 @@ func TestHostLinearsAtMeasuredProducts(t *testing.T) {
 			// efficiency of that size.
 			_, b2 := linearOps(t, p, "2")
 			f := units.FLOPs(2 * 10 * 1000 * 10)
-			perCore, _ := hw.PeakFor("fp32")
-			want := 0.5e-3 + float64(f)/(float64(perCore)/2*hw.GEMMEfficiency(f)) + 1e-6
+			peak, _ := hw.PeakFor("fp32")
+			want := 0.5e-3 + float64(f)/(float64(peak)/2*hw.GEMMEfficiency(f)) + 1e-6
 			nearS(t, c.mesh+" layer 2 backward", co.Compute(b2), units.Seconds(want))
 			continue
 		}
@@ -112,18 +119,7 @@ func TestHostSplitProduct(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := func(mesh string) (units.Seconds, units.Seconds) {
-		st, err := strategies.Parse(mesh + ",precision=fp32,gbs=2048,mbs=1024")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := program.Lower(m, st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		co, err := NewCoster(p, hw)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, co := lowerCost(t, m, mesh+",precision=fp32,gbs=2048,mbs=1024", hw)
 		fwd, _ := linearOps(t, p, "0")
 		return co.Compute(fwd), co.hostGEMMs(fwd)
 	}
@@ -152,18 +148,7 @@ func TestHostMeetingOverhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := strategies.Parse("dp=2,precision=fp32,gbs=10,mbs=5")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := program.Lower(m, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	co, err := NewCoster(p, hw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, co := lowerCost(t, m, "dp=2,precision=fp32,gbs=10,mbs=5", hw)
 	n := 0
 	for _, op := range p.Stages[0].Optimizer {
 		if op.Kind != program.OpAllReduce || op.Group < 2 {
