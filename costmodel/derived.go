@@ -453,7 +453,7 @@ func addLayer(a, m1, m2 *Piece) Piece {
 		Act:   byt(a.Act, m1.Act, m2.Act), Live: byt(a.Live, m1.Live, m2.Live),
 		Work: max(a.Work, m2.Work), Gathers: max(a.Gathers, m2.Gathers),
 	}
-	for i := range nDims {
+	for i := range NumDims {
 		p.CommTime[i] = sec(a.CommTime[i], m1.CommTime[i], m2.CommTime[i])
 		p.Sent[i] = byt(a.Sent[i], m1.Sent[i], m2.Sent[i])
 	}
@@ -483,7 +483,7 @@ func shorten(m *model.Model, k int) *model.Model {
 func (d *Derived) stagePiece(st strategies.Strategy, kp *kindPieces, k, n, nv int, p *Piece) error {
 	*p = extrapolate(&kp.one[k], &kp.two[k], n)
 	m := st.Microbatches()
-	for i := range nDims {
+	for i := range NumDims {
 		p.CommTime[i] *= units.Seconds(m)
 		p.Sent[i] *= units.Bytes(m)
 	}
@@ -492,7 +492,7 @@ func (d *Derived) stagePiece(st strategies.Strategy, kp *kindPieces, k, n, nv in
 		return err
 	}
 	p.OptCompute, p.OptComm, p.DPComm, p.LastBucket, p.Buckets, p.Params = o.OptCompute, o.OptComm, o.DPComm, o.LastBucket, o.Buckets, o.Params
-	for i := range nDims {
+	for i := range NumDims {
 		p.CommTime[i] += o.CommTime[i]
 		p.Sent[i] += o.Sent[i]
 	}
@@ -571,7 +571,7 @@ func extrapolate(a, b *Piece, n int) Piece {
 	if n == 1 {
 		p.Work, p.Gathers = a.Work, a.Gathers
 	}
-	for i := range nDims {
+	for i := range NumDims {
 		p.CommTime[i] = sec(a.CommTime[i], b.CommTime[i])
 		p.Sent[i] = byt(a.Sent[i], b.Sent[i])
 	}

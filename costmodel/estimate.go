@@ -20,8 +20,8 @@ type Totals struct {
 	Bound bool
 
 	Memory    Memory
-	CommBytes [nDims]units.Bytes
-	CommTime  [nDims]units.Seconds
+	CommBytes [NumDims]units.Bytes
+	CommTime  [NumDims]units.Seconds
 	Time      Time
 	FLOPs     FLOPs
 
@@ -217,7 +217,7 @@ func (x *xf) stages(n int64, nv int, stages *[nKinds]stageSum, have *[nKinds]boo
 		layer.bComm += fwd.fComm
 		layer.bOverlap += fwd.fOverlap
 		layer.flops += fwd.flops
-		for d := range nDims {
+		for d := range NumDims {
 			layer.commTime[d] += fwd.commTime[d]
 			layer.sent[d] += fwd.sent[d]
 		}
@@ -348,7 +348,7 @@ func assemble(p *pricer, st strategies.Strategy, hw *hardware.Hardware, pb, gb, 
 			q.FCompute, q.BCompute, q.FComm, q.BComm, q.FOverlap, q.BOverlap = s.fCompute, s.bCompute, s.fComm, s.bComm, s.fOverlap, s.bOverlap
 			o := s.opt
 			q.OptCompute, q.OptComm, q.DPComm, q.LastBucket = o.OptCompute, o.OptComm, o.DPComm, o.LastBucket
-			for d := range nDims {
+			for d := range NumDims {
 				q.CommTime[d] = units.Seconds(mb)*s.commTime[d] + o.CommTime[d]
 				q.Sent[d] = units.Bytes(mb)*s.sent[d] + o.Sent[d]
 			}

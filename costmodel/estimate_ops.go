@@ -12,12 +12,15 @@ import (
 // sent (DESIGN.md table), so that a closed form built from them adds up to Predict's totals.
 
 // Mesh dimension indices of the fixed-size arrays below, in strategies.DimOrder.
+// IndexPP, IndexDP, IndexCP and IndexTP are the mesh dimensions' places in Totals.CommBytes,
+// Totals.CommTime and every per-dimension array of the cost model and the search: the order of
+// strategies.DimOrder (DimIndex finds one by name). NumDims is their number.
 const (
-	dimPP = iota
-	dimDP
-	dimCP
-	dimTP
-	nDims
+	IndexPP = iota
+	IndexDP
+	IndexCP
+	IndexTP
+	NumDims
 )
 
 // DimIndex returns the index of mesh dimension name in Totals.CommBytes and Totals.CommTime
@@ -101,8 +104,8 @@ type tally struct {
 	fCompute, bCompute units.Seconds
 	fComm, bComm       units.Seconds // tensor, context and pipeline parallel: on the critical path
 	fOverlap, bOverlap units.Seconds // data parallel (ZeRO-3 gathers and reductions)
-	commTime           [nDims]units.Seconds
-	sent               [nDims]units.Bytes
+	commTime           [NumDims]units.Seconds
+	sent               [NumDims]units.Bytes
 	flops              units.FLOPs // matrix-product FLOPs (linear and attention), recompute included
 	saved              units.Bytes // activations kept from forward to backward
 	gather             units.Bytes // the largest ZeRO-3 parameter gather (StageComm)
@@ -118,7 +121,7 @@ func (t *tally) addScaled(o *tally, k float64) {
 	t.bComm += ks * o.bComm
 	t.fOverlap += ks * o.fOverlap
 	t.bOverlap += ks * o.bOverlap
-	for d := range nDims {
+	for d := range NumDims {
 		t.commTime[d] += ks * o.commTime[d]
 		t.sent[d] += kb * o.sent[d]
 	}
@@ -257,9 +260,9 @@ func (m *emitter) comm(dim int, d units.Seconds, sent units.Bytes) {
 	t.commTime[dim] += d
 	t.sent[dim] += sent
 	switch {
-	case dim == dimDP && m.backward:
+	case dim == IndexDP && m.backward:
 		t.bOverlap += d
-	case dim == dimDP:
+	case dim == IndexDP:
 		t.fOverlap += d
 	case m.backward:
 		t.bComm += d
@@ -281,7 +284,7 @@ func (m *emitter) tpColl(kind program.OpKind, n units.Bytes, outB, freeB units.B
 	if kind == program.OpAllReduce {
 		sent = 2 * frac * n
 	}
-	m.comm(dimTP, m.p.collective(kind, p, 1, n), sent)
+	m.comm(IndexTP, m.p.collective(kind, p, 1, n), sent)
 }
 
 // cpColl is a collective over the context-parallel group (key/value gathers and their gradients).
@@ -291,7 +294,7 @@ func (m *emitter) cpColl(kind program.OpKind, n units.Bytes, outB, freeB units.B
 		return
 	}
 	p := m.p.cp
-	m.comm(dimCP, m.p.collective(kind, p, m.p.stride, n), n*units.Bytes(p-1)/units.Bytes(p))
+	m.comm(IndexCP, m.p.collective(kind, p, m.p.stride, n), n*units.Bytes(p-1)/units.Bytes(p))
 }
 
 // zero is a ZeRO-3 gather of a module's parameters or reduction of its gradients over the
@@ -301,7 +304,7 @@ func (m *emitter) zero(kind program.OpKind, n units.Bytes) {
 		return
 	}
 	g := m.p.g
-	m.comm(dimDP, m.p.collective(kind, g, m.p.stride, n), n*units.Bytes(g-1)/units.Bytes(g))
+	m.comm(IndexDP, m.p.collective(kind, g, m.p.stride, n), n*units.Bytes(g-1)/units.Bytes(g))
 	if kind == program.OpAllGather && g > 1 {
 		m.t.gather = max(m.t.gather, n)
 	}
@@ -318,7 +321,7 @@ func (m *emitter) pp(sent units.Bytes, outB, freeB units.Bytes) {
 		// A receive costs nothing: the send carries the transfer (Coster.Comm's price).
 		d = PipelineSendTime(m.p.hw, m.p.st, sent)
 	}
-	m.comm(dimPP, d, sent)
+	m.comm(IndexPP, d, sent)
 }
 
 // ppAllReduce is Coster.Comm of the tied embedding's all-reduce over pp: a ring of the first and

@@ -463,3 +463,16 @@ func TestFlash1PricesOnlyTheKernel(t *testing.T) {
 		t.Errorf("step %v with flash1, %v with flash", res[1].Time.Step, res[0].Time.Step)
 	}
 }
+
+// TestDimIndices: the per-dimension arrays' indices are strategies.DimOrder's, which DimIndex
+// reads.
+func TestDimIndices(t *testing.T) {
+	for want, d := range map[int]strategies.Dim{IndexPP: strategies.DimPP, IndexDP: strategies.DimDP, IndexCP: strategies.DimCP, IndexTP: strategies.DimTP} {
+		if got := DimIndex(d); got != want {
+			t.Errorf("DimIndex(%s) = %d, the arrays use %d", d, got, want)
+		}
+	}
+	if NumDims != len(strategies.DimOrder) {
+		t.Errorf("NumDims = %d, strategies.DimOrder has %d", NumDims, len(strategies.DimOrder))
+	}
+}

@@ -27,8 +27,8 @@ type Piece struct {
 	OptCompute, OptComm, DPComm, LastBucket units.Seconds
 	// CommTime and Sent per step by mesh dimension (strategies.DimOrder): every microbatch's
 	// forward and backward and the optimizer phase once.
-	CommTime [nDims]units.Seconds
-	Sent     [nDims]units.Bytes
+	CommTime [NumDims]units.Seconds
+	Sent     [NumDims]units.Bytes
 	// FLOPs is the matrix-product FLOPs (Linear, attention) of one microbatch's forward and
 	// backward on one rank (HardwareFLOPs).
 	FLOPs units.FLOPs
@@ -136,8 +136,8 @@ type pipeRank struct {
 	elems                                                int64
 	dynamic, buckets, gathers                            units.Bytes
 	mem                                                  Memory
-	sent                                                 [nDims]units.Bytes
-	commTime                                             [nDims]units.Seconds
+	sent                                                 [NumDims]units.Bytes
+	commTime                                             [NumDims]units.Seconds
 }
 
 // compose turns the pieces of the nv = pp x vpp virtual stages of strategy st, in stage order
@@ -171,7 +171,7 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 		rt.optComm += s.OptComm
 		rt.dp += s.DPComm
 		rt.last = max(rt.last, s.LastBucket)
-		for d := range nDims {
+		for d := range NumDims {
 			rt.commTime[d] += s.CommTime[d]
 			rt.sent[d] += s.Sent[d]
 		}
@@ -198,7 +198,7 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 		perRank = make([]Memory, pp)
 	}
 	out.Memory = Memory{}
-	out.CommBytes, out.CommTime = [nDims]units.Bytes{}, [nDims]units.Seconds{}
+	out.CommBytes, out.CommTime = [NumDims]units.Bytes{}, [NumDims]units.Seconds{}
 	for r := range ranks {
 		rt := &ranks[r]
 		mem := &rt.mem
@@ -217,7 +217,7 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 			out.Memory = *mem
 		}
 		// A pipeline rank sends what all its model chunks send; report the busiest rank.
-		for d := range nDims {
+		for d := range NumDims {
 			out.CommTime[d] = max(out.CommTime[d], rt.commTime[d])
 			out.CommBytes[d] = max(out.CommBytes[d], rt.sent[d])
 		}

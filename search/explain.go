@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -194,11 +195,11 @@ func (x *explainer) hardware(w int) string {
 		fmt.Fprintf(&b, "Hardware: a node holds %d devices on %s; the %d devices span %d nodes, joined by %s. ",
 			node, lvDesc(0), x.ev.GPUs, (x.ev.GPUs+node-1)/node, lvDesc(x.ev.slowest))
 	}
-	names := strategies.DimOrder // indexed like dimPP..dimTP
+	names := strategies.DimOrder // indexed like costmodel.IndexPP..costmodel.IndexTP
 	what := map[strategies.Dim]string{strategies.DimTP: "tensor-parallel activation collectives", strategies.DimDP: "data-parallel gradient (and ZeRO) collectives",
 		strategies.DimPP: "pipeline sends", strategies.DimCP: "context-parallel key/value exchanges"}
 	var parts []string
-	for _, d := range []int{dimTP, dimCP, dimDP, dimPP} {
+	for _, d := range []int{costmodel.IndexTP, costmodel.IndexCP, costmodel.IndexDP, costmodel.IndexPP} {
 		if lv[d] < 0 {
 			continue
 		}
@@ -212,9 +213,9 @@ func (x *explainer) hardware(w int) string {
 	b.WriteString("The winner's " + strings.Join(parts, "; ") + ". ")
 	if node > 0 && x.ev.GPUs > node {
 		switch {
-		case st.Mesh.TP > 1 && lv[dimTP] == 0:
+		case st.Mesh.TP > 1 && lv[costmodel.IndexTP] == 0:
 			fmt.Fprintf(&b, "Tensor parallel stays inside a node (tp=%d <= %d), where its per-layer collectives have the fast links", st.Mesh.TP, node)
-			if lv[dimDP] > 0 {
+			if lv[costmodel.IndexDP] > 0 {
 				b.WriteString("; data parallel, which communicates once per step, crosses nodes")
 			}
 			b.WriteString(", as the classic guidance says.")

@@ -30,15 +30,6 @@ const (
 	RejectNotPriced = "not priced by the closed form"
 )
 
-// dims indexes like strategies.DimOrder.
-const (
-	dimPP = iota
-	dimDP
-	dimCP
-	dimTP
-	nDims
-)
-
 // Eval is what the search keeps of one candidate's prediction.
 type Eval struct {
 	// Priced is false when the closed form could not price the candidate. Bound is true while
@@ -51,7 +42,7 @@ type Eval struct {
 	// SlowBytes is the comm objective: bytes per device per step over the slowest link.
 	SlowBytes units.Bytes
 	// CommBytes per device per step by mesh dimension, indexed like strategies.DimOrder.
-	CommBytes  [nDims]units.Bytes
+	CommBytes  [costmodel.NumDims]units.Bytes
 	TokensPerS float64
 	MFU        float64
 }
@@ -113,23 +104,23 @@ func NewEvaluator(m *model.Model, hw *hardware.Hardware, space *strategies.Space
 // (indexed like strategies.DimOrder), -1 for a dimension of size 1. The groups are those
 // costmodel prices: tp consecutive devices; cp every tp-th; the data-parallel gradient group dp x
 // cp every tp-th; a pipeline send between devices dp x cp x tp apart.
-func (ev *Evaluator) Levels(ms strategies.Mesh) [nDims]int {
+func (ev *Evaluator) Levels(ms strategies.Mesh) [costmodel.NumDims]int {
 	return levels(ev.HW, ms)
 }
 
-func levels(hw *hardware.Hardware, ms strategies.Mesh) [nDims]int {
-	out := [nDims]int{-1, -1, -1, -1}
+func levels(hw *hardware.Hardware, ms strategies.Mesh) [costmodel.NumDims]int {
+	out := [costmodel.NumDims]int{-1, -1, -1, -1}
 	if ms.TP > 1 {
-		out[dimTP] = hw.LevelFor(ms.TP)
+		out[costmodel.IndexTP] = hw.LevelFor(ms.TP)
 	}
 	if ms.CP > 1 {
-		out[dimCP] = hw.LevelFor((ms.CP-1)*ms.TP + 1)
+		out[costmodel.IndexCP] = hw.LevelFor((ms.CP-1)*ms.TP + 1)
 	}
 	if g := ms.DP * ms.CP; g > 1 && ms.DP > 1 {
-		out[dimDP] = hw.LevelFor((g-1)*ms.TP + 1)
+		out[costmodel.IndexDP] = hw.LevelFor((g-1)*ms.TP + 1)
 	}
 	if ms.PP > 1 {
-		out[dimPP] = hw.LevelFor(ms.DP*ms.CP*ms.TP + 1)
+		out[costmodel.IndexPP] = hw.LevelFor(ms.DP*ms.CP*ms.TP + 1)
 	}
 	return out
 }
@@ -179,7 +170,7 @@ func (ev *Evaluator) EvaluateRange(lo, hi int, out []Eval) {
 		*o = Eval{Priced: true, Bound: t.Bound, Feasible: true, Step: t.Time.Step, Peak: t.Memory.Peak, CommBytes: t.CommBytes,
 			TokensPerS: t.TokensPerS, MFU: t.MFU}
 		lv := levels(ev.HW, strategies.Mesh{PP: int(c.PP), DP: int(c.DP), CP: int(c.CP), TP: int(c.TP)})
-		for d := range nDims {
+		for d := range costmodel.NumDims {
 			if lv[d] == ev.slowest {
 				o.SlowBytes += t.CommBytes[d]
 			}

@@ -126,11 +126,11 @@ func TestSlowBytes(t *testing.T) {
 	}
 	e := evals[0]
 	c := ev.Space.Candidates[0]
-	if lv := ev.Levels(strategies.Mesh{PP: int(c.PP), DP: int(c.DP), CP: int(c.CP), TP: int(c.TP)}); lv[dimTP] != 0 || lv[dimDP] != 1 || lv[dimPP] != -1 {
+	if lv := ev.Levels(strategies.Mesh{PP: int(c.PP), DP: int(c.DP), CP: int(c.CP), TP: int(c.TP)}); lv[costmodel.IndexTP] != 0 || lv[costmodel.IndexDP] != 1 || lv[costmodel.IndexPP] != -1 {
 		t.Errorf("levels %v: want tp on nvlink (0), dp on ib (1), no pp", lv)
 	}
-	if e.SlowBytes != e.CommBytes[dimDP] || e.CommBytes[dimTP] == 0 {
-		t.Errorf("slow bytes %v, want the dp bytes %v alone (tp %v stays in the node)", e.SlowBytes, e.CommBytes[dimDP], e.CommBytes[dimTP])
+	if e.SlowBytes != e.CommBytes[costmodel.IndexDP] || e.CommBytes[costmodel.IndexTP] == 0 {
+		t.Errorf("slow bytes %v, want the dp bytes %v alone (tp %v stays in the node)", e.SlowBytes, e.CommBytes[costmodel.IndexDP], e.CommBytes[costmodel.IndexTP])
 	}
 }
 
