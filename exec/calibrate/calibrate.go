@@ -153,7 +153,7 @@ func run(ctx context.Context, p plan, o Options) (*hardware.Hardware, *Report, e
 	}
 	var err error
 	if err = phase(fmt.Sprintf("matrix multiply, %d shapes", len(p.gemm)), func() error {
-		r.GEMM, err = measureGEMM(ctx, p.gemm, p.gemmS)
+		r.GEMM, err = measureGEMM(ctx, p.gemm, p.gemmS, true)
 		return err
 	}); err != nil {
 		return nil, nil, err

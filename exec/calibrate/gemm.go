@@ -118,8 +118,9 @@ type GEMMFit struct {
 
 // measureGEMM times kernels.MatMul (dense data drawn from a fixed seed) over shapes on one core
 // (gemm.SetThreads(1)), as exec runs every product below gemm.ParallelMACs and as the profile
-// prices a product before splitting it; products of at least that size are timed split as well.
-func measureGEMM(ctx context.Context, shapes []gemmShape, s sampler) ([]GEMMPoint, error) {
+// prices a product before splitting it; with split, products of at least that size are timed
+// split as well (the notes' speed-up).
+func measureGEMM(ctx context.Context, shapes []gemmShape, s sampler, split bool) ([]GEMMPoint, error) {
 	rng := kernels.NewRand(seed)
 	defer gemm.SetThreads(gemm.SetThreads(1))
 	fns := make([]func(), len(shapes))
@@ -136,7 +137,7 @@ func measureGEMM(ctx context.Context, shapes []gemmShape, s sampler) ([]GEMMPoin
 			beta = 1
 		}
 		fns[i] = func() { kernels.MatMul(c, a, b, sh.M, sh.K, sh.N, sh.TransA, sh.TransB, 1, beta) }
-		if sh.M*sh.K*sh.N >= gemm.ParallelMACs && runtime.GOMAXPROCS(0) > 1 {
+		if split && sh.M*sh.K*sh.N >= gemm.ParallelMACs && runtime.GOMAXPROCS(0) > 1 {
 			big = append(big, i)
 		}
 	}
@@ -151,11 +152,11 @@ func measureGEMM(ctx context.Context, shapes []gemmShape, s sampler) ([]GEMMPoin
 	}
 	if len(big) > 0 {
 		gemm.SetThreads(0)
-		split := make([]func(), len(big))
+		fs := make([]func(), len(big))
 		for j, i := range big {
-			split[j] = fns[i]
+			fs[j] = fns[i]
 		}
-		st, err := s.each(ctx, split)
+		st, err := s.each(ctx, fs)
 		gemm.SetThreads(1)
 		if err != nil {
 			return nil, err
@@ -169,7 +170,7 @@ func measureGEMM(ctx context.Context, shapes []gemmShape, s sampler) ([]GEMMPoin
 
 // TimeGEMMs times each product alone on one core as calibrate does (20 ms per product in 10
 // interleaved repetitions, about 0.05 s each), for compare to price the products of the model it
-// runs that calibrate's grid lacks. It returns ctx's error when ctx is done first.
+// runs with times taken just before it measures. It returns ctx's error when ctx is done first.
 func TimeGEMMs(ctx context.Context, products []hardware.GEMMTime) ([]hardware.GEMMTime, error) {
 	shapes := make([]gemmShape, len(products))
 	for i, p := range products {
@@ -178,7 +179,7 @@ func TimeGEMMs(ctx context.Context, products []hardware.GEMMTime) ([]hardware.GE
 		}
 		shapes[i] = gemmShape{M: p.M, K: p.K, N: p.N, TransA: p.TransA, TransB: p.TransB}
 	}
-	pts, err := measureGEMM(ctx, shapes, sampler{20 * time.Millisecond, 10})
+	pts, err := measureGEMM(ctx, shapes, sampler{20 * time.Millisecond, 10}, false)
 	if err != nil {
 		return nil, err
 	}
