@@ -354,8 +354,9 @@ func (c *Coster) Comm(op *program.Op) units.Seconds {
 		stride = mesh.Stride(op.Dim)
 	}
 	// On shared cores the ranks arrive from computing: a blocking collective also costs the
-	// measured meeting overhead (hardware.MeetOverhead; 0 for devices of their own).
-	return CollectiveTime(c.HW, op.Kind, op.Group, stride, op.FullBytes) + c.HW.MeetOverhead
+	// measured meeting overhead of the ranks computing at once (hardware.MeetOverhead: the
+	// program's ranks, which share the cores whatever the group; 0 for devices of their own).
+	return CollectiveTime(c.HW, op.Kind, op.Group, stride, op.FullBytes) + c.HW.Meeting(mesh.Devices())
 }
 
 // PipelineLevel is the topology level on which pipeline sends are priced: the level that holds

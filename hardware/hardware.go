@@ -132,11 +132,12 @@ type Hardware struct {
 	// On such a profile the GEMM efficiency and GEMMTimes price a product on one core, against
 	// the peak over Cores. 0 when every rank has its own device.
 	GEMMParallelMACs int64 `json:"gemm_parallel_macs,omitempty"`
-	// MeetOverhead is, on a profile of ranks sharing a machine's cores, what a blocking
-	// collective costs beyond its ring time when its ranks arrive from computing (the early ones
-	// wait out the last one's jitter; the handoff is slower than back to back): measured by
-	// tpsim calibrate. 0 when not modelled (devices of their own).
-	MeetOverhead units.Seconds `json:"meet_overhead_s,omitempty"`
+	// MeetOverhead[k-1] is, on a profile of ranks sharing a machine's cores, what a blocking
+	// collective costs beyond its ring time when k ranks arrive from computing (the early ones
+	// wait out the last one's jitter, the handoff is slower than back to back, and ranks beyond
+	// the cores must be scheduled first): measured by tpsim calibrate. Past its end the last
+	// entry holds. Empty when not modelled (devices of their own).
+	MeetOverhead []units.Seconds `json:"meet_overhead_s,omitempty"`
 	// Slowdown[k-1] is how much longer an op takes when k ranks compute at once on the shared
 	// cores (measured by tpsim calibrate; Slowdown[0] = 1). Past its end, time shares out
 	// evenly: the last entry times k/len. Empty when every rank has its own device.
@@ -293,8 +294,10 @@ func (h *Hardware) problems() []string {
 			add("efficiency.gemm_times[%d] = %dx%dx%d in %g s: sizes and time must be positive (m, k, n and s of a product timed alone)", i, g.M, g.K, g.N, float64(g.Seconds))
 		}
 	}
-	if h.MeetOverhead < 0 || math.IsInf(float64(h.MeetOverhead), 0) || math.IsNaN(float64(h.MeetOverhead)) {
-		add("meet_overhead_s = %g must be zero or positive: the time a blocking collective costs beyond its ring time on shared cores", float64(h.MeetOverhead))
+	for i, m := range h.MeetOverhead {
+		if m < 0 || math.IsInf(float64(m), 0) || math.IsNaN(float64(m)) {
+			add("meet_overhead_s[%d] = %g must be zero or positive: the time a blocking collective of %d ranks costs beyond its ring time on shared cores", i, float64(m), i+1)
+		}
 	}
 	if h.Cores > 0 && h.GEMMParallelMACs < 0 {
 		add("gemm_parallel_macs = %d must be zero or positive: the multiply-adds from which a product splits over cores", h.GEMMParallelMACs)
@@ -411,6 +414,16 @@ func (h *Hardware) ComputeSlowdown(ranks int) float64 {
 		return h.Slowdown[ranks-1]
 	}
 	return h.Slowdown[n-1] * float64(ranks) / float64(n)
+}
+
+// Meeting is what a blocking collective of ranks ranks costs beyond its ring time on h
+// (MeetOverhead; the last entry past its end, 0 without one).
+func (h *Hardware) Meeting(ranks int) units.Seconds {
+	n := len(h.MeetOverhead)
+	if n == 0 || ranks < 1 {
+		return 0
+	}
+	return h.MeetOverhead[min(ranks, n)-1]
 }
 
 // GEMMThreads is how many of the shared cores a matrix product of macs multiply-adds keeps busy

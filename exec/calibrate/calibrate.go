@@ -47,8 +47,9 @@ type Report struct {
 	Contention []ContentionPoint `json:"contention"`
 	// ContentionAdds is the number of adds in the mix, after its one GEMM.
 	ContentionAdds int `json:"contention_adds"`
-	// Meeting is a blocking collective's cost beyond itself when ranks arrive from computing.
-	Meeting Meeting `json:"meeting"`
+	// Meetings are a blocking collective's cost beyond itself when 2..8 ranks arrive from
+	// computing.
+	Meetings []Meeting `json:"meetings"`
 
 	Memory       units.Bytes `json:"memory_bytes"`
 	MemorySource string      `json:"memory_source"`
@@ -192,9 +193,7 @@ func run(ctx context.Context, p plan, o Options) (*hardware.Hardware, *Report, e
 		if r.Contention, r.ContentionAdds, err = measureContention(ctx, p.maxK, p.parts, p.contS); err != nil {
 			return err
 		}
-		if k := runtime.NumCPU(); k > 1 {
-			r.Meeting, err = measureMeeting(ctx, min(k, p.maxK), p.contS)
-		}
+		r.Meetings, err = measureMeetings(ctx, p.maxK, p.contS)
 		return err
 	}); err != nil {
 		return nil, nil, err
@@ -278,7 +277,7 @@ func profile(r *Report) *hardware.Hardware {
 		},
 		Cores:            fp.NumCPU,
 		GEMMParallelMACs: gemm.ParallelMACs,
-		MeetOverhead:     units.Seconds(sig(float64(r.Meeting.Overhead))),
+		MeetOverhead:     meetOverheads(r.Meetings),
 		Slowdown:         slow,
 		Levels: []hardware.Level{{Name: "host", Size: 0, Bandwidth: units.BytesPerSecond(linkBW), Latency: units.Seconds(lat),
 			Efficiency: 1}},
@@ -300,6 +299,18 @@ func profile(r *Report) *hardware.Hardware {
 		FormatVersion, mode, fp, r.Date, float64(r.Duration))
 	h.Sources = sources(r, h)
 	return h
+}
+
+// meetOverheads is hardware.MeetOverhead from the meetings: entry k-1 for k ranks, 0 for one.
+func meetOverheads(ms []Meeting) []units.Seconds {
+	if len(ms) == 0 {
+		return nil
+	}
+	out := make([]units.Seconds, len(ms)+1)
+	for _, m := range ms {
+		out[m.K-1] = units.Seconds(sig(float64(m.Overhead)))
+	}
+	return out
 }
 
 // kernelRates are the checks' elements per second (hardware.Efficiency.KernelRates).
@@ -365,9 +376,13 @@ func sources(r *Report, h *hardware.Hardware) map[string]string {
 	s["levels.host.latency_s"] = coll
 	s["levels.host.efficiency"] = "1: bandwidth_bytes_per_s is the achieved rate fitted"
 	s["cores"] = "runtime.NumCPU()"
-	if m := r.Meeting; m.K > 0 {
-		s["meet_overhead_s"] = fmt.Sprintf("measured: %d goroutine ranks (the cores) each running %d kernels.Add of %d floats (%v) then an exec/comm all-reduce of one float, per meeting %v, less the adds at once without meeting (%v) and the all-reduce back to back (%v); median of repetitions",
-			m.K, m.Adds, contElems, meetWork, m.Synced, m.Alone, m.Collective)
+	if len(r.Meetings) > 0 {
+		var per []string
+		for _, m := range r.Meetings {
+			per = append(per, fmt.Sprintf("%d: %v (%v - %v - %v)", m.K, m.Overhead, m.Synced, m.Alone, m.Collective))
+		}
+		s["meet_overhead_s"] = fmt.Sprintf("measured: k = 2..%d goroutine ranks each running %d kernels.Add of %d floats (%v alone) then an exec/comm all-reduce of one float: per meeting, work then all-reduce, less the work of the k ranks at once without meeting and the all-reduce back to back; median of repetitions interleaved over k (entry k-1; k: overhead (synced - alone - collective)): %s",
+			len(r.Meetings)+1, r.Meetings[0].Adds, contElems, meetWork, strings.Join(per, ", "))
 	}
 	s["gemm_parallel_macs"] = "exec/kernels/gemm.ParallelMACs: from this many multiply-adds a product splits over the cores its rank has (measured there against one core in exec's pattern), smaller ones run on one core"
 	for _, c := range r.Checks {

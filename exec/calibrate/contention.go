@@ -221,11 +221,11 @@ func synced(ctx context.Context, work []*contWork, units int, fn func(*contWork)
 
 // Meeting is what a blocking collective costs exec's ranks beyond the collective itself when
 // they arrive from computing, as they do at every ZeRO-3 gather and tensor-parallel all-reduce:
-// the early ranks wait out the last one's jitter, and the handoff finds caches and threads in
-// another state than back to back. Measured with K goroutine ranks (the cores, so that none is
-// descheduled) each running Work, a few elementwise adds of gpt-tiny's activation size, then
-// meeting in an all-reduce of one float: Overhead = Synced - Alone - Collective per meeting, the
-// median over repetitions.
+// the early ranks wait out the last one's jitter, the handoff finds caches and threads in another
+// state than back to back, and where the ranks outnumber the cores a meeting waits for ranks to
+// be scheduled. Measured with K goroutine ranks each running Work, a few elementwise adds of
+// gpt-tiny's activation size, then meeting in an all-reduce of one float: Overhead = Synced -
+// Alone - Collective per meeting, the median over repetitions.
 type Meeting struct {
 	K          int           `json:"k"`
 	Adds       int           `json:"adds"`
@@ -239,20 +239,20 @@ type Meeting struct {
 // mid-size ops.
 const meetWork = 50 * time.Microsecond
 
-// measureMeeting measures Meeting on k ranks. Repetitions go on the outside, as measureContention
-// does, so that a change of the machine's speed falls on the three timings alike.
-func measureMeeting(ctx context.Context, k int, s sampler) (Meeting, error) {
+// measureMeetings measures Meeting on k = 2..maxK ranks. Repetitions go on the outside, as
+// measureContention does, so that a change of the machine's speed falls on every timing alike.
+func measureMeetings(ctx context.Context, maxK int, s sampler) ([]Meeting, error) {
 	rng := kernels.NewRand(seed + 5)
 	x, y := make([]float32, contElems), make([]float32, contElems)
 	kernels.FillUniform(x, rng, 0.5, 1.5)
 	kernels.FillUniform(y, rng, 0.5, 1.5)
-	work := make([]*contWork, k)
+	work := make([]*contWork, maxK)
 	for i := range work {
 		work[i] = &contWork{x: x, y: y, z: make([]float32, contElems)}
 	}
 	ta, err := sampler{budget: s.budget / 4, reps: 3}.seconds(ctx, work[0].add)
 	if err != nil {
-		return Meeting{}, err
+		return nil, err
 	}
 	adds := max(1, int(meetWork.Seconds()/ta+0.5))
 	unit := func(w *contWork) {
@@ -261,23 +261,29 @@ func measureMeeting(ctx context.Context, k int, s sampler) (Meeting, error) {
 		}
 	}
 	n := itersFor(s.budget, float64(adds)*ta)
-	var alone, coll, met []float64
+	out := make([]Meeting, 0, maxK-1)
+	alone, coll, met := make([][]float64, maxK+1), make([][]float64, maxK+1), make([][]float64, maxK+1)
 	for range s.reps {
-		if err := ctx.Err(); err != nil {
-			return Meeting{}, err
+		for k := 2; k <= maxK; k++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			alone[k] = append(alone[k], concurrently(work[:k], n, unit)/float64(n))
+			t, err := synced(ctx, work[:k], n, func(*contWork) {})
+			if err != nil {
+				return nil, err
+			}
+			coll[k] = append(coll[k], t/float64(n))
+			if t, err = synced(ctx, work[:k], n, unit); err != nil {
+				return nil, err
+			}
+			met[k] = append(met[k], t/float64(n))
 		}
-		alone = append(alone, concurrently(work, n, unit)/float64(n))
-		t, err := synced(ctx, work, n, func(*contWork) {})
-		if err != nil {
-			return Meeting{}, err
-		}
-		coll = append(coll, t/float64(n))
-		if t, err = synced(ctx, work, n, unit); err != nil {
-			return Meeting{}, err
-		}
-		met = append(met, t/float64(n))
 	}
-	m := Meeting{K: k, Adds: adds, Alone: units.Seconds(median(alone)), Collective: units.Seconds(median(coll)), Synced: units.Seconds(median(met))}
-	m.Overhead = max(0, m.Synced-m.Alone-m.Collective)
-	return m, nil
+	for k := 2; k <= maxK; k++ {
+		m := Meeting{K: k, Adds: adds, Alone: units.Seconds(median(alone[k])), Collective: units.Seconds(median(coll[k])), Synced: units.Seconds(median(met[k]))}
+		m.Overhead = max(0, m.Synced-m.Alone-m.Collective)
+		out = append(out, m)
+	}
+	return out, nil
 }
