@@ -18,7 +18,7 @@
 // profile (GEMMParallelMACs > 0: the host) a product runs on one core, at its measured time when
 // GEMMTimes holds its shape and on that curve against the peak over Cores otherwise, and splits
 // over the cores its rank has from GEMMParallelMACs multiply-adds (GEMMThreads); its ranks'
-// blocking collectives each cost MeetOverhead more. An elementwise op moving b bytes takes b/(MemMax*MemBandwidth). The fused FlashAttention kernel
+// blocking collectives each cost Meeting(ranks) more (MeetOverhead, by the number of ranks). An elementwise op moving b bytes takes b/(MemMax*MemBandwidth). The fused FlashAttention kernel
 // runs its FLOPs at FlashMax of the peak (Flash1Max for its first generation), or is bound by its
 // bytes, whichever is slower. A collective among ranks that LevelFor (or LevelOf) places at
 // level l moves its bytes at Bandwidth*Efficiency per device (the Simple protocol's bus

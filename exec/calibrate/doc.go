@@ -51,8 +51,8 @@
 //     then enough 64 Ki-element adds to take about as long) and meeting in an all-reduce of one
 //     float after each; Slowdown[k−1] = the median over repetitions of the wall time with k over
 //     the wall time alone timed just before it, at least 1. Cores = runtime.NumCPU().
-//     MeetOverhead: on as many ranks as cores, 50 µs of adds then the all-reduce, less the adds
-//     alone and the all-reduce alone, per meeting.
+//     MeetOverhead[k−1]: k = 2..8 ranks each running 50 µs of adds then the all-reduce, less
+//     the adds of the k ranks at once and the all-reduce back to back, per meeting.
 //   - Device.Memory is the physical RAM (sysinfo(2) on Linux; elsewhere an assumed 16 GiB, said
 //     so in the notes and sources).
 //
