@@ -483,3 +483,17 @@ func TestMeasuredProducts(t *testing.T) {
 		}
 	}
 }
+
+// TestMeeting: the meeting overhead of k ranks is entry k-1, the last one past the end, nothing
+// without a table.
+func TestMeeting(t *testing.T) {
+	h := &Hardware{MeetOverhead: []units.Seconds{0, 3e-6, 35e-6}}
+	for k, want := range map[int]units.Seconds{1: 0, 2: 3e-6, 3: 35e-6, 8: 35e-6} {
+		if got := h.Meeting(k); got != want {
+			t.Errorf("Meeting(%d) = %v, want %v", k, got, want)
+		}
+	}
+	if got := (&Hardware{}).Meeting(4); got != 0 {
+		t.Errorf("no table: Meeting(4) = %v", got)
+	}
+}
