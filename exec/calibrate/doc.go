@@ -56,7 +56,7 @@
 //   - Device.Memory is the physical RAM (sysinfo(2) on Linux; elsewhere an assumed 16 GiB, said
 //     so in the notes and sources).
 //
-// The default calibration takes about 12 to 15 s on 2 cores (up to 20 s when other processes
+// The default calibration takes about 20 s on 2 cores (up to 30 s when other processes
 // load it); Options.Quick about 2 s, with fewer points. Each point has a fixed time budget, so the
 // duration is bounded whatever the machine does. The report also says what share of the CPU other
 // processes took meanwhile (from /proc on Linux): a busy machine gives slower, noisier figures,

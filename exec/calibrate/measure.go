@@ -55,48 +55,48 @@ func (s sampler) seconds(ctx context.Context, fn func()) (float64, error) {
 	return median(times), nil
 }
 
-// each times every function of fns as seconds does, but interleaved: every repetition times each
-// function in turn, so that the repetitions of one function are spread over the whole
-// measurement. A shared virtual machine switches between speeds within tens of milliseconds (a
-// neighbour on the same physical core: the same layernorm takes 62 or 90 µs from one quarter
-// second to the next); timed one after the other, each kernel would see one speed, at random.
-// Interleaved, every kernel's median sees the mix of speeds a training step meets. It returns
-// ctx's error when ctx is done before a repetition starts.
+// each times every function of fns interleaved, as a training step runs its kernels: a pass
+// calls each function once in turn (a few times back to back only when one call is shorter than
+// eachMinSample, so that the clock's cost stays small), timing each, and the passes repeat until
+// about len(fns) x budget has passed (at least reps passes); each function's time is the median
+// over the passes. Back to back, a kernel finds its data, code and branch history as it left
+// them; in a step it follows other kernels, and on a shared virtual machine, which switches
+// between speeds within tens of milliseconds (a neighbour on the same physical core: the same
+// layernorm takes 62 or 90 µs from one quarter second to the next), interleaving also lets every
+// kernel's median see the same mix of speeds a step meets. It returns ctx's error when ctx is
+// done before a pass starts.
 func (s sampler) each(ctx context.Context, fns []func()) ([]float64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	reps := max(1, s.reps)
-	per := s.budget / time.Duration(reps)
 	batch := make([]int, len(fns))
+	var pass time.Duration
 	for i, fn := range fns {
 		fn() // warm-up: first-touch page faults, code and data into cache
 		t := time.Now()
 		fn()
 		one := time.Since(t)
 		batch[i] = 1
-		if one < per/8 {
-			batch[i] = int(min(int64(per/8/max(one, 1)), maxBatch))
+		if one < eachMinSample {
+			batch[i] = int(eachMinSample/max(one, 1)) + 1
 		}
+		pass += one * time.Duration(batch[i])
+	}
+	passes := max(1, s.reps)
+	if pass > 0 {
+		passes = int(min(max(int64(passes), int64(s.budget)*int64(len(fns))/int64(pass)), eachMaxPasses))
 	}
 	times := make([][]float64, len(fns))
-	for range reps {
+	for range passes {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		for i, fn := range fns {
-			calls := 0
 			t := time.Now()
-			for {
-				for range batch[i] {
-					fn()
-				}
-				calls += batch[i]
-				if d := time.Since(t); d >= per {
-					times[i] = append(times[i], d.Seconds()/float64(calls))
-					break
-				}
+			for range batch[i] {
+				fn()
 			}
+			times[i] = append(times[i], time.Since(t).Seconds()/float64(batch[i]))
 		}
 	}
 	out := make([]float64, len(fns))
@@ -105,6 +105,13 @@ func (s sampler) each(ctx context.Context, fns []func()) ([]float64, error) {
 	}
 	return out, nil
 }
+
+// eachMinSample is the shortest timing each takes of one function: below it a call is repeated
+// back to back, so that two clock reads (tens of ns) stay under 1% of it.
+const eachMinSample = 5 * time.Microsecond
+
+// eachMaxPasses bounds each's passes over functions of a few microseconds.
+const eachMaxPasses = 400
 
 // itersFor is the number of calls that fill budget when one call takes one (at least 1, at
 // most maxBatch).
