@@ -114,7 +114,12 @@ func put[T float32 | int32](a *allocator, p pool[T], b []T) {
 // take returns a zeroed buffer of n elements from p (a's pool of that type) accounted to cat;
 // both element types take 4 bytes.
 func take[T float32 | int32](a *allocator, p pool[T], cat string, n int) []T {
-	b := get(a, p, n)
+	return takeZero(a, p, cat, n, true)
+}
+
+// takeZero is take, zeroing the buffer only when zero is set.
+func takeZero[T float32 | int32](a *allocator, p pool[T], cat string, n int, zero bool) []T {
+	b := getZero(a, p, n, zero)
 	a.add(cat, int64(len(b))*4)
 	return b
 }
@@ -147,7 +152,10 @@ func giveValue[T float32 | int32](a *allocator, p pool[T], id int32, b []T) {
 
 // f32 returns a zeroed buffer of n floats accounted to cat; putF32 frees it.
 func (a *allocator) f32(cat string, n int) []float32 { return take(a, a.f32s, cat, n) }
-func (a *allocator) putF32(cat string, b []float32)  { give(a, a.f32s, cat, b) }
+
+// f32Out is f32 for a buffer its user overwrites whole (a collective's output): not zeroed.
+func (a *allocator) f32Out(cat string, n int) []float32 { return takeZero(a, a.f32s, cat, n, false) }
+func (a *allocator) putF32(cat string, b []float32)     { give(a, a.f32s, cat, b) }
 
 // i32 returns a zeroed buffer of n int32 accounted to cat; putI32 frees it.
 func (a *allocator) i32(cat string, n int) []int32 { return take(a, a.i32s, cat, n) }

@@ -151,7 +151,7 @@ func (z *zeroState) collective(r *rank, op *program.Op) error {
 			if !ok {
 				// A gathered parameter is a collective's buffer (comm), not the rank's own
 				// parameters (its shard), as the cost model counts it.
-				full = r.alloc.f32(CatComm, z.size[name])
+				full = r.alloc.f32Out(CatComm, z.size[name]) // the gather writes every element
 				r.params[name] = full
 			}
 			if err := z.dp.AllGather(full, z.shard[name]); err != nil {
@@ -166,7 +166,7 @@ func (z *zeroState) collective(r *rank, op *program.Op) error {
 				return fmt.Errorf("exec: stage %d reduce-scatters the gradient of %q, which no backward wrote: a lowering error", r.s.Index, name)
 			}
 			shard := z.gshard[name]
-			part := r.scratch(len(shard))
+			part := r.alloc.f32Out(CatWorkspace, len(shard)) // the reduce-scatter writes every element
 			err := z.dp.ReduceScatter(part, full)
 			if err == nil {
 				// The shard accumulates over microbatches (vectorised: a map lookup per
