@@ -201,19 +201,25 @@ func TestSpreadOf(t *testing.T) {
 func TestSplitSharing(t *testing.T) {
 	hw := &hardware.Hardware{Cores: 2, Slowdown: []float64{1, 1.5, 2.25, 3}}
 	in := reports.StepTime{Step: 0.030, Compute: 0.024, CommExposed: 0.004, Optimizer: 0.002}
-	got, sh := SplitSharing(in, 4, hw, nil)
+	got, sh := SplitSharing(in, 4, hw, nil, true)
 	if sh == nil || sh.Running != 2 || got.Compute != 0.012 || got.CommExposed != 0.016 || got.Step != in.Step || got.Optimizer != in.Optimizer {
 		t.Errorf("4 ranks on 2 cores, short segments: %+v, %+v; want compute 12 ms, exposed comm 16 ms", got, sh)
 	}
-	got, sh = SplitSharing(in, 4, hw, []float64{0.012, 0.036})
+	got, sh = SplitSharing(in, 4, hw, []float64{0.012, 0.036}, true)
 	moved := 0.024 * 15.0 / 48
 	if sh == nil || sh.Segments != 2 || math.Abs(got.Compute-(0.024-moved)) > 1e-15 || math.Abs(got.CommExposed-(0.004+moved)) > 1e-15 {
 		t.Errorf("segments 12 and 36 ms: %+v, %+v; want %g s moved", got, sh, moved)
 	}
-	if got, sh := SplitSharing(in, 2, hw, nil); sh != nil || got != in {
-		t.Errorf("2 ranks on 2 cores changed: %+v", got)
+	// 2 ranks on 2 cores meeting at collectives: of the compute priced at 1.5x one rank alone, a
+	// third (1 - 1/1.5) is waiting for the slower rank: 8 of 24 ms move. Meeting only point to
+	// point (a pipeline), nothing moves.
+	if got, sh := SplitSharing(in, 2, hw, nil, true); sh != nil || math.Abs(got.Compute-0.016) > 1e-15 || math.Abs(got.CommExposed-0.012) > 1e-15 || got.Step != in.Step {
+		t.Errorf("2 ranks on 2 cores: %+v; want compute 16 ms, exposed comm 12 ms", got)
 	}
-	if got, sh := SplitSharing(in, 8, &hardware.Hardware{}, nil); sh != nil || got != in {
+	if got, sh := SplitSharing(in, 2, hw, nil, false); sh != nil || got != in {
+		t.Errorf("a 2-stage pipeline changed: %+v", got)
+	}
+	if got, sh := SplitSharing(in, 8, &hardware.Hardware{}, nil, true); sh != nil || got != in {
 		t.Errorf("devices of their own changed: %+v", got)
 	}
 }

@@ -193,12 +193,27 @@ func Segments(r *sim.Result) []float64 {
 	return out
 }
 
-// SplitSharing returns t with the part of its compute that ranks wait at collectives while
-// descheduled moved to exposed communication (see Sharing), for ranks ranks on hw and the
-// simulated step's segments (nil: every segment within one time slice); t unchanged and nil when
-// the ranks do not outnumber the cores (or hw has devices of their own: Cores 0).
-func SplitSharing(t reports.StepTime, ranks int, hw *hardware.Hardware, segments []float64) (reports.StepTime, *Sharing) {
-	if hw.Cores <= 0 || ranks <= hw.Cores {
+// SplitSharing returns t with the part of its compute that ranks wait at collectives moved to
+// exposed communication, for ranks ranks on hw and the simulated step's segments (nil: every
+// segment within one time slice), as exec measures it (a rank blocks in every collective). Where
+// the ranks outnumber the cores, that is the time they wait descheduled (see Sharing, returned).
+// Where each has a core and they meet at collectives (collectives: a dp, cp or tp group), the
+// priced compute's excess over one rank alone, hw.ComputeSlowdown(ranks), is the time the early
+// ranks wait at the collectives for the slowest: calibrate measures that slowdown with the ranks
+// meeting after every unit of work, and two goroutines computing without meeting run within a
+// few percent of one alone; it moves, and the Sharing is nil. t is unchanged on devices of their
+// own (Cores 0), for one rank, and for ranks that meet only point to point (a pipeline: its
+// waits are the bubble).
+func SplitSharing(t reports.StepTime, ranks int, hw *hardware.Hardware, segments []float64, collectives bool) (reports.StepTime, *Sharing) {
+	if hw.Cores <= 0 || ranks <= 1 {
+		return t, nil
+	}
+	if ranks <= hw.Cores {
+		if collectives {
+			d := t.Compute * (1 - 1/hw.ComputeSlowdown(ranks))
+			t.Compute -= d
+			t.CommExposed += d
+		}
 		return t, nil
 	}
 	run := min(ranks, hw.Cores)
@@ -295,12 +310,13 @@ func MakeRow(in RowInput, ref *exec.Result, hw *hardware.Hardware) Row {
 	row := Row{Row: reports.Row{Strategy: in.Strategy, Mesh: in.Mesh.String(), Ranks: in.Mesh.Devices()}}
 	row.Predicted = PredictedSample(in.Pred)
 	segs := Segments(in.Sim)
-	row.Predicted.Time, row.Sharing = SplitSharing(row.Predicted.Time, row.Ranks, hw, segs)
+	coll := in.Mesh.DP*in.Mesh.CP*in.Mesh.TP > 1
+	row.Predicted.Time, row.Sharing = SplitSharing(row.Predicted.Time, row.Ranks, hw, segs, coll)
 	row.Measured = MeasuredSample(in.Runs, exec.Median(in.Steps), in.Warmup)
 	row.Predicted.Phases = in.PredPhases
 	row.Simulated = SimulatedSample(in.Sim, row.Predicted)
 	row.Simulated.Phases = SimulatedPhases(in.Sim, in.PredPhases, row.Ranks/max(1, in.Mesh.DP*in.Mesh.CP*in.Mesh.TP))
-	row.Simulated.Time, _ = SplitSharing(row.Simulated.Time, row.Ranks, hw, segs)
+	row.Simulated.Time, _ = SplitSharing(row.Simulated.Time, row.Ranks, hw, segs, coll)
 	row.Plan = in.Pred.Plan
 	row.Rounds = len(in.Runs)
 	row.OtherCPU = in.OtherCPU
