@@ -311,7 +311,7 @@ func WriteReport(w io.Writer, res *Results, figs []Figure) error {
 	ew.Printf("\n## Accuracy\n\n")
 	ew.Printf("- Step time: mean absolute percentage error **%.1f%%** over %d rows (simulator %.1f%%), worst %.1f%% (%s).\n",
 		100*s.StepTimeMAPE, s.Rows, 100*s.SimStepTimeMAPE, 100*s.StepTimeMaxAPE, s.WorstStepTimeStrategy)
-	ew.Printf("- Where the step goes: the predicted share of exposed communication is off by **%.0f points** on average, worst %.0f (%s). Where the ranks outnumber the cores, the prediction counts the time a rank waits, descheduled, at the collective that ends each stretch of compute shorter than the Go scheduler's 10 ms time slice as exposed communication (as exec measures it), and the rest of its descheduled time as compute.\n",
+	ew.Printf("- Where the step goes: the predicted share of exposed communication is off by **%.0f points** on average, worst %.0f (%s). Where the ranks outnumber the cores, the prediction counts the time a rank waits, descheduled, at the collective that ends each stretch of compute shorter than the Go scheduler's 10 ms time slice as exposed communication (as exec measures it), and the rest of its descheduled time as compute; where each rank has a core, the time the early ranks wait at collectives for the slowest (the measured contention slowdown's excess over one rank alone) is exposed communication.\n",
 		100*s.CommShareMeanAbsErr, 100*s.CommShareMaxAbsErr, s.WorstCommShareRow)
 	ew.Printf("- Spread of the measured step over rounds: at most %.0f%% of the median (each row's range is in results.json); differences within it are ties.\n", 100*s.MaxSpread)
 	ew.Printf("- Bytes sent per rank: largest difference between predicted and measured %.0f bytes.\n", s.CommBytesMaxAbsError)

@@ -47,8 +47,10 @@ On a shared machine: every round measures every strategy in turn, and the share 
 other processes use is read (from /proc) around every run; above 10% compare warns and says what
 that does to the figures (--max-load refuses to start on a machine busier than a given share). Each row reports its spread over rounds, and strategies whose ranges
 overlap are a tie in the recommendation rather than one "faster" than the other. The predicted
-split of the step counts the time ranks beyond the cores wait, descheduled, at collectives as
-exposed communication (as exec measures it), and its error is reported beside the total's.
+split of the step counts as exposed communication (as exec measures it) the time ranks beyond
+the cores wait, descheduled, at collectives, and the time ranks that each have a core wait there
+for the slowest (the measured contention slowdown's excess); its error is reported beside the
+total's.
 
 Ctrl-C writes the rounds that finished (marked partial) and exits with status 130. --hardware must
 be a profile of this machine (host, or a file from 'tpsim calibrate --out'); a GPU preset needs
