@@ -210,14 +210,23 @@ func TestSplitSharing(t *testing.T) {
 	if sh == nil || sh.Segments != 2 || math.Abs(got.Compute-(0.024-moved)) > 1e-15 || math.Abs(got.CommExposed-(0.004+moved)) > 1e-15 {
 		t.Errorf("segments 12 and 36 ms: %+v, %+v; want %g s moved", got, sh, moved)
 	}
-	// 2 ranks on 2 cores meeting at collectives: of the compute priced at 1.5x one rank alone, a
-	// third (1 - 1/1.5) is waiting for the slower rank: 8 of 24 ms move. Meeting only point to
-	// point (a pipeline), nothing moves.
-	if got, sh := SplitSharing(in, 2, hw, nil, true); sh != nil || math.Abs(got.Compute-0.016) > 1e-15 || math.Abs(got.CommExposed-0.012) > 1e-15 || got.Step != in.Step {
-		t.Errorf("2 ranks on 2 cores: %+v; want compute 16 ms, exposed comm 12 ms", got)
+	// 2 ranks on 2 cores meeting at collectives, priced at 1.5x one rank alone where they
+	// compute at 1.2x without meeting: 1 - 1.2/1.5 = a fifth of the compute is waiting for the
+	// slower rank, 4.8 of 24 ms. Meeting only point to point (a pipeline), or without the unmet
+	// table, nothing moves.
+	met := *hw
+	met.UnmetSlowdown = []float64{1, 1.2}
+	if got, sh := SplitSharing(in, 2, &met, nil, true); sh != nil || math.Abs(got.Compute-0.0192) > 1e-15 || math.Abs(got.CommExposed-0.0088) > 1e-15 || got.Step != in.Step {
+		t.Errorf("2 ranks on 2 cores: %+v; want compute 19.2 ms, exposed comm 8.8 ms", got)
 	}
-	if got, sh := SplitSharing(in, 2, hw, nil, false); sh != nil || got != in {
-		t.Errorf("a 2-stage pipeline changed: %+v", got)
+	for _, c := range []struct {
+		what string
+		hw   *hardware.Hardware
+		coll bool
+	}{{"a 2-stage pipeline", &met, false}, {"no unmet table", hw, true}} {
+		if got, sh := SplitSharing(in, 2, c.hw, nil, c.coll); sh != nil || got != in {
+			t.Errorf("%s changed: %+v", c.what, got)
+		}
 	}
 	if got, sh := SplitSharing(in, 8, &hardware.Hardware{}, nil, true); sh != nil || got != in {
 		t.Errorf("devices of their own changed: %+v", got)

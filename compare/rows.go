@@ -198,10 +198,11 @@ func Segments(r *sim.Result) []float64 {
 // segment within one time slice), as exec measures it (a rank blocks in every collective). Where
 // the ranks outnumber the cores, that is the time they wait descheduled (see Sharing, returned).
 // Where each has a core and they meet at collectives (collectives: a dp, cp or tp group), the
-// priced compute's excess over one rank alone, hw.ComputeSlowdown(ranks), is the time the early
-// ranks wait at the collectives for the slowest: calibrate measures that slowdown with the ranks
-// meeting after every unit of work, and two goroutines computing without meeting run within a
-// few percent of one alone; it moves, and the Sharing is nil. t is unchanged on devices of their
+// priced compute's excess over the ranks computing without meeting (hw.ComputeSlowdown(ranks)
+// over hw.UnmetComputeSlowdown(ranks): calibrate measures the first with the ranks meeting after
+// every unit of work, the second without; two goroutines run at about 1.01x one alone, 1.06-1.18x
+// meeting) is the time the early ranks wait at the collectives for the slowest; it moves, and the
+// Sharing is nil. t is unchanged on devices of their
 // own (Cores 0), for one rank, and for ranks that meet only point to point (a pipeline: its
 // waits are the bubble).
 func SplitSharing(t reports.StepTime, ranks int, hw *hardware.Hardware, segments []float64, collectives bool) (reports.StepTime, *Sharing) {
@@ -210,7 +211,7 @@ func SplitSharing(t reports.StepTime, ranks int, hw *hardware.Hardware, segments
 	}
 	if ranks <= hw.Cores {
 		if collectives {
-			d := t.Compute * (1 - 1/hw.ComputeSlowdown(ranks))
+			d := t.Compute * (1 - hw.UnmetComputeSlowdown(ranks)/hw.ComputeSlowdown(ranks))
 			t.Compute -= d
 			t.CommExposed += d
 		}

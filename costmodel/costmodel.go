@@ -106,7 +106,7 @@ func NewCoster(p *program.Program, hw *hardware.Hardware) (*Coster, error) {
 	if err := CheckFlash(p.Strategy, hw); err != nil {
 		return nil, err
 	}
-	c := &Coster{P: p, HW: hw, peak: peak, slowdown: hw.ComputeSlowdown(p.Strategy.Mesh.Devices())}
+	c := &Coster{P: p, HW: hw, peak: peak, slowdown: RankSlowdown(hw, p.Strategy.Mesh)}
 	if p.Strategy.Precision == strategies.PrecisionFP8 {
 		fp8, err := hw.PeakFor("fp8")
 		if err != nil || hw.Efficiency.FP8GEMM <= 0 {
@@ -115,6 +115,18 @@ func NewCoster(p *program.Program, hw *hardware.Hardware) (*Coster, error) {
 		c.fp8 = fp8
 	}
 	return c, nil
+}
+
+// RankSlowdown is the slowdown of compute when mesh's ranks share hw's cores: the measured one of
+// ranks that meet at collectives (ComputeSlowdown, which holds their waiting for the slowest at
+// every collective) when the mesh has a dp, cp or tp group, else that of ranks computing without
+// meeting (UnmetComputeSlowdown: a pipeline, whose waits are its bubble, which the schedule
+// prices); 1 for devices of their own.
+func RankSlowdown(hw *hardware.Hardware, mesh strategies.Mesh) float64 {
+	if mesh.DP*mesh.CP*mesh.TP > 1 {
+		return hw.ComputeSlowdown(mesh.Devices())
+	}
+	return hw.UnmetComputeSlowdown(mesh.Devices())
 }
 
 // IsFP8 reports whether op runs its products in FP8 under precision=fp8: every Linear of the

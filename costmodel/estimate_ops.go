@@ -61,7 +61,7 @@ func newPricer(hw *hardware.Hardware, peak units.FLOPsPerSecond, st strategies.S
 	if f := flashFraction(st, hw); f > 0 {
 		invFlash = 1 / (float64(peak) * f)
 	}
-	return pricer{invFlash: invFlash, hw: hw, st: st, peak: peak, slowdown: units.Seconds(hw.ComputeSlowdown(mesh.Devices())), overhead: e.OpOverhead,
+	return pricer{invFlash: invFlash, hw: hw, st: st, peak: peak, slowdown: units.Seconds(RankSlowdown(hw, mesh)), overhead: e.OpOverhead,
 		invMem: 1 / (float64(hw.Device.MemBandwidth) * e.MemMax), invPeak: 1 / float64(peak),
 		invGEMM: 1 / (float64(peak) * e.GEMMLimit()), halfGEMM: float64(e.GEMMHalfFLOPs),
 		tp: mesh.TP, cp: mesh.CP, g: mesh.DP * mesh.CP, stride: mesh.TP,

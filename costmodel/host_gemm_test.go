@@ -162,3 +162,17 @@ func TestHostMeetingOverhead(t *testing.T) {
 		t.Fatal("no gradient all-reduce over dp in the Program")
 	}
 }
+
+// TestRankSlowdown: ranks that meet at dp, cp or tp collectives pay the slowdown measured with
+// meetings; a pipeline's ranks, which meet only point to point, the one measured without.
+func TestRankSlowdown(t *testing.T) {
+	hw := &hardware.Hardware{Cores: 2, Slowdown: []float64{1, 1.15}, UnmetSlowdown: []float64{1, 1.01}}
+	for _, c := range []struct {
+		mesh strategies.Mesh
+		want float64
+	}{{strategies.Mesh{PP: 1, DP: 2, CP: 1, TP: 1}, 1.15}, {strategies.Mesh{PP: 1, DP: 1, CP: 1, TP: 2}, 1.15}, {strategies.Mesh{PP: 2, DP: 1, CP: 1, TP: 1}, 1.01}, {strategies.Mesh{PP: 1, DP: 1, CP: 1, TP: 1}, 1}} {
+		if got := RankSlowdown(hw, c.mesh); got != c.want {
+			t.Errorf("%v: slowdown %v, want %v", c.mesh, got, c.want)
+		}
+	}
+}

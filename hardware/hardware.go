@@ -142,6 +142,11 @@ type Hardware struct {
 	// cores (measured by tpsim calibrate; Slowdown[0] = 1). Past its end, time shares out
 	// evenly: the last entry times k/len. Empty when every rank has its own device.
 	Slowdown []float64 `json:"slowdown,omitempty"`
+	// UnmetSlowdown[k-1] is Slowdown for k ranks that compute at once without meeting at
+	// collectives (calibrate's mix alone): what their compute itself loses to sharing the cores.
+	// Slowdown less it is the ranks waiting at the collectives for the slowest. Empty: Slowdown
+	// holds for both.
+	UnmetSlowdown []float64 `json:"slowdown_unmet,omitempty"`
 	// Levels go from the innermost (fewest devices, fastest) outward.
 	Levels     []Level    `json:"levels"`
 	Efficiency Efficiency `json:"efficiency"`
@@ -310,6 +315,11 @@ func (h *Hardware) problems() []string {
 			add("slowdown[%d] = %g must be at least 1: ranks sharing cores are never faster than one alone", i, f)
 		}
 	}
+	for i, f := range h.UnmetSlowdown {
+		if !(f >= 1) || math.IsInf(f, 0) {
+			add("slowdown_unmet[%d] = %g must be at least 1: ranks sharing cores are never faster than one alone", i, f)
+		}
+	}
 	if h.Cores < 0 {
 		add("cores = %d must be zero (a device per rank) or the number of cores the ranks share", h.Cores)
 	}
@@ -405,15 +415,28 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 
 // ComputeSlowdown is the factor by which compute time grows when ranks ranks run at once on h:
 // 1 for devices of their own, the measured Slowdown for ranks sharing cores.
-func (h *Hardware) ComputeSlowdown(ranks int) float64 {
-	n := len(h.Slowdown)
+func (h *Hardware) ComputeSlowdown(ranks int) float64 { return slowdownOf(h.Slowdown, ranks) }
+
+// UnmetComputeSlowdown is ComputeSlowdown for ranks that do not meet at collectives (a pipeline:
+// its waits are its bubble): UnmetSlowdown, or Slowdown when the profile has no such table.
+func (h *Hardware) UnmetComputeSlowdown(ranks int) float64 {
+	if len(h.UnmetSlowdown) == 0 {
+		return h.ComputeSlowdown(ranks)
+	}
+	return slowdownOf(h.UnmetSlowdown, ranks)
+}
+
+// slowdownOf reads a slowdown table: entry ranks-1, 1 for one rank or no table, and past its end
+// the last entry times ranks/len (time shares out evenly).
+func slowdownOf(t []float64, ranks int) float64 {
+	n := len(t)
 	switch {
 	case n == 0 || ranks <= 1:
 		return 1
 	case ranks <= n:
-		return h.Slowdown[ranks-1]
+		return t[ranks-1]
 	}
-	return h.Slowdown[n-1] * float64(ranks) / float64(n)
+	return t[n-1] * float64(ranks) / float64(n)
 }
 
 // Meeting is what a blocking collective of ranks ranks costs beyond its ring time on h

@@ -263,8 +263,18 @@ func profile(r *Report) *hardware.Hardware {
 		slow[0] = 1
 	}
 	slow = monotone(slow)
+	unmet := make([]float64, len(r.Contention))
+	for i, p := range r.Contention {
+		unmet[i] = max(1, p.Mix)
+	}
+	if len(unmet) > 0 {
+		unmet[0] = 1
+	}
+	unmet = monotone(unmet)
 	for i := range slow {
 		slow[i] = math.Round(slow[i]*1000) / 1000 // three decimals say all the measurement can
+		// Meeting never makes ranks faster: the unmet slowdown is at most the met one.
+		unmet[i] = min(slow[i], math.Round(unmet[i]*1000)/1000)
 	}
 	fp := r.Machine
 	h := &hardware.Hardware{
@@ -279,6 +289,7 @@ func profile(r *Report) *hardware.Hardware {
 		GEMMParallelMACs: gemm.ParallelMACs,
 		MeetOverhead:     meetOverheads(r.Meetings),
 		Slowdown:         slow,
+		UnmetSlowdown:    unmet,
 		Levels: []hardware.Level{{Name: "host", Size: 0, Bandwidth: units.BytesPerSecond(linkBW), Latency: units.Seconds(lat),
 			Efficiency: 1}},
 		Efficiency: hardware.Efficiency{GEMMMax: min(1, sig(positive(g.Max, 1))), GEMMHalfFLOPs: units.FLOPs(sig(float64(g.HalfFLOPs))), MemMax: 1,
@@ -396,6 +407,12 @@ func sources(r *Report, h *hardware.Hardware) map[string]string {
 	}
 	s["slowdown"] = fmt.Sprintf("measured: k = 1..%d goroutine ranks of an exec/comm world each running the same mix (one kernels.MatMul %dx%dx%d on one core, then %d kernels.Add of %d floats, about as long alone) and meeting in an all-reduce of one float after each, as exec's ranks meet at collectives; the median over repetitions interleaved over k of the wall time with k over the wall time alone timed just before it (%s), made non-decreasing by isotonic regression (more goroutines on the same cores are never faster)",
 		len(r.Contention), contM, contK, contN, r.ContentionAdds, contElems, strings.Join(per, ", "))
+	var unmet []string
+	for _, p := range r.Contention {
+		unmet = append(unmet, fmt.Sprintf("%.2f", p.Mix))
+	}
+	s["slowdown_unmet"] = fmt.Sprintf("measured: the same mix on k = 1..%d goroutines at once without meeting, wall time with k over wall time alone (%s), made non-decreasing and at most slowdown; the costmodel uses it for ranks that meet at no dp, cp or tp collective (a pipeline)",
+		len(r.Contention), strings.Join(unmet, ", "))
 	return s
 }
 
