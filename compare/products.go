@@ -10,15 +10,16 @@ import (
 	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/program"
+	"github.com/tpsim/tpsim/units"
 )
 
 // TimeKernels returns hw with the compute kernels the points' Programs run timed again alone on
-// this machine, just before compare measures them: every matrix product of their linears on one
+// this machine, just before compare measures them, and the contention of their numbers of ranks
+// (calibrate.MeasureSharing) measured again: every matrix product of their linears on one
 // core (calibrate.TimeGEMMs; hardware.Efficiency.GEMMTimes, the profile's own products kept for
 // other shapes) and the kernels priced by their rates (calibrate.KernelRates). A cached profile
 // may be minutes or days old, and this shared machine runs the same kernels tens of percent
-// faster or slower from one minute to the next; its collectives, contention and memory figures
-// are kept. Nothing of a training step is timed. hw itself is not changed. A profile that is not
+// faster or slower from one minute to the next; its collectives and memory figures are kept. Nothing of a training step is timed. hw itself is not changed. A profile that is not
 // of a CPU (no GEMMParallelMACs: a GPU preset under --foreign-hardware) is returned as it is.
 func TimeKernels(ctx context.Context, hw *hardware.Hardware, pts []Point, progress io.Writer) (*hardware.Hardware, error) {
 	if hw.Cores == 0 || hw.GEMMParallelMACs <= 0 {
@@ -44,7 +45,39 @@ func TimeKernels(ctx context.Context, hw *hardware.Hardware, pts []Point, progre
 		}
 	}
 	out.Efficiency.KernelRates = rates
+	// And what the points' ranks lose to sharing the cores (contention, met and unmet, and the
+	// meeting overhead), at their numbers of ranks.
+	var ks []int
+	for _, pt := range pts {
+		if d := pt.Program.Strategy.Mesh.Devices(); d >= 2 && d <= 8 && !slices.Contains(ks, d) {
+			ks = append(ks, d)
+		}
+	}
+	slices.Sort(ks)
+	sh, err := calibrate.MeasureSharing(ctx, ks)
+	if err != nil {
+		return nil, err
+	}
+	out.Slowdown = withEntries(hw.Slowdown, sh.Slowdown, 1)
+	out.UnmetSlowdown = withEntries(hw.UnmetSlowdown, sh.Unmet, 1)
+	out.MeetOverhead = withEntries(hw.MeetOverhead, sh.Meeting, 0)
 	return &out, nil
+}
+
+// withEntries returns a copy of table (entry k-1 for k ranks) with the entries of at set; where at
+// reaches past its end, the table is extended with its last entry (empty: with first).
+func withEntries[T float64 | units.Seconds](table []T, at map[int]T, first T) []T {
+	out := slices.Clone(table)
+	if len(out) == 0 {
+		out = []T{first}
+	}
+	for k, v := range at {
+		for len(out) < k {
+			out = append(out, out[len(out)-1])
+		}
+		out[k-1] = v
+	}
+	return out
 }
 
 // Products are the distinct matrix products the linears of the points' Programs run

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/tpsim/tpsim/costmodel"
@@ -78,8 +79,25 @@ func TestTimeKernels(t *testing.T) {
 	if len(seen) != 10 || len(Products(pts)) != 10 || len(got.Efficiency.GEMMTimes) != 11 {
 		t.Errorf("%d distinct products, %d listed, %d in the profile; want 10, 10 and 11 (the other kept)", len(seen), len(Products(pts)), len(got.Efficiency.GEMMTimes))
 	}
+	// The sharing of the points' 2 ranks measured again: met at least unmet, both at least 1.
+	if len(got.Slowdown) != 2 || len(got.UnmetSlowdown) != 2 || len(got.MeetOverhead) != 2 ||
+		!(got.UnmetSlowdown[1] >= 1) || got.UnmetSlowdown[1] > got.Slowdown[1] || got.MeetOverhead[1] < 0 {
+		t.Errorf("sharing of 2 ranks: slowdown %v, unmet %v, meeting %v", got.Slowdown, got.UnmetSlowdown, got.MeetOverhead)
+	}
 	gpu := &hardware.Hardware{Name: "gpu"}
 	if g, err := TimeKernels(context.Background(), gpu, pts, nil); err != nil || g != gpu {
 		t.Errorf("a GPU profile: %v, %v; want it back unchanged", g, err)
+	}
+}
+
+// TestWithEntries: measured entries replace the table's, which grows with its last entry.
+func TestWithEntries(t *testing.T) {
+	got := withEntries([]float64{1, 1.1, 2.2}, map[int]float64{2: 1.05, 5: 4}, 1)
+	want := []float64{1, 1.05, 2.2, 2.2, 4}
+	if !slices.Equal(got, want) {
+		t.Errorf("withEntries = %v, want %v", got, want)
+	}
+	if got := withEntries(nil, map[int]float64{2: 1.2}, 1); !slices.Equal(got, []float64{1, 1.2}) {
+		t.Errorf("from no table: %v", got)
 	}
 }

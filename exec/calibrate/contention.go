@@ -2,6 +2,8 @@ package calibrate
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -47,6 +49,13 @@ func (w *contWork) add()  { kernels.Add(w.z, w.x, w.y) }
 // GEMM and elementwise parts alone for the ks in parts. Each k is timed reps times; the median
 // counts. units is chosen so that one goroutine alone takes about s.budget.
 func measureContention(ctx context.Context, maxK int, parts []int, s sampler) ([]ContentionPoint, int, error) {
+	return measureContentionAt(ctx, maxK, nil, parts, s)
+}
+
+// measureContentionAt is measureContention for the ks in at only (nil: every k; 1 is always
+// measured, the others' points stay zero), with the GEMM and elementwise halves at the ks of
+// parts among them.
+func measureContentionAt(ctx context.Context, maxK int, at, parts []int, s sampler) ([]ContentionPoint, int, error) {
 	rng := kernels.NewRand(seed + 2)
 	shared := contWork{a: make([]float32, contM*contK), b: make([]float32, contK*contN),
 		x: make([]float32, contElems), y: make([]float32, contElems)}
@@ -94,7 +103,7 @@ func measureContention(ctx context.Context, maxK int, parts []int, s sampler) ([
 		units := itersFor(s.budget, kd.one)
 		var ks []int
 		for k := 1; k <= maxK; k++ {
-			if kd.only == nil || k == 1 || contains(kd.only, k) {
+			if k == 1 || (kd.only == nil || contains(kd.only, k)) && (at == nil || contains(at, k)) {
 				ks = append(ks, k)
 			}
 		}
@@ -242,6 +251,11 @@ const meetWork = 50 * time.Microsecond
 // measureMeetings measures Meeting on k = 2..maxK ranks. Repetitions go on the outside, as
 // measureContention does, so that a change of the machine's speed falls on every timing alike.
 func measureMeetings(ctx context.Context, maxK int, s sampler) ([]Meeting, error) {
+	return measureMeetingsAt(ctx, maxK, nil, s)
+}
+
+// measureMeetingsAt is measureMeetings for the ks in at only (nil: every k from 2).
+func measureMeetingsAt(ctx context.Context, maxK int, at []int, s sampler) ([]Meeting, error) {
 	rng := kernels.NewRand(seed + 5)
 	x, y := make([]float32, contElems), make([]float32, contElems)
 	kernels.FillUniform(x, rng, 0.5, 1.5)
@@ -263,8 +277,14 @@ func measureMeetings(ctx context.Context, maxK int, s sampler) ([]Meeting, error
 	n := itersFor(s.budget, float64(adds)*ta)
 	out := make([]Meeting, 0, maxK-1)
 	alone, coll, met := make([][]float64, maxK+1), make([][]float64, maxK+1), make([][]float64, maxK+1)
+	var ks []int
+	for k := 2; k <= maxK; k++ {
+		if at == nil || contains(at, k) {
+			ks = append(ks, k)
+		}
+	}
 	for range s.reps {
-		for k := 2; k <= maxK; k++ {
+		for _, k := range ks {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
@@ -280,10 +300,57 @@ func measureMeetings(ctx context.Context, maxK int, s sampler) ([]Meeting, error
 			met[k] = append(met[k], t/float64(n))
 		}
 	}
-	for k := 2; k <= maxK; k++ {
+	for _, k := range ks {
 		m := Meeting{K: k, Adds: adds, Alone: units.Seconds(median(alone[k])), Collective: units.Seconds(median(coll[k])), Synced: units.Seconds(median(met[k]))}
 		m.Overhead = max(0, m.Synced-m.Alone-m.Collective)
 		out = append(out, m)
 	}
 	return out, nil
 }
+
+// Sharing is what ranks sharing this machine's cores lose, measured as calibrate measures it, at
+// some numbers of ranks: Slowdown and Unmet (met and unmet contention, as hardware.Slowdown and
+// UnmetSlowdown) and Meeting (hardware.MeetOverhead), each by k; 0 where not measured.
+type Sharing struct {
+	Slowdown, Unmet map[int]float64
+	Meeting         map[int]units.Seconds
+}
+
+// MeasureSharing measures Sharing at the ranks in ks (each 2..8) in about 0.3 s per k, for compare
+// to price a run with contention measured seconds before it: this machine's contention changes
+// with its neighbours' load (two ranks meeting at collectives measured 1.03x to 1.89x one alone in
+// calibrations of one afternoon). It returns ctx's error when ctx is done first.
+func MeasureSharing(ctx context.Context, ks []int) (Sharing, error) {
+	sh := Sharing{Slowdown: map[int]float64{}, Unmet: map[int]float64{}, Meeting: map[int]units.Seconds{}}
+	maxK := 1
+	for _, k := range ks {
+		if k < 2 || k > maxShareK {
+			return sh, fmt.Errorf("calibrate: sharing of %d ranks; measure 2 to %d", k, maxShareK)
+		}
+		maxK = max(maxK, k)
+	}
+	if maxK == 1 {
+		return sh, nil
+	}
+	s := defaultPlan().contS
+	pts, _, err := measureContentionAt(ctx, maxK, ks, []int{}, s)
+	if err != nil {
+		return sh, err
+	}
+	ms, err := measureMeetingsAt(ctx, maxK, ks, s)
+	if err != nil {
+		return sh, err
+	}
+	for _, k := range ks {
+		p := pts[k-1]
+		sh.Slowdown[k] = math.Round(p.Synced*1000) / 1000
+		sh.Unmet[k] = min(sh.Slowdown[k], math.Round(p.Mix*1000)/1000)
+	}
+	for _, m := range ms {
+		sh.Meeting[m.K] = units.Seconds(sig(float64(m.Overhead)))
+	}
+	return sh, nil
+}
+
+// maxShareK is the most ranks MeasureSharing measures, as calibrate's contention table.
+const maxShareK = 8
