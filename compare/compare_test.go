@@ -210,6 +210,13 @@ func TestSplitSharing(t *testing.T) {
 	if sh == nil || sh.Segments != 2 || math.Abs(got.Compute-(0.024-moved)) > 1e-15 || math.Abs(got.CommExposed-(0.004+moved)) > 1e-15 {
 		t.Errorf("segments 12 and 36 ms: %+v, %+v; want %g s moved", got, sh, moved)
 	}
+	// With the unmet table, a running rank computes at 1.2x (the 2 running, not meeting), so of
+	// its priced 3x it runs 0.4 and waits 0.6: 14.4 of 24 ms move with short segments.
+	unmet := *hw
+	unmet.UnmetSlowdown = []float64{1, 1.2}
+	if got, sh := SplitSharing(in, 4, &unmet, nil, true); sh == nil || math.Abs(got.Compute-0.0096) > 1e-15 || math.Abs(got.CommExposed-0.0184) > 1e-15 {
+		t.Errorf("4 ranks, unmet 1.2x at 2: %+v; want compute 9.6 ms, exposed comm 18.4 ms", got)
+	}
 	// 2 ranks on 2 cores meeting at collectives, priced at 1.5x one rank alone where they
 	// compute at 1.2x without meeting: 1 - 1.2/1.5 = a fifth of the compute is waiting for the
 	// slower rank, 4.8 of 24 ms. Meeting only point to point (a pipeline), or without the unmet

@@ -131,7 +131,8 @@ func MeasuredSample(runs []*exec.Result, step time.Duration, warmup int) reports
 //
 // The cost model prices k ranks on c < k cores as every op slowed by the measured slowdown at k
 // (processor sharing). That is right for the step but not for where it goes: only c ranks run at
-// once, each at the speed of c running together, and a rank that is not running waits. Where it
+// once, each at the speed of c computing together without meeting (the unmet slowdown), and a
+// rank that is not running waits. Where it
 // waits depends on how long it computes between collectives (a segment) against the Go
 // scheduler's time slice (GoTimeSlice): a segment shorter than a slice runs to its collective in
 // one go and the rank then waits there, descheduled, for the others (exposed communication, as
@@ -218,7 +219,9 @@ func SplitSharing(t reports.StepTime, ranks int, hw *hardware.Hardware, segments
 		return t, nil
 	}
 	run := min(ranks, hw.Cores)
-	own := hw.ComputeSlowdown(run) / hw.ComputeSlowdown(ranks)
+	// A rank computing runs at the speed of the ranks that run with it, none of them meeting then
+	// (the unmet slowdown); the rest of its priced time it waits, descheduled or at collectives.
+	own := hw.UnmetComputeSlowdown(run) / hw.ComputeSlowdown(ranks)
 	frac := 1 - own // of the priced compute, the share a rank is descheduled
 	if len(segments) > 0 {
 		var total, atColl float64
