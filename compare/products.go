@@ -15,7 +15,7 @@ import (
 
 // TimeKernels returns hw with the compute kernels the points' Programs run timed again alone on
 // this machine, just before compare measures them, and the contention of their numbers of ranks
-// (calibrate.MeasureSharing) measured again: every matrix product of their linears on one
+// (calibrate.MeasureSharing) measured again (the lower of the profile's and the new figure): every matrix product of their linears on one
 // core (calibrate.TimeGEMMs; hardware.Efficiency.GEMMTimes, the profile's own products kept for
 // other shapes) and the kernels priced by their rates (calibrate.KernelRates). A cached profile
 // may be minutes or days old, and this shared machine runs the same kernels tens of percent
@@ -58,10 +58,26 @@ func TimeKernels(ctx context.Context, hw *hardware.Hardware, pts []Point, progre
 	if err != nil {
 		return nil, err
 	}
-	out.Slowdown = withEntries(hw.Slowdown, sh.Slowdown, 1)
-	out.UnmetSlowdown = withEntries(hw.UnmetSlowdown, sh.Unmet, 1)
-	out.MeetOverhead = withEntries(hw.MeetOverhead, sh.Meeting, 0)
+	// Interference from outside only ever slows the ranks down, and it comes in spells of a few
+	// seconds (one calibration measured two ranks at 1.89x where the others of that afternoon
+	// gave 1.03-1.18x, and one of compare's own measurements 1.6x): of the profile's figure and
+	// the one measured now, the smaller is the machine's.
+	out.Slowdown = withEntries(hw.Slowdown, lower(hw.Slowdown, sh.Slowdown), 1)
+	out.UnmetSlowdown = withEntries(hw.UnmetSlowdown, lower(hw.UnmetSlowdown, sh.Unmet), 1)
+	out.MeetOverhead = withEntries(hw.MeetOverhead, lower(hw.MeetOverhead, sh.Meeting), 0)
 	return &out, nil
+}
+
+// lower returns at with each entry k lowered to table's entry k-1 where the table has one.
+func lower[T float64 | units.Seconds](table []T, at map[int]T) map[int]T {
+	out := make(map[int]T, len(at))
+	for k, v := range at {
+		if k-1 < len(table) {
+			v = min(v, table[k-1])
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // withEntries returns a copy of table (entry k-1 for k ranks) with the entries of at set; where at

@@ -101,3 +101,12 @@ func TestWithEntries(t *testing.T) {
 		t.Errorf("from no table: %v", got)
 	}
 }
+
+// TestLower: a figure measured now is kept where it is lower than the profile's, else the
+// profile's, and kept as it is where the profile has none.
+func TestLower(t *testing.T) {
+	got := lower([]float64{1, 1.1, 2.2}, map[int]float64{2: 1.6, 3: 2.0, 5: 4})
+	if got[2] != 1.1 || got[3] != 2.0 || got[5] != 4 || len(got) != 3 {
+		t.Errorf("lower = %v, want 2: 1.1, 3: 2.0, 5: 4", got)
+	}
+}
