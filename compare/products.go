@@ -58,14 +58,24 @@ func TimeKernels(ctx context.Context, hw *hardware.Hardware, pts []Point, progre
 	if err != nil {
 		return nil, err
 	}
-	// Interference from outside only ever slows the ranks down, and it comes in spells of a few
-	// seconds (one calibration measured two ranks at 1.89x where the others of that afternoon
-	// gave 1.03-1.18x, and one of compare's own measurements 1.6x): of the profile's figure and
-	// the one measured now, the smaller is the machine's.
-	out.Slowdown = withEntries(hw.Slowdown, lower(hw.Slowdown, sh.Slowdown), 1)
-	out.UnmetSlowdown = withEntries(hw.UnmetSlowdown, lower(hw.UnmetSlowdown, sh.Unmet), 1)
-	out.MeetOverhead = withEntries(hw.MeetOverhead, lower(hw.MeetOverhead, sh.Meeting), 0)
+	out.Slowdown, out.UnmetSlowdown, out.MeetOverhead = withSharing(hw, sh)
 	return &out, nil
+}
+
+// withSharing returns hw's contention tables (met, unmet) and meeting overheads with the entries
+// sh measured. Interference from outside only ever slows the ranks down, and it comes in spells
+// of a few seconds (one calibration measured two ranks at 1.89x where the others of that
+// afternoon gave 1.03-1.18x, and one of compare's own measurements 1.6x): of the profile's figure
+// and the one measured now, the smaller is the machine's. Meeting never makes ranks faster: the
+// unmet slowdown stays at most the met one.
+func withSharing(hw *hardware.Hardware, sh calibrate.Sharing) (slow, unmet []float64, meet []units.Seconds) {
+	slow = withEntries(hw.Slowdown, lower(hw.Slowdown, sh.Slowdown), 1)
+	unmet = withEntries(hw.UnmetSlowdown, lower(hw.UnmetSlowdown, sh.Unmet), 1)
+	meet = withEntries(hw.MeetOverhead, lower(hw.MeetOverhead, sh.Meeting), 0)
+	for i := range min(len(unmet), len(slow)) {
+		unmet[i] = min(unmet[i], slow[i])
+	}
+	return slow, unmet, meet
 }
 
 // lower returns at with each entry k lowered to table's entry k-1 where the table has one.

@@ -7,10 +7,12 @@ import (
 
 	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/exec"
+	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
 )
 
 // TestTimeKernels: compare times every product of its points' linears, once each, and the kernels
@@ -108,5 +110,20 @@ func TestLower(t *testing.T) {
 	got := lower([]float64{1, 1.1, 2.2}, map[int]float64{2: 1.6, 3: 2.0, 5: 4})
 	if got[2] != 1.1 || got[3] != 2.0 || got[5] != 4 || len(got) != 3 {
 		t.Errorf("lower = %v, want 2: 1.1, 3: 2.0, 5: 4", got)
+	}
+}
+
+// TestWithSharing: a profile's low met slowdown caps the unmet one measured now (the CI run that
+// drew a negative exposed communication had unmet above met).
+func TestWithSharing(t *testing.T) {
+	hw := &hardware.Hardware{Slowdown: []float64{1, 1.05}, UnmetSlowdown: []float64{1, 1.02}, MeetOverhead: []units.Seconds{0, 3e-6}}
+	sh := calibrate.Sharing{Slowdown: map[int]float64{2: 1.4, 4: 2.5}, Unmet: map[int]float64{2: 1.3, 4: 2.1}, Meeting: map[int]units.Seconds{2: 2e-6, 4: 50e-6}}
+	slow, unmet, meet := withSharing(hw, sh)
+	if !slices.Equal(slow, []float64{1, 1.05, 1.05, 2.5}) || !slices.Equal(unmet, []float64{1, 1.02, 1.02, 2.1}) || !slices.Equal(meet, []units.Seconds{0, 2e-6, 2e-6, 50e-6}) {
+		t.Errorf("slowdown %v, unmet %v, meeting %v", slow, unmet, meet)
+	}
+	hw.UnmetSlowdown = nil
+	if _, unmet, _ := withSharing(hw, sh); unmet[1] != 1.05 {
+		t.Errorf("unmet 1.3 measured now against met 1.05 in the profile: %v, want capped at 1.05", unmet)
 	}
 }

@@ -212,7 +212,7 @@ func SplitSharing(t reports.StepTime, ranks int, hw *hardware.Hardware, segments
 	}
 	if ranks <= hw.Cores {
 		if collectives {
-			d := t.Compute * (1 - hw.UnmetComputeSlowdown(ranks)/hw.ComputeSlowdown(ranks))
+			d := t.Compute * max(0, 1-hw.UnmetComputeSlowdown(ranks)/hw.ComputeSlowdown(ranks))
 			t.Compute -= d
 			t.CommExposed += d
 		}
@@ -221,7 +221,7 @@ func SplitSharing(t reports.StepTime, ranks int, hw *hardware.Hardware, segments
 	run := min(ranks, hw.Cores)
 	// A rank computing runs at the speed of the ranks that run with it, none of them meeting then
 	// (the unmet slowdown); the rest of its priced time it waits, descheduled or at collectives.
-	own := hw.UnmetComputeSlowdown(run) / hw.ComputeSlowdown(ranks)
+	own := min(1, hw.UnmetComputeSlowdown(run)/hw.ComputeSlowdown(ranks))
 	frac := 1 - own // of the priced compute, the share a rank is descheduled
 	if len(segments) > 0 {
 		var total, atColl float64

@@ -316,8 +316,11 @@ func (h *Hardware) problems() []string {
 		}
 	}
 	for i, f := range h.UnmetSlowdown {
-		if !(f >= 1) || math.IsInf(f, 0) {
+		switch {
+		case !(f >= 1) || math.IsInf(f, 0):
 			add("slowdown_unmet[%d] = %g must be at least 1: ranks sharing cores are never faster than one alone", i, f)
+		case i < len(h.Slowdown) && f > h.Slowdown[i]:
+			add("slowdown_unmet[%d] = %g exceeds slowdown[%d] = %g: ranks that do not meet are never slower than ranks that do", i, f, i, h.Slowdown[i])
 		}
 	}
 	if h.Cores < 0 {
