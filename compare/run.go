@@ -121,6 +121,11 @@ rounds:
 		for _, s := range st {
 			c0 := calibrate.SampleCPU()
 			meas, err := exec.Run(ctx, s.Config)
+			if err == nil && ctx.Err() != nil {
+				// Interrupted while a run too short to notice finished (a single rank meets no
+				// collective): the round is cut here, as when the run itself stopped.
+				err = ctx.Err()
+			}
 			if err != nil {
 				if interrupted(fmt.Sprintf("in round %d of %d, at %s %s", round, o.Rounds, s.Strategy, s.Mesh)) {
 					stopped = true
