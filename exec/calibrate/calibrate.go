@@ -190,10 +190,10 @@ func run(ctx context.Context, p plan, o Options) (*hardware.Hardware, *Report, e
 		float64(r.CollFit.Latency)*1e6, float64(r.CollFit.Bandwidth)/1e9, 100*r.CollFit.RMSRelErr)
 
 	if err = phase(fmt.Sprintf("contention, 1..%d goroutines at once", p.maxK), func() error {
-		if r.Contention, r.ContentionAdds, err = measureContention(ctx, p.maxK, p.parts, p.contS); err != nil {
+		if r.Contention, r.ContentionAdds, err = measureContentionAt(ctx, p.maxK, nil, p.parts, p.contS); err != nil {
 			return err
 		}
-		r.Meetings, err = measureMeetings(ctx, p.maxK, p.contS)
+		r.Meetings, err = measureMeetingsAt(ctx, p.maxK, nil, p.contS)
 		return err
 	}); err != nil {
 		return nil, nil, err
@@ -255,26 +255,11 @@ func profile(r *Report) *hardware.Hardware {
 	// The products were timed on one core: the machine's peak is that core's times the cores.
 	peak := units.FLOPsPerSecond(sig(float64(r.Machine.NumCPU) * positive(float64(g.Peak), 1e9)))
 
-	slow := make([]float64, len(r.Contention))
-	for i, p := range r.Contention {
-		slow[i] = max(1, p.Synced)
-	}
-	if len(slow) > 0 {
-		slow[0] = 1
-	}
-	slow = monotone(slow)
-	unmet := make([]float64, len(r.Contention))
-	for i, p := range r.Contention {
-		unmet[i] = max(1, p.Mix)
-	}
-	if len(unmet) > 0 {
-		unmet[0] = 1
-	}
-	unmet = monotone(unmet)
-	for i := range slow {
-		slow[i] = math.Round(slow[i]*1000) / 1000 // three decimals say all the measurement can
+	slow := slowdownTable(r.Contention, func(p ContentionPoint) float64 { return p.Synced })
+	unmet := slowdownTable(r.Contention, func(p ContentionPoint) float64 { return p.Mix })
+	for i := range unmet {
 		// Meeting never makes ranks faster: the unmet slowdown is at most the met one.
-		unmet[i] = min(slow[i], math.Round(unmet[i]*1000)/1000)
+		unmet[i] = min(slow[i], unmet[i])
 	}
 	fp := r.Machine
 	h := &hardware.Hardware{
@@ -311,6 +296,27 @@ func profile(r *Report) *hardware.Hardware {
 	h.Sources = sources(r, h)
 	return h
 }
+
+// slowdownTable is a profile's slowdown by number of ranks from one ratio of the contention
+// points: at least 1, exactly 1 for one rank, made non-decreasing (monotone) and rounded by
+// round3.
+func slowdownTable(pts []ContentionPoint, ratio func(ContentionPoint) float64) []float64 {
+	out := make([]float64, len(pts))
+	for i, p := range pts {
+		out[i] = max(1, ratio(p))
+	}
+	if len(out) > 0 {
+		out[0] = 1
+	}
+	out = monotone(out)
+	for i := range out {
+		out[i] = round3(out[i])
+	}
+	return out
+}
+
+// round3 rounds a slowdown to three decimals, all its measurement can say.
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 // meetOverheads is hardware.MeetOverhead from the meetings: entry k-1 for k ranks, 0 for one.
 func meetOverheads(ms []Meeting) []units.Seconds {

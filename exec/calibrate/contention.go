@@ -3,7 +3,6 @@ package calibrate
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -45,16 +44,12 @@ type contWork struct {
 func (w *contWork) gemm() { kernels.MatMul(w.c, w.a, w.b, contM, contK, contN, false, false, 1, 0) }
 func (w *contWork) add()  { kernels.Add(w.z, w.x, w.y) }
 
-// measureContention measures the slowdown of k = 1..maxK goroutines running the mix, and the
+// measureContentionAt measures the slowdown of k = 1..maxK goroutines running the mix, and the
 // GEMM and elementwise parts alone for the ks in parts. Each k is timed reps times; the median
 // counts. units is chosen so that one goroutine alone takes about s.budget.
-func measureContention(ctx context.Context, maxK int, parts []int, s sampler) ([]ContentionPoint, int, error) {
-	return measureContentionAt(ctx, maxK, nil, parts, s)
-}
-
-// measureContentionAt is measureContention for the ks in at only (nil: every k; 1 is always
-// measured, the others' points stay zero), with the GEMM and elementwise halves at the ks of
-// parts among them.
+//
+// With at set, only the ks in it are measured (1 always; the others' points stay zero), and the
+// GEMM and elementwise halves at the ks of parts among them.
 func measureContentionAt(ctx context.Context, maxK int, at, parts []int, s sampler) ([]ContentionPoint, int, error) {
 	rng := kernels.NewRand(seed + 2)
 	shared := contWork{a: make([]float32, contM*contK), b: make([]float32, contK*contN),
@@ -248,13 +243,9 @@ type Meeting struct {
 // mid-size ops.
 const meetWork = 50 * time.Microsecond
 
-// measureMeetings measures Meeting on k = 2..maxK ranks. Repetitions go on the outside, as
-// measureContention does, so that a change of the machine's speed falls on every timing alike.
-func measureMeetings(ctx context.Context, maxK int, s sampler) ([]Meeting, error) {
-	return measureMeetingsAt(ctx, maxK, nil, s)
-}
-
-// measureMeetingsAt is measureMeetings for the ks in at only (nil: every k from 2).
+// measureMeetingsAt measures Meeting on k = 2..maxK ranks. Repetitions go on the outside, as
+// measureContentionAt does, so that a change of the machine's speed falls on every timing alike.
+// With at set, only the ks in it are measured (nil: every k from 2).
 func measureMeetingsAt(ctx context.Context, maxK int, at []int, s sampler) ([]Meeting, error) {
 	rng := kernels.NewRand(seed + 5)
 	x, y := make([]float32, contElems), make([]float32, contElems)
@@ -343,8 +334,8 @@ func MeasureSharing(ctx context.Context, ks []int) (Sharing, error) {
 	}
 	for _, k := range ks {
 		p := pts[k-1]
-		sh.Slowdown[k] = math.Round(p.Synced*1000) / 1000
-		sh.Unmet[k] = min(sh.Slowdown[k], math.Round(p.Mix*1000)/1000)
+		sh.Slowdown[k] = round3(p.Synced)
+		sh.Unmet[k] = min(sh.Slowdown[k], round3(p.Mix))
 	}
 	for _, m := range ms {
 		sh.Meeting[m.K] = units.Seconds(sig(float64(m.Overhead)))
