@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/tpsim/tpsim/costmodel"
@@ -90,18 +91,19 @@ func lower[T float64 | units.Seconds](table []T, at map[int]T) map[int]T {
 	return out
 }
 
-// withEntries returns a copy of table (entry k-1 for k ranks) with the entries of at set; where at
-// reaches past its end, the table is extended with its last entry (empty: with first).
+// withEntries returns a copy of table (entry k-1 for k ranks) with the entries of at set, in
+// increasing k; where at reaches past its end, the table is extended with its last entry (empty:
+// with first), so the same inputs give the same table whatever the map's order.
 func withEntries[T float64 | units.Seconds](table []T, at map[int]T, first T) []T {
 	out := slices.Clone(table)
 	if len(out) == 0 {
 		out = []T{first}
 	}
-	for k, v := range at {
+	for _, k := range slices.Sorted(maps.Keys(at)) {
 		for len(out) < k {
 			out = append(out, out[len(out)-1])
 		}
-		out[k-1] = v
+		out[k-1] = at[k]
 	}
 	return out
 }
