@@ -22,7 +22,8 @@ func benchCase(b *testing.B) (*model.Model, strategies.Strategy) {
 	return m, st
 }
 
-// BenchmarkEstimate is the closed form with the whole Result (strings and maps as Predict's).
+// BenchmarkEstimate is the closed form with the whole Result (strings and maps as Predict's), from
+// an empty memo: every piece lowered and priced.
 func BenchmarkEstimate(b *testing.B) {
 	m, st := benchCase(b)
 	hw := loadHW(b, "a100-80g")
@@ -34,11 +35,11 @@ func BenchmarkEstimate(b *testing.B) {
 	}
 }
 
-// BenchmarkEstimatorTotals is the closed form's numbers only, the model checked once: what a
-// search loop over strategies calls.
-func BenchmarkEstimatorTotals(b *testing.B) {
+// BenchmarkDerivedTotals is the closed form's numbers only, its pieces memoized after the first
+// call: what a search loop pays for a strategy whose per-layer configuration it priced before.
+func BenchmarkDerivedTotals(b *testing.B) {
 	m, st := benchCase(b)
-	e, err := NewEstimator(m, loadHW(b, "a100-80g"))
+	e, err := NewDerived(m, loadHW(b, "a100-80g"))
 	if err != nil {
 		b.Fatal(err)
 	}

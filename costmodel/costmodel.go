@@ -466,3 +466,19 @@ func ModelFLOPs(m *model.Model, batch, seq int) units.FLOPs {
 	}
 	return units.FLOPs(3 * fwd)
 }
+
+// TransformerForwardFLOPs is one forward pass of batch sequences of seq tokens through a
+// transformer's matrix products: its layers (2 tokens x the Linear weights + 4 B s^2 a d for
+// attention, the full s x s product, each) and its output head (2 tokens h V), apart, so that a
+// FLOP count can weigh them differently (Megatron-LM's Eq. 3 counts the layers' recompute).
+func TransformerForwardFLOPs(c *model.Transformer, batch, seq int) (layers, head units.FLOPs) {
+	tokens := float64(batch) * float64(max(seq, 1))
+	h, q := float64(c.Hidden), float64(c.Heads*c.HeadDim)
+	qkv := float64((c.Heads + 2*c.KVHeads) * c.HeadDim)
+	mlp := 2.0
+	if c.Gated {
+		mlp = 3
+	}
+	layer := 2*tokens*(h*qkv+q*h+mlp*h*float64(c.FFN)) + 4*float64(batch)*float64(seq)*float64(seq)*q
+	return units.FLOPs(float64(c.Layers) * layer), units.FLOPs(2 * tokens * h * float64(c.Vocab))
+}

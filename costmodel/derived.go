@@ -124,6 +124,8 @@ type stageParams struct {
 	p *program.Program
 	// per stage kind: the parameters before the layers, one layer's and those after
 	pre, layer, post [3][]program.Param
+	// per stage kind: the elements of pre and post together, and of one layer
+	fixed, perLayer [3]int64
 }
 
 // onceMap memoizes a value per key, computed once however many callers ask for it at a time (the
@@ -171,6 +173,8 @@ func (d *Derived) Totals(st strategies.Strategy) (Totals, error) {
 
 // Quick is Totals for a search: the time stays zero when st does not fit in device memory, and
 // a pipeline's step is a lower bound (Totals.Bound) that Totals makes exact where it matters.
+// When the parameters, gradients and optimizer state alone exceed the device, Quick neither
+// lowers nor prices the forward and backward: the peak is theirs, a lower bound (PeakBound).
 func (d *Derived) Quick(st strategies.Strategy) (Totals, error) {
 	t, _, _, err := d.totals(st, composeOpts{limit: d.hw.Device.Memory, bound: true})
 	return t, err
@@ -230,11 +234,17 @@ func (d *Derived) totals(st strategies.Strategy, o composeOpts) (Totals, strateg
 		return t, st, c.peak, nil
 	}
 	nv := st.Mesh.PP * st.VPP
+	counts := d.stageCounts(nv)
+	if o.limit > 0 {
+		over, err := d.staticOver(st, counts, nv, o.limit, &t)
+		if err != nil || over {
+			return t, st, 0, err
+		}
+	}
 	kp, err := d.kindPieces(st, nv)
 	if err != nil {
 		return t, st, 0, err
 	}
-	counts := d.stageCounts(nv)
 	sc := derivedPool.Get().(*derivedScratch)
 	defer derivedPool.Put(sc)
 	sc.pieces = grow(sc.pieces, nv)
@@ -429,10 +439,13 @@ func (d *Derived) stageParams(st strategies.Strategy, nk int) (*stageParams, err
 				switch {
 				case strings.HasPrefix(q.Module, "layers."):
 					sp.layer[k] = append(sp.layer[k], q)
+					sp.perLayer[k] += q.Elems()
 				case len(sp.layer[k]) == 0:
 					sp.pre[k] = append(sp.pre[k], q)
+					sp.fixed[k] += q.Elems()
 				default:
 					sp.post[k] = append(sp.post[k], q)
+					sp.fixed[k] += q.Elems()
 				}
 			}
 		}
@@ -537,14 +550,7 @@ func (d *Derived) optimizer(st strategies.Strategy, k, n, nv int) (*Piece, error
 	o = &Piece{}
 	sp := program.StageParams{Pre: ps.pre[k], Layer: ps.layer[k], Post: ps.post[k], Layers: n}
 	q.OptimizerPhase(index, nv, sp, false, func(op *program.Op, times int) { c.optimizerOp(op, times, o) })
-	for _, ps := range [][]program.Param{sp.Pre, sp.Post} {
-		for i := range ps {
-			o.Params += ps[i].Elems()
-		}
-	}
-	for i := range sp.Layer {
-		o.Params += int64(n) * sp.Layer[i].Elems()
-	}
+	o.Params = ps.elems(k, n)
 	d.mu.Lock()
 	d.opt[key] = o
 	d.mu.Unlock()
@@ -586,4 +592,38 @@ func Estimate(m *model.Model, st strategies.Strategy, hw *hardware.Hardware) (*R
 		return nil, fmt.Errorf("costmodel: %w", err)
 	}
 	return d.Estimate(st)
+}
+
+// elems is the parameters of stage kind k with n layers.
+func (sp *stageParams) elems(k, n int) int64 { return sp.fixed[k] + int64(n)*sp.perLayer[k] }
+
+// staticOver reports whether the parameters, gradients and optimizer state of st's busiest
+// pipeline rank alone exceed limit; if so it sets t to the infeasible totals with those bytes,
+// whose peak is then a lower bound (Totals.PeakBound).
+func (d *Derived) staticOver(st strategies.Strategy, counts []int, nv int, limit units.Bytes, t *Totals) (bool, error) {
+	nk := 1
+	if nv > 1 {
+		nk = 3
+	}
+	ps, err := d.stageParams(st, nk)
+	if err != nil {
+		return false, err
+	}
+	pp := st.Mesh.PP
+	var worst Memory
+	for r := range pp {
+		var e int64
+		for i := r; i < nv; i += pp {
+			e += ps.elems(kindOf(i, nv), counts[i])
+		}
+		m := staticMemory(st, e, ps.p.ParamBytes, ps.p.GradBytes, ps.p.OptBytes)
+		if m.Peak > worst.Peak {
+			worst = m
+		}
+	}
+	if worst.Peak <= limit {
+		return false, nil
+	}
+	*t = Totals{Devices: st.Mesh.Devices(), Memory: worst, PeakBound: true}
+	return true, nil
 }

@@ -26,19 +26,16 @@
 //     (1F1B: p - r on pipeline rank r; GPipe: all m; interleaving multiplies by 1 + (p-1)/(p v),
 //     Korthikanti et al. 2022 §4.2.3).
 //
-// Three ways to price a strategy, equal by test, all composing per-stage Pieces with one
+// Two ways to price a strategy, equal by test, both composing per-stage Pieces with one
 // function (compose: the pipeline timeline, the overlap rules, memory per rank): Predict prices
 // a Program op by op; Derived (Estimate) is the closed form derived from the Program: the
 // forward and backward of a model shortened to one layer (no pipeline: and two) or to five on
 // four stages (1, 1, 2, 1 layers: first, middle and last kinds and one layer's difference),
 // extrapolated in the layers, and each stage's optimizer phase from one layer's parameters
 // (program.OptimizerPhase, which walks DDP's buckets until they repeat), memoized by exactly what
-// changes each (uneven stages, any plan; TestDerivedAffineInLayers); Estimator is a hand-written
-// closed form of the forward and backward for the default Megatron plan of a transformer, whose
-// optimizer phase, parameters, bytes per element and peak are Derived's, kept equal to Derived on
-// whole search spaces by test (search's TestFastPathEqualsDerivedOnWholeSpaces). It stays
-// because Derived is still about five times slower in a search: GPT-3 175B on 256 A100 has
-// 111,054 candidates but about 4,400 distinct forward/backward configurations, each a
-// program.Lower of about 0.5 ms of CPU; everything else Derived does per candidate costs less
-// than the fast path (search's BenchmarkEvaluateFastPathVsDerived, per CPU-second).
+// changes each (uneven stages, any plan; TestDerivedAffineInLayers, and search's
+// TestDerivedEqualsPredictOnWholeSpaces on every candidate of whole search spaces). A search
+// lowers once per distinct per-layer configuration (GPT-3 175B on 256 A100: 111,054
+// candidates, about 2,900 lowered); Quick does not lower at all for a candidate whose
+// parameters, gradients and optimizer state alone exceed the device (Totals.PeakBound).
 package costmodel

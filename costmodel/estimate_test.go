@@ -326,11 +326,11 @@ func TestEstimateEqualsPredictPresets(t *testing.T) {
 	}
 }
 
-// TestEstimatorTotals keeps the fast path's Totals equal to its Result.
-func TestEstimatorTotals(t *testing.T) {
+// TestDerivedTotals keeps the derived closed form's Totals equal to its Result.
+func TestDerivedTotals(t *testing.T) {
 	m := mustPreset(t, "gpt3-175b")
 	hw := loadHW(t, "h100-sxm")
-	e, err := NewEstimator(m, hw)
+	e, err := NewDerived(m, hw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,11 +145,73 @@ type pipeRank struct {
 // positive o.limit, a strategy whose peak memory exceeds it gets no time (what a search keeps of
 // one that does not fit); with o.bound a pipeline's step is pipelineBound's lower bound instead
 // of the timeline (Totals.Bound).
+// Totals is the numeric content of a Result: what a search compares, without the strings and maps
+// (CommBytes and CommTime are indexed like strategies.DimOrder: pp, dp, cp, tp; see DimIndex).
+type Totals struct {
+	Devices  int
+	Feasible bool
+	// Bound is true when Time.Step is a lower bound of a pipeline's step, not its timeline
+	// (Quick); the memory and bytes are exact either way.
+	Bound bool
+	// PeakBound is true when Memory.Peak is a lower bound (Quick): the parameters, gradients
+	// and optimizer state alone exceed the device, so the activations were not priced.
+	PeakBound bool
+
+	Memory    Memory
+	CommBytes [NumDims]units.Bytes
+	CommTime  [NumDims]units.Seconds
+	Time      Time
+	FLOPs     FLOPs
+
+	MFU, HFU                                float64
+	ModelTFLOPsPerGPU, HardwareTFLOPsPerGPU float64
+	TokensPerS                              float64
+}
+
+// IndexPP, IndexDP, IndexCP and IndexTP are the mesh dimensions' places in Totals.CommBytes,
+// Totals.CommTime and every per-dimension array of the cost model and the search: the order of
+// strategies.DimOrder (DimIndex finds one by name). NumDims is their number.
+const (
+	IndexPP = iota
+	IndexDP
+	IndexCP
+	IndexTP
+	NumDims
+)
+
+// DimIndex returns the index of mesh dimension name in Totals.CommBytes and Totals.CommTime
+// (the order of strategies.DimOrder), or -1 for an unknown name.
+func DimIndex(name strategies.Dim) int {
+	for i, d := range strategies.DimOrder {
+		if d == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// staticMemory is the parameters, gradients and optimizer state of a rank holding elems
+// parameters of st, at pb, gb and ob bytes per element; Peak is their sum. ZeRO (Rajbhandari et
+// al. 2020 §5): stage 1 shards optimizer state, 2 also gradients, 3 also parameters, each over
+// the data-parallel group (dp x cp).
+func staticMemory(st strategies.Strategy, elems int64, pb, gb, ob int) Memory {
+	g := int64(st.Mesh.DP * st.Mesh.CP)
+	shard := func(on bool) units.Bytes {
+		if on && g > 1 {
+			return units.Bytes((elems + g - 1) / g)
+		}
+		return units.Bytes(elems)
+	}
+	m := Memory{Params: shard(st.ZeRO >= 3) * units.Bytes(pb), Grads: shard(st.ZeRO >= 2) * units.Bytes(gb),
+		Optimizer: shard(st.ZeRO >= 1) * units.Bytes(ob)}
+	m.Peak = m.Params + m.Grads + m.Optimizer
+	return m
+}
+
 func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []Piece, out *Totals, o composeOpts) ([]Memory, error) {
 	mesh := st.Mesh
 	pp := mesh.PP
 	m := units.Seconds(microbatches)
-	g := int64(mesh.DP * mesh.CP)
 	sc := composePool.Get().(*composeScratch)
 	defer composePool.Put(sc)
 	if cap(sc.ranks) < pp {
@@ -187,12 +249,6 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 		rt.mem.Comm = max(rt.buckets, rt.gathers)
 		rt.dynamic += units.Bytes((inflight-1)*float64(s.Act)) + s.Live
 	}
-	shard := func(n int64, on bool) units.Bytes {
-		if on && g > 1 {
-			return units.Bytes((n + g - 1) / g)
-		}
-		return units.Bytes(n)
-	}
 	var perRank []Memory
 	if o.ranks {
 		perRank = make([]Memory, pp)
@@ -202,11 +258,8 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 	for r := range ranks {
 		rt := &ranks[r]
 		mem := &rt.mem
-		// ZeRO (Rajbhandari et al. 2020 §5): stage 1 shards optimizer state, 2 also gradients,
-		// 3 also parameters, each over the data-parallel group.
-		mem.Params = shard(rt.elems, st.ZeRO >= 3) * units.Bytes(pb)
-		mem.Grads = shard(rt.elems, st.ZeRO >= 2) * units.Bytes(gb)
-		mem.Optimizer = shard(rt.elems, st.ZeRO >= 1) * units.Bytes(ob)
+		s := staticMemory(st, rt.elems, pb, gb, ob)
+		mem.Params, mem.Grads, mem.Optimizer = s.Params, s.Grads, s.Optimizer
 		// Gradient buckets live in the optimizer phase, when no activations do; ZeRO-3's gather
 		// buffers live beside them.
 		mem.Peak = mem.Params + mem.Grads + mem.Optimizer + max(rt.dynamic+rt.gathers, rt.buckets)

@@ -222,13 +222,13 @@ func (b *builder) sendRecv(x ValueID, to *Stage) ValueID {
 	from := b.stage
 	xv := *b.v(x)
 	bytes := xv.Bytes()
-	b.emit(Op{Kind: OpSend, Module: "pp", In: []ValueID{x}, Dim: strategies.DimPP, Group: 2, Peer: to.Index, SentBytes: bytes, FullBytes: bytes, MemBytes: bytes})
+	b.emit(Op{Kind: OpSend, Module: "pp", In: b.ids(x), Dim: strategies.DimPP, Group: 2, Peer: to.Index, SentBytes: bytes, FullBytes: bytes, MemBytes: bytes})
 	b.stage = to
-	y := b.val(xv.Name+".recv", xv.Shape, xv.Place)
+	y := b.val(b.name(xv.Name, ".recv"), xv.Shape, xv.Place)
 	if b.needsGrad.get(vkey{from.Index, x}) {
 		b.needsGrad.set(vkey{to.Index, y}, true)
 	}
-	b.emit(Op{Kind: OpRecv, Module: "pp", Out: []ValueID{y}, Dim: strategies.DimPP, Group: 2, Peer: from.Index, FullBytes: bytes, MemBytes: bytes})
+	b.emit(Op{Kind: OpRecv, Module: "pp", Out: b.ids(y), Dim: strategies.DimPP, Group: 2, Peer: from.Index, FullBytes: bytes, MemBytes: bytes})
 	b.sends = append(b.sends, sendPair{vkey{from.Index, x}, vkey{to.Index, y}})
 	return y
 }
@@ -261,10 +261,10 @@ func (b *builder) embedding(fqn string, mod *model.Module, ids ValueID) (ValueID
 	}
 	op.Param = b.param(fqn, "weight", []int{mod.Num, mod.Dim}, shard)
 	if ids >= 0 {
-		op.In = []ValueID{ids}
+		op.In = b.ids(ids)
 	}
-	y := b.val(fqn+".out", outShape, pl)
-	op.Out = []ValueID{y}
+	y := b.val(b.name(fqn, ".out"), outShape, pl)
+	op.Out = b.ids(y)
 	op.MemBytes = b.v(y).Bytes()
 	b.emit(op)
 	if st == strategies.Rowwise {
@@ -309,20 +309,20 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 		qv = b.v(qkv)
 	}
 	mb, s := qv.Shape[0], qv.Shape[1]
-	in := []ValueID{qkv}
+	in := b.ids(qkv)
 	sFull := s
 	if cp := b.st.Mesh.CP; cp > 1 {
 		// Context parallel (Llama 3 §3.3.2): keys and values are all-gathered over cp before attention.
 		sFull = s * cp
 		kvShape := []int{mb, sFull, 2 * kv * mod.HeadDim}
 		full := units.Bytes(elems(kvShape) * int64(b.p.ActBytes))
-		kvAll := b.val(fqn+".kv_cp", kvShape, qv.Place)
-		b.emit(Op{Kind: OpAllGather, Module: fqn, In: []ValueID{qkv}, Out: []ValueID{kvAll}, Dim: strategies.DimCP, Group: cp, Axis: 1,
+		kvAll := b.val(b.name(fqn, ".kv_cp"), kvShape, qv.Place)
+		b.emit(Op{Kind: OpAllGather, Module: fqn, In: b.ids(qkv), Out: b.ids(kvAll), Dim: strategies.DimCP, Group: cp, Axis: 1,
 			SentBytes: full * units.Bytes(cp-1) / units.Bytes(cp), FullBytes: full, MemBytes: full})
 		in = append(in, kvAll)
 	}
-	o := b.val(fqn+".core", []int{mb, s, heads * mod.HeadDim}, qv.Place)
-	op := Op{Kind: OpAttention, Module: fqn, In: in, Out: []ValueID{o}, Heads: heads, KVHeads: kv, HeadDim: mod.HeadDim}
+	o := b.val(b.name(fqn, ".core"), []int{mb, s, heads * mod.HeadDim}, qv.Place)
+	op := Op{Kind: OpAttention, Module: fqn, In: in, Out: b.ids(o), Heads: heads, KVHeads: kv, HeadDim: mod.HeadDim}
 	op.Elems = int64(mb) * int64(heads) * int64(s) * int64(sFull)
 	// QK^T and (softmax)V: 2 x 2*b*s*S*h FLOPs over the local heads, the full s x S product
 	// (Narayanan et al. 2021 §5.1 counts it so, and eager kernels compute all of it).
@@ -335,7 +335,7 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 		// the scores. A causal mask lets the kernel skip the blocks above the diagonal, half the
 		// products (Dao 2023 §4.1 counts it so). It reads qkv (and the gathered keys and values) and
 		// writes the output and the lse.
-		lse := b.val(fqn+".lse", []int{mb, heads, s}, qv.Place)
+		lse := b.val(b.name(fqn, ".lse"), []int{mb, heads, s}, qv.Place)
 		b.v(lse).Elem = 4
 		op.Out = append(op.Out, lse)
 		op.P = b.dropout()
@@ -353,14 +353,14 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 			// recomputes); only selective recompute drops it and recomputes it inside the backward
 			// op (Korthikanti et al. 2022 §4.2).
 			probShape := []int{mb, heads, s, sFull}
-			probs := b.val(fqn+".probs", probShape, qv.Place)
+			probs := b.val(b.name(fqn, ".probs"), probShape, qv.Place)
 			op.Out = append(op.Out, probs)
 			if pd := b.dropout(); pd > 0 {
 				// Attention dropout keeps its 1-byte mask and its output, the input of the product
 				// with V (Korthikanti et al. 2022 §4.1: as^2b + 2as^2b of the 5as^2b).
-				mask := b.val(fqn+".attn_mask", probShape, qv.Place)
+				mask := b.val(b.name(fqn, ".attn_mask"), probShape, qv.Place)
 				b.v(mask).Elem = 1
-				dropped := b.val(fqn+".dropped", probShape, qv.Place)
+				dropped := b.val(b.name(fqn, ".dropped"), probShape, qv.Place)
 				op.Out = append(op.Out, mask, dropped)
 				op.P = pd
 			}
@@ -398,8 +398,8 @@ func (b *builder) mlp(fqn string, mod *model.Module, x ValueID) (ValueID, error)
 		u = b.redistribute(u, b.v(g).Place, fqn)
 	}
 	n := elems(b.v(g).Shape)
-	y := b.val(fqn+".mul", b.v(g).Shape, b.v(g).Place)
-	b.emit(Op{Kind: OpMul, Module: fqn, In: []ValueID{g, u}, Out: []ValueID{y}, FLOPs: units.FLOPs(n), MemBytes: units.Bytes(3 * n * int64(b.p.ActBytes))})
+	y := b.val(b.name(fqn, ".mul"), b.v(g).Shape, b.v(g).Place)
+	b.emit(Op{Kind: OpMul, Module: fqn, In: b.ids(g, u), Out: b.ids(y), FLOPs: units.FLOPs(n), MemBytes: units.Bytes(3 * n * int64(b.p.ActBytes))})
 	return b.linear(fqn+".down", mod.Child("down"), y)
 }
 
@@ -417,7 +417,7 @@ func (b *builder) loss(y ValueID) {
 	l := b.val("loss", []int{1}, Placement{Kind: Replicate})
 	b.v(l).Elem = 4
 	n := elems(yv.Shape)
-	op := Op{Kind: OpLoss, Loss: b.p.Model.Loss, Module: "loss", In: []ValueID{y, target}, Out: []ValueID{l},
+	op := Op{Kind: OpLoss, Loss: b.p.Model.Loss, Module: "loss", In: b.ids(y, target), Out: b.ids(l),
 		Scale: b.lossScale(), FLOPs: units.FLOPs(5 * n), MemBytes: units.Bytes(2 * n * int64(yv.Elem))}
 	if b.p.Model.Loss == model.KindCrossEntropy && yv.Elem < 4 {
 		// Mixed precision: cross-entropy runs in fp32 on an upcast copy of the logits (PyTorch's
@@ -479,7 +479,7 @@ func (b *builder) vocabParallelLoss(y ValueID) {
 	// Traffic per local logit: read the shard twice (the max, then the sum of exponentials); under
 	// mixed precision the upcast reads e and writes 4 bytes first, and the two passes read the copy,
 	// which is kept for backward (Megatron-LM's .float() and saved softmax).
-	so := Op{Kind: OpLossStats, Module: "loss", In: []ValueID{y, target}, Out: []ValueID{stats}, VocabLo: 0, VocabHi: local,
+	so := Op{Kind: OpLossStats, Module: "loss", In: b.ids(y, target), Out: b.ids(stats), VocabLo: 0, VocabHi: local,
 		FLOPs: units.FLOPs(5 * n), MemBytes: units.Bytes(n * 8), Elems: n, Phase: Forward, Fwd: -1}
 	if yv.Elem < 4 {
 		up := b.val("loss.logits_fp32", shape, yv.Place)
@@ -494,11 +494,11 @@ func (b *builder) vocabParallelLoss(y ValueID) {
 	l := b.val("loss", []int{1}, Placement{Kind: Replicate})
 	lse := b.val("loss.lse", rowsShape, Placement{Kind: Replicate})
 	b.v(l).Elem, b.v(lse).Elem = 4, 4
-	in := []ValueID{y, target, all}
+	in := b.ids(y, target, all)
 	if len(so.Out) == 2 {
 		in = append(in, so.Out[1]) // the fp32 copy
 	}
-	b.emit(Op{Kind: OpLoss, Loss: b.p.Model.Loss, Module: "loss", In: in, Out: []ValueID{l, lse},
+	b.emit(Op{Kind: OpLoss, Loss: b.p.Model.Loss, Module: "loss", In: in, Out: b.ids(l, lse),
 		VocabLo: 0, VocabHi: local, Scale: b.lossScale(), Elems: rows,
 		FLOPs: units.FLOPs(5 * rows * int64(b.tp)), MemBytes: b.v(all).Bytes() + b.v(lse).Bytes()})
 }
@@ -735,11 +735,11 @@ func (b *builder) hiddenDropout(fqn string, x ValueID) ValueID {
 		x = b.redistribute(x, Placement{Kind: Replicate}, fqn)
 		xv = b.v(x)
 	}
-	y := b.val(fqn+".out", xv.Shape, xv.Place)
-	mask := b.val(fqn+".mask", xv.Shape, xv.Place)
+	y := b.val(b.name(fqn, ".out"), xv.Shape, xv.Place)
+	mask := b.val(b.name(fqn, ".mask"), xv.Shape, xv.Place)
 	b.v(mask).Elem = 1
 	n := elems(xv.Shape)
-	b.emit(Op{Kind: OpDropout, Module: fqn, P: pd, In: []ValueID{x}, Out: []ValueID{y, mask},
+	b.emit(Op{Kind: OpDropout, Module: fqn, P: pd, In: b.ids(x), Out: b.ids(y, mask),
 		FLOPs: units.FLOPs(n), MemBytes: units.Bytes(n * int64(2*b.p.ActBytes+1))})
 	return y
 }

@@ -41,6 +41,7 @@ func (b *builder) differentiate() {
 	// once, not for every op).
 	var s *Stage
 	var fop Op
+	var arena []contrib // addGrad's
 	gradOf := func(id ValueID, want Placement, allowPartial bool) ValueID {
 		return b.collectGrad(grads, vkey{s.Index, id}, want, allowPartial, fop.Module)
 	}
@@ -49,11 +50,22 @@ func (b *builder) differentiate() {
 			return
 		}
 		k := vkey{s.Index, id}
-		grads.set(k, append(grads.get(k), contrib{g, pl}))
+		cs := grads.get(k)
+		if cs == nil {
+			// Most values get one contribution: carve it out of a shared array (capped, so
+			// that a second one copies).
+			if len(arena) == cap(arena) {
+				arena = make([]contrib, 0, min(2*cap(arena)+32, 4096))
+			}
+			arena = append(arena, contrib{g, pl})
+			grads.set(k, arena[len(arena)-1:len(arena):len(arena)])
+			return
+		}
+		grads.set(k, append(cs, contrib{g, pl}))
 	}
 	newGrad := func(of ValueID, pl Placement) ValueID {
 		v := s.Values[of]
-		return b.val("grad."+v.Name, v.Shape, pl)
+		return b.val(b.name("grad.", v.Name), v.Shape, pl)
 	}
 	emitB := func(op Op) {
 		op.Phase = Backward
@@ -81,12 +93,12 @@ func (b *builder) differentiate() {
 					continue // its outputs stay saved from the forward
 				}
 				op.Recompute, op.Phase, op.Fwd = true, Backward, -1
-				op.In = mapIDs(op.In, func(id ValueID) ValueID { return saved(s.Index, id) })
-				outs := make([]ValueID, len(op.Out))
+				op.In = b.mapIDs(op.In, func(id ValueID) ValueID { return saved(s.Index, id) })
+				outs := b.ids(op.Out...)
 				for j, o := range op.Out {
 					v := s.Values[o]
 					nv := ValueID(len(s.Values))
-					v.ID, v.Name = nv, v.Name+".re"
+					v.ID, v.Name = nv, b.name(v.Name, ".re")
 					s.Values = append(s.Values, v)
 					remap.set(vkey{s.Index, o}, nv+1)
 					outs[j] = nv
@@ -99,7 +111,7 @@ func (b *builder) differentiate() {
 		case OpLoss:
 			y, yv := fop.In[0], s.Values[fop.In[0]]
 			gpl := Placement{Kind: Replicate}
-			sv, mem, flops, elems := []ValueID{saved(s.Index, y), fop.In[1]}, fop.MemBytes, fop.FLOPs, fop.Elems
+			sv, mem, flops, elems := b.ids(saved(s.Index, y), fop.In[1]), fop.MemBytes, fop.FLOPs, fop.Elems
 			switch {
 			case fop.VocabHi > 0:
 				// Vocabulary-parallel (build.go vocabParallelLoss): the gradient of this rank's
@@ -112,7 +124,7 @@ func (b *builder) differentiate() {
 				if len(fop.In) == 4 {
 					yin = fop.In[3] // the fp32 copy
 				}
-				sv = []ValueID{saved(s.Index, yin), fop.In[1], fop.Out[1]}
+				sv = b.ids(saved(s.Index, yin), fop.In[1], fop.Out[1])
 				mem, flops, elems = units.Bytes(8*n), units.FLOPs(5*n), n
 				if yv.Elem < 4 {
 					mem = units.Bytes(n * int64(12+yv.Elem))
@@ -122,11 +134,11 @@ func (b *builder) differentiate() {
 				// log-probabilities. Per logit: the loss's backward writes a dense fp32 gradient
 				// (4 bytes), log_softmax's backward reads it and the output and writes its own
 				// (12), the cast back reads 4 and writes e.
-				sv = []ValueID{saved(s.Index, fop.Out[2]), fop.In[1]}
+				sv = b.ids(saved(s.Index, fop.Out[2]), fop.In[1])
 				mem = units.Bytes(yv.Elems() * int64(20+yv.Elem))
 			}
 			g := newGrad(y, gpl)
-			outs := []ValueID{g}
+			outs := b.ids(g)
 			if len(fop.Out) == 3 && fop.VocabHi == 0 {
 				// The two fp32 gradients are buffers of their own, alive beside the saved
 				// log-probabilities: PyTorch's nll_loss backward allocates a dense fp32 gradient
@@ -154,7 +166,7 @@ func (b *builder) differentiate() {
 			}
 			v := s.Values[fop.In[0]]
 			g := newGrad(fop.In[0], gradPlace(v.Place))
-			emitB(Op{Kind: OpRecv, Module: "pp", Out: []ValueID{g}, Dim: strategies.DimPP, Group: 2, Peer: r.stage, FullBytes: v.Bytes(), MemBytes: v.Bytes()})
+			emitB(Op{Kind: OpRecv, Module: "pp", Out: b.ids(g), Dim: strategies.DimPP, Group: 2, Peer: r.stage, FullBytes: v.Bytes(), MemBytes: v.Bytes()})
 			addGrad(fop.In[0], g, gradPlace(v.Place))
 		case OpRecv:
 			out := fop.Out[0]
@@ -166,7 +178,7 @@ func (b *builder) differentiate() {
 			if g < 0 {
 				continue
 			}
-			emitB(Op{Kind: OpSend, Module: "pp", In: []ValueID{g}, Dim: strategies.DimPP, Group: 2, Peer: fop.Peer, SentBytes: v.Bytes(), FullBytes: v.Bytes(), MemBytes: v.Bytes()})
+			emitB(Op{Kind: OpSend, Module: "pp", In: b.ids(g), Dim: strategies.DimPP, Group: 2, Peer: fop.Peer, SentBytes: v.Bytes(), FullBytes: v.Bytes(), MemBytes: v.Bytes()})
 		case OpAllReduce:
 			// Partial -> Replicate: the gradient of each summand is the gradient of the sum.
 			out := fop.Out[0]
@@ -255,9 +267,10 @@ func (s *Stage) lastBuilt(b *builder) Op {
 	return op
 }
 
-func mapIDs(ids []ValueID, f func(ValueID) ValueID) []ValueID {
-	out := make([]ValueID, len(ids))
-	for i, id := range ids {
+// mapIDs is f of each of ids, carved out of the builder's arena (builder.ids).
+func (b *builder) mapIDs(ids []ValueID, f func(ValueID) ValueID) []ValueID {
+	out := b.ids(ids...)
+	for i, id := range out {
 		out[i] = f(id)
 	}
 	return out
@@ -266,18 +279,19 @@ func mapIDs(ids []ValueID, f func(ValueID) ValueID) []ValueID {
 // collective builds (with emit, popped by lastBuilt) a redistribution of gradient g.
 func (b *builder) collective(kind OpKind, g ValueID, to Placement, axis int, module string) ValueID {
 	src := b.v(g)
-	shape := append([]int(nil), src.Shape...)
-	full := append([]int(nil), shape...)
+	var fb, ob [8]int // shapes on the stack: val copies them
+	shape := src.Shape
+	full := append(fb[:0], shape...)
 	if src.Place.Kind == Shard {
 		full[axisOf(shape, src.Place.Dim)] *= b.tp
 	}
 	n := units.Bytes(elems(full) * int64(src.Elem))
-	out := append([]int(nil), full...)
+	out := append(ob[:0], full...)
 	if to.Kind == Shard {
 		out[axisOf(out, to.Dim)] /= b.tp
 	}
 	frac := units.Bytes(b.tp-1) / units.Bytes(b.tp)
-	op := Op{Kind: kind, Module: module, In: []ValueID{g}, Dim: strategies.DimTP, Group: b.tp, Axis: axis, FullBytes: n, MemBytes: n}
+	op := Op{Kind: kind, Module: module, In: b.ids(g), Dim: strategies.DimTP, Group: b.tp, Axis: axis, FullBytes: n, MemBytes: n}
 	switch kind {
 	case OpAllReduce:
 		op.SentBytes = 2 * frac * n
@@ -286,9 +300,9 @@ func (b *builder) collective(kind OpKind, g ValueID, to Placement, axis int, mod
 	case OpSlice:
 		op.Dim, op.Group = "", 0
 	}
-	id := b.val(src.Name+"."+string(kind), out, to)
+	id := b.val(b.name(src.Name, ".", string(kind)), out, to)
 	b.v(id).Elem = src.Elem // n counts the source's element size; so does the result
-	op.Out = []ValueID{id}
+	op.Out = b.ids(id)
 	b.emit(op)
 	return id
 }
@@ -318,9 +332,9 @@ func (b *builder) sumGrad(grads perStage[[]contrib], k vkey, module string) (Val
 			panic(fmt.Sprintf("program: cannot add gradients placed %v and %v", pl, c.pl))
 		}
 		v := b.v(g)
-		out := b.val(v.Name+".sum", v.Shape, pl)
+		out := b.val(b.name(v.Name, ".sum"), v.Shape, pl)
 		n := elems(v.Shape)
-		b.stage.Backward = append(b.stage.Backward, Op{Kind: OpAdd, Phase: Backward, Fwd: -1, Module: module, In: []ValueID{g, c.id}, Out: []ValueID{out}, Elems: n,
+		b.stage.Backward = append(b.stage.Backward, Op{Kind: OpAdd, Phase: Backward, Fwd: -1, Module: module, In: b.ids(g, c.id), Out: b.ids(out), Elems: n,
 			FLOPs: units.FLOPs(n), MemBytes: units.Bytes(3 * n * int64(v.Elem))})
 		g = out
 	}
@@ -375,9 +389,9 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 		return
 	}
 	sv := func(ids ...ValueID) []ValueID {
-		return mapIDs(ids, func(id ValueID) ValueID { return saved(s.Index, id) })
+		return b.mapIDs(ids, func(id ValueID) ValueID { return saved(s.Index, id) })
 	}
-	op := Op{Kind: fop.Kind, Module: fop.Module, Fwd: fi, In: []ValueID{g}, Param: fop.Param, Bias: fop.Bias, Act: fop.Act, Norm: fop.Norm, Elems: fop.Elems, M: fop.M, N: fop.N, K: fop.K,
+	op := Op{Kind: fop.Kind, Module: fop.Module, Fwd: fi, In: b.ids(g), Param: fop.Param, Bias: fop.Bias, Act: fop.Act, Norm: fop.Norm, Elems: fop.Elems, M: fop.M, N: fop.N, K: fop.K,
 		VocabLo: fop.VocabLo, VocabHi: fop.VocabHi, Heads: fop.Heads, KVHeads: fop.KVHeads, HeadDim: fop.HeadDim}
 	needIn := func(i int) bool { return i < len(fop.In) && b.needsGrad.get(vkey{s.Index, fop.In[i]}) }
 	if b.st.ZeRO == 3 && fop.Param != "" {
@@ -391,7 +405,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 			// Sequence parallel (Korthikanti et al. 2022 §4.2.2): the Linear's input is the
 			// all-gather of a [b, s/t, h] shard; the shard is saved, not the gathered tensor, and
 			// it is all-gathered again here, once for all the Linears that read it.
-			op.Saved = []ValueID{b.regather(gi, fop.Module)}
+			op.Saved = b.ids(b.regather(gi, fop.Module))
 		}
 		op.GradInput = needIn(0)
 		// dW = dy^T x always; dx = dy W when needed: each the FLOPs of the forward GEMM.
@@ -406,7 +420,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 				pl = Placement{Kind: Partial}
 			}
 			gx := newGrad(x, pl)
-			op.Out = []ValueID{gx}
+			op.Out = b.ids(gx)
 			emitB(op)
 			addGrad(x, gx, pl)
 		} else {
@@ -530,27 +544,18 @@ func (b *builder) regather(fi int, module string) ValueID {
 		return id
 	}
 	v := s.Values[fop.Out[0]]
-	id := b.val(v.Name+".regather", v.Shape, v.Place)
+	id := b.val(b.name(v.Name, ".regather"), v.Shape, v.Place)
 	op := fop
 	op.Phase, op.Fwd, op.Recompute, op.Free, op.Module = Backward, -1, false, nil, module
-	op.In, op.Out = []ValueID{fop.In[0]}, []ValueID{id}
+	op.In, op.Out = b.ids(fop.In[0]), b.ids(id)
 	s.Backward = append(s.Backward, op)
 	b.regathered[k] = id
 	return id
 }
 
-func (b *builder) paramByName(name string) *Param {
-	for i := range b.stage.Params {
-		if b.stage.Params[i].Name == name {
-			return &b.stage.Params[i]
-		}
-	}
-	return nil
-}
-
 func (b *builder) opParamBytes(fop Op, per int) units.Bytes {
 	var n int64
-	for _, name := range []string{fop.Param, fop.Bias} {
+	for _, name := range [2]string{fop.Param, fop.Bias} {
 		if q := b.paramByName(name); q != nil && name != "" {
 			n += q.Elems()
 		}

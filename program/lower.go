@@ -64,8 +64,9 @@ func (l *Lowerer) Lower(st strategies.Strategy) (*Program, error) {
 	return l.lower(st, true)
 }
 
-// LowerPasses is Lower without the optimizer phase: every Stage's Optimizer is nil, the rest is
-// Lower's. For callers that price the forward and backward alone (costmodel.Derived prices the
+// LowerPasses is Lower without the optimizer phase and the names of derived values: every
+// Stage's Optimizer is nil and only the values the model names (inputs, parameters' modules'
+// outputs' roots) keep a Name, the rest is Lower's. For callers that price the forward and backward alone (costmodel.Derived prices the
 // optimizer phase with OptimizerPhase).
 func (l *Lowerer) LowerPasses(st strategies.Strategy) (*Program, error) {
 	return l.lower(st, false)
@@ -109,7 +110,7 @@ func (l *Lowerer) lower(st strategies.Strategy, optimizer bool) (*Program, error
 	}
 	seq := max(st.Seq, 1)
 	p.Tokens = int64(st.GBS) * int64(seq)
-	b := &builder{p: p, st: st, tp: st.Mesh.TP, styles: styles, noOptimizer: !optimizer}
+	b := &builder{p: p, st: st, tp: st.Mesh.TP, styles: styles, noOptimizer: !optimizer, anonymous: !optimizer}
 	if err := b.build(); err != nil {
 		return nil, err
 	}
@@ -135,22 +136,33 @@ type builder struct {
 	// tiedColwise makes the tied head column-parallel over the vocabulary, as the
 	// vocabulary-parallel embedding whose weight it reads.
 	tiedColwise bool
-	// noOptimizer leaves the optimizer phase out (Lowerer.LowerPasses).
-	noOptimizer bool
-	arena       []int // builder.ints
+	// noOptimizer leaves the optimizer phase out, anonymous the names of the values the
+	// lowering derives from others (Lowerer.LowerPasses).
+	noOptimizer, anonymous bool
+	arena                  []int     // builder.ints
+	idArena                []ValueID // builder.ids
 	// seqGather maps the output of a sequence-parallel all-gather that only Linears read to the
 	// index of that all-gather in its stage's Forward; regathered to its all-gather in backward.
 	seqGather  map[vkey]int
 	regathered map[vkey]ValueID
+	// paramAt is the index of each parameter in its stage's Params (builder.param).
+	paramAt map[paramLoc]int
 }
 
-func (b *builder) hasParam(name string) bool {
-	for _, q := range b.stage.Params {
-		if q.Name == name {
-			return true
-		}
+// paramLoc is a parameter's name on a stage (a tied weight is on two).
+type paramLoc struct {
+	stage int
+	name  string
+}
+
+func (b *builder) hasParam(name string) bool { return b.paramByName(name) != nil }
+
+// paramByName is the current stage's parameter called name, nil if it has none.
+func (b *builder) paramByName(name string) *Param {
+	if i, ok := b.paramAt[paramLoc{b.stage.Index, name}]; ok {
+		return &b.stage.Params[i]
 	}
-	return false
+	return nil
 }
 
 type vkey struct {
@@ -202,6 +214,26 @@ func (b *builder) ints(x []int) []int {
 	return b.arena[i:len(b.arena):len(b.arena)]
 }
 
+// ids is a copy of x carved out of an array shared by the Program's ops (capped, as ints'), which
+// spares every op's inputs, outputs and saved values an allocation of their own.
+func (b *builder) ids(x ...ValueID) []ValueID {
+	if cap(b.idArena)-len(b.idArena) < len(x) {
+		b.idArena = make([]ValueID, 0, max(min(2*cap(b.idArena)+64, 4096), len(x)))
+	}
+	i := len(b.idArena)
+	b.idArena = append(b.idArena, x...)
+	return b.idArena[i:len(b.idArena):len(b.idArena)]
+}
+
+// name is the name of a value made of parts, empty when the builder is anonymous: building
+// names is a tenth of a lowering that only its prices are wanted from.
+func (b *builder) name(parts ...string) string {
+	if b.anonymous {
+		return ""
+	}
+	return strings.Join(parts, "")
+}
+
 func (b *builder) v(id ValueID) *Value { return &b.stage.Values[id] }
 
 func (b *builder) emit(op Op) int {
@@ -243,19 +275,21 @@ func (b *builder) param(module, name string, full []int, shardDim int) string {
 	if module != "" {
 		fqn = module + "." + name
 	}
-	local := append([]int(nil), full...)
+	local := b.ints(full)
 	if shardDim >= 0 {
 		local[shardDim] /= b.tp
 	}
-	b.stage.Params = append(b.stage.Params, Param{Name: fqn, Module: module, Full: full, Local: local, ShardDim: shardDim})
+	if b.paramAt == nil {
+		b.paramAt = map[paramLoc]int{}
+	}
+	b.paramAt[paramLoc{b.stage.Index, fqn}] = len(b.stage.Params)
+	b.stage.Params = append(b.stage.Params, Param{Name: fqn, Module: module, Full: b.ints(full), Local: local, ShardDim: shardDim})
 	return fqn
 }
 
 func (b *builder) markPartialTP(name string) {
-	for i := range b.stage.Params {
-		if b.stage.Params[i].Name == name {
-			b.stage.Params[i].PartialTP = true
-		}
+	if q := b.paramByName(name); q != nil {
+		q.PartialTP = true
 	}
 }
 
@@ -285,31 +319,32 @@ func (b *builder) redistribute(v ValueID, to Placement, module string) ValueID {
 		return id
 	}
 	src := b.v(v)
-	shape := append([]int(nil), src.Shape...)
-	full := append([]int(nil), shape...)
+	var fb, ob [8]int // shapes on the stack: val copies them
+	shape := src.Shape
+	full := append(fb[:0], shape...)
 	if from.Kind == Shard {
 		full[axisOf(shape, from.Dim)] *= b.tp
 	}
 	n := units.Bytes(elems(full) * int64(src.Elem))
 	frac := units.Bytes(float64(b.tp-1) / float64(b.tp))
 	out := full
-	op := Op{Module: module, In: []ValueID{v}, Dim: strategies.DimTP, Group: b.tp, FullBytes: n}
+	op := Op{Module: module, In: b.ids(v), Dim: strategies.DimTP, Group: b.tp, FullBytes: n}
 	switch {
 	case from.Kind == Partial && to.Kind == Replicate:
 		op.Kind, op.SentBytes = OpAllReduce, 2*frac*n
 	case from.Kind == Partial && to.Kind == Shard:
 		op.Kind, op.SentBytes, op.Axis = OpReduceScatter, frac*n, to.Dim
-		out = append([]int(nil), full...)
+		out = append(ob[:0], full...)
 		out[axisOf(out, to.Dim)] /= b.tp
 	case from.Kind == Shard && to.Kind == Replicate:
 		op.Kind, op.SentBytes, op.Axis = OpAllGather, frac*n, from.Dim
 	case from.Kind == Replicate && to.Kind == Shard:
 		op.Kind, op.Axis = OpSlice, to.Dim
-		out = append([]int(nil), full...)
+		out = append(ob[:0], full...)
 		out[axisOf(out, to.Dim)] /= b.tp
 	case from.Kind == Shard && to.Kind == Shard:
 		op.Kind, op.SentBytes, op.Axis = OpAllToAll, frac*n, to.Dim
-		out = append([]int(nil), full...)
+		out = append(ob[:0], full...)
 		out[axisOf(out, to.Dim)] /= b.tp
 	default:
 		panic(fmt.Sprintf("program: no redistribution from %v to %v", from, to))
@@ -318,9 +353,9 @@ func (b *builder) redistribute(v ValueID, to Placement, module string) ValueID {
 		op.Dim, op.Group = "", 0
 	}
 	op.MemBytes = n
-	id := b.val(src.Name+"."+string(op.Kind), out, to)
+	id := b.val(b.name(src.Name, ".", string(op.Kind)), out, to)
 	b.v(id).Elem = src.Elem // n counts the source's element size; so does the result
-	op.Out = []ValueID{id}
+	op.Out = b.ids(id)
 	b.emit(op)
 	b.memo[key] = id
 	return id
@@ -370,7 +405,8 @@ func (b *builder) linear(fqn string, mod *model.Module, x ValueID) (ValueID, err
 	}
 	xs := b.v(x).Shape
 	rows := elems(xs[:len(xs)-1])
-	outShape := append(append([]int(nil), xs[:len(xs)-1]...), mod.Out)
+	var ob [8]int // on the stack: val copies it
+	outShape := append(append(ob[:0], xs[:len(xs)-1]...), mod.Out)
 	if wShard == 0 {
 		outShape[len(outShape)-1] /= b.tp
 	}
@@ -393,7 +429,7 @@ func (b *builder) linear(fqn string, mod *model.Module, x ValueID) (ValueID, err
 		op.Bias = b.param(fqn, "bias", []int{mod.Out}, bShard)
 	}
 	out := outShape[len(outShape)-1]
-	op.In = []ValueID{x}
+	op.In = b.ids(x)
 	op.FLOPs = units.FLOPs(2 * rows * int64(in) * int64(out))
 	op.M, op.N, op.K = int(rows), out, in
 	op.MemBytes = units.Bytes((rows*int64(in) + int64(in)*int64(out) + rows*int64(out)) * int64(b.p.ActBytes))
@@ -403,19 +439,19 @@ func (b *builder) linear(fqn string, mod *model.Module, x ValueID) (ValueID, err
 			b.markPartialTP(op.Bias)
 		}
 	}
-	y := b.val(fqn+".out", outShape, outPl)
-	op.Out = []ValueID{y}
+	y := b.val(b.name(fqn, ".out"), outShape, outPl)
+	op.Out = b.ids(y)
 	b.emit(op)
 	if style == strategies.Rowwise {
 		y = b.redistribute(y, b.rowwiseOutput(outShape), fqn)
 		if rowBias {
 			bias := b.param(fqn, "bias", []int{mod.Out}, -1)
-			y2 := b.val(fqn+".biased", b.v(y).Shape, b.v(y).Place)
+			y2 := b.val(b.name(fqn, ".biased"), b.v(y).Shape, b.v(y).Place)
 			if pl := b.v(y).Place; pl.Kind == Shard {
 				b.markPartialTP(bias)
 			}
 			n := elems(b.v(y).Shape)
-			b.emit(Op{Kind: OpBias, Module: fqn, Param: bias, In: []ValueID{y}, Out: []ValueID{y2},
+			b.emit(Op{Kind: OpBias, Module: fqn, Param: bias, In: b.ids(y), Out: b.ids(y2),
 				FLOPs: units.FLOPs(n), MemBytes: units.Bytes(2 * n * int64(b.p.ActBytes))})
 			y = y2
 		}
@@ -454,8 +490,8 @@ func (b *builder) elementwise(fqn, act string, x ValueID) ValueID {
 		xv = b.v(x)
 	}
 	n := elems(xv.Shape)
-	y := b.val(fqn+".out", xv.Shape, xv.Place)
-	b.emit(Op{Kind: OpAct, Act: act, Module: fqn, In: []ValueID{x}, Out: []ValueID{y},
+	y := b.val(b.name(fqn, ".out"), xv.Shape, xv.Place)
+	b.emit(Op{Kind: OpAct, Act: act, Module: fqn, In: b.ids(x), Out: b.ids(y),
 		FLOPs: units.FLOPs(n), MemBytes: units.Bytes(2 * n * int64(b.p.ActBytes))})
 	return y
 }
@@ -477,7 +513,7 @@ func (b *builder) norm(fqn string, mod *model.Module, x ValueID) (ValueID, error
 	}
 	x = b.redistribute(x, want, fqn)
 	xv := b.v(x)
-	op := Op{Kind: OpNorm, Norm: mod.Kind, Module: fqn, In: []ValueID{x}}
+	op := Op{Kind: OpNorm, Norm: mod.Kind, Module: fqn, In: b.ids(x)}
 	op.Param = b.param(fqn, "weight", []int{mod.Dim}, -1)
 	if mod.Kind == model.KindLayerNorm && mod.Bias {
 		op.Bias = b.param(fqn, "bias", []int{mod.Dim}, -1)
@@ -490,14 +526,14 @@ func (b *builder) norm(fqn string, mod *model.Module, x ValueID) (ValueID, error
 	}
 	rows := elems(xv.Shape[:len(xv.Shape)-1])
 	n := elems(xv.Shape)
-	y := b.val(fqn+".out", xv.Shape, xv.Place)
+	y := b.val(b.name(fqn, ".out"), xv.Shape, xv.Place)
 	nstat := 2
 	if mod.Kind == model.KindRMSNorm {
 		nstat = 1
 	}
-	stats := b.val(fqn+".stats", []int{int(rows), nstat}, xv.Place)
+	stats := b.val(b.name(fqn, ".stats"), []int{int(rows), nstat}, xv.Place)
 	b.v(stats).Elem = 4 // mean and reciprocal standard deviation are kept in fp32
-	op.Out = []ValueID{y, stats}
+	op.Out = b.ids(y, stats)
 	op.FLOPs = units.FLOPs(5 * n)
 	op.MemBytes = units.Bytes(2 * n * int64(b.p.ActBytes))
 	b.emit(op)
@@ -527,8 +563,8 @@ func (b *builder) add(fqn string, x, y ValueID) ValueID {
 	}
 	xv := b.v(x)
 	n := elems(xv.Shape)
-	out := b.val(fqn+".add", xv.Shape, xv.Place)
-	b.emit(Op{Kind: OpAdd, Module: fqn, In: []ValueID{x, y}, Out: []ValueID{out},
+	out := b.val(b.name(fqn, ".add"), xv.Shape, xv.Place)
+	b.emit(Op{Kind: OpAdd, Module: fqn, In: b.ids(x, y), Out: b.ids(out),
 		FLOPs: units.FLOPs(n), MemBytes: units.Bytes(3 * n * int64(b.p.ActBytes))})
 	return out
 }

@@ -1,14 +1,15 @@
 // Package search finds the strategy to use (Plan): it prices every candidate of a
-// strategies.Space with the closed-form cost model (costmodel.Estimator.Quick, the fast path kept
-// equal to costmodel.Derived by test; a pipeline's step first as a lower bound of its timeline),
+// strategies.Space with the closed form derived from the Program (costmodel.Derived.Quick; a
+// pipeline's step first as a lower bound of its timeline, and the memory of a candidate whose
+// parameters alone do not fit as a lower bound of its peak),
 // drops those that do not fit in device memory, ranks the rest by an objective (RankExact, which
 // makes every candidate it names exact), keeps the Pareto front of step time against peak memory,
 // re-ranks the closed form's best Request.SimTop with the discrete-event simulator, and explains
 // the choice.
 //
-// It is deterministic, like costmodel and sim: no clock, no randomness. Plan splits the
-// candidates into contiguous index ranges priced by EvaluateRange, each from its own goroutine
-// into its own part of one slice, and simulates its best candidates on one goroutine each;
+// It is deterministic, like costmodel and sim: no clock, no randomness. Plan prices the
+// candidates in small contiguous index ranges (EvaluateRange) that its goroutines take in turn,
+// each writing its own part of one slice, and simulates its best candidates on one goroutine each;
 // every result depends only on the candidates' order, so it is the same, byte for byte, however
 // the work was split.
 //

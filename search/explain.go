@@ -107,18 +107,17 @@ func (x *explainer) modelSize(w int) string {
 	fmt.Fprintf(&b, "Model against memory: %s has %.3gB parameters; weights, gradients and optimizer state take %d bytes per parameter (%s %s; Rajbhandari et al. 2020 §3.1), %s, against %s per %s. ",
 		m.Name, float64(params)/1e9, per, base.Precision, base.Optimizer, gib(states), gib(hw.Device.Memory), hw.Name)
 	// Plain data parallel: dp = all devices, nothing else split or sharded.
-	best, smallest := -1, -1
-	for i, c := range x.ev.Space.Candidates {
-		if c.TP != 1 || c.PP != 1 || c.CP != 1 || c.ZeRO != 0 || !x.evals[i].Priced {
-			continue
-		}
-		if x.evals[i].Feasible && (best < 0 || x.evals[i].Step < x.evals[best].Step) {
+	plain := func(i int) bool {
+		c := x.ev.Space.Candidates[i]
+		return c.TP == 1 && c.PP == 1 && c.CP == 1 && c.ZeRO == 0
+	}
+	best := -1
+	for i := range x.ev.Space.Candidates {
+		if plain(i) && x.evals[i].Feasible && (best < 0 || x.evals[i].Step < x.evals[best].Step) {
 			best = i
 		}
-		if smallest < 0 || x.evals[i].Peak < x.evals[smallest].Peak {
-			smallest = i
-		}
 	}
+	smallest := x.ev.SmallestPeak(x.evals, plain)
 	ws := x.evals[w]
 	switch {
 	case smallest < 0:
@@ -349,12 +348,7 @@ func (x *explainer) none() []string {
 		out = append(out, x.counts())
 		return out
 	}
-	small := -1
-	for i := range x.evals {
-		if x.evals[i].Priced && (small < 0 || x.evals[i].Peak < x.evals[small].Peak) {
-			small = i
-		}
-	}
+	small := x.ev.SmallestPeak(x.evals, nil)
 	if small < 0 {
 		out = append(out, "No strategy could be priced by the closed-form model.")
 	} else {

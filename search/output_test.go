@@ -43,7 +43,7 @@ func TestScatter(t *testing.T) {
 		}
 	}
 	// The row is Predict of the lowered Program, the point the search's closed form: equal to
-	// 1e-9 (TestFastPathEqualsDerivedOnWholeSpaces), not to the bit.
+	// 1e-9 (TestDerivedEqualsPredictOnWholeSpaces), not to the bit.
 	if top := pl.Out.Top[0]; winner.Strategy != Label(mustParse(t, top.Strategy)) || math.Abs(winner.Step-float64(top.Time.Step)) > 1e-9*winner.Step {
 		t.Errorf("winner %+v, want the first row %s at %v", winner, top.Strategy, top.Time.Step)
 	}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/hardware"
@@ -143,7 +144,7 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 	out := &Output{Model: m.Name, Hardware: hw.Name, GPUs: req.GPUs, GlobalBatch: space.Base.GBS, Seq: space.Base.Seq,
 		Objective: res.Objective, Fix: req.Fix.String(), Searched: res.Searched, Feasible: res.Feasible, Rejected: res.Rejected,
 		Top: []Entry{}, Front: []Point{}, Simulated: nsim, TimeSource: source}
-	lows := &lowerings{m: m}
+	lows := &lowerings{low: ev.lowerer}
 	simOf := map[int]units.Seconds{}
 	for j, s := range sims {
 		if s > 0 {
@@ -241,33 +242,47 @@ func Workers(w, n int) int {
 	return max(1, min(w, n/4096))
 }
 
-// EvaluateParallel prices every candidate, the space split into contiguous chunks, one goroutine
-// each (at most w; 0: one per CPU), each writing its own part of one slice: the result is the
-// same however it is split.
+// EvaluateParallel prices every candidate on at most w goroutines (0: one per CPU), each taking
+// the next chunk of evalChunk candidates until none is left and writing its own part of one
+// slice: the result is the same however it is split. Small chunks taken in turn keep both cores
+// busy where the cost is uneven: a candidate whose per-layer configuration no other one priced
+// before lowers it (costmodel.Derived), and those cluster in the space's order.
 func EvaluateParallel(ev *Evaluator, w int) []Eval {
 	n := len(ev.Space.Candidates)
 	evals := make([]Eval, n)
-	chunks := Chunks(n, Workers(w, n))
-	if len(chunks) == 1 {
+	workers := Workers(w, n)
+	if workers == 1 {
 		ev.EvaluateRange(0, n, evals)
 		return evals
 	}
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for _, c := range chunks {
+	for range workers {
 		wg.Add(1)
-		go func(lo, hi int) {
+		go func() {
 			defer wg.Done()
-			ev.EvaluateRange(lo, hi, evals[lo:hi])
-		}(c[0], c[1])
+			for {
+				lo := int(next.Add(evalChunk)) - evalChunk
+				if lo >= n {
+					return
+				}
+				hi := min(lo+evalChunk, n)
+				ev.EvaluateRange(lo, hi, evals[lo:hi])
+			}
+		}()
 	}
 	wg.Wait()
 	return evals
 }
 
+// evalChunk is the candidates EvaluateParallel prices per turn: a few milliseconds of work,
+// against a few nanoseconds to take a turn.
+const evalChunk = 512
+
 // lowerings lowers each strategy once for the planner's simulations and rows; strategies that
 // differ only in the overlap or the schedule share a Program (neither changes it).
 type lowerings struct {
-	m   *model.Model
+	low *program.Lowerer
 	mu  sync.Mutex
 	all map[strategies.Strategy]*lowering
 }
@@ -309,7 +324,7 @@ func (l *lowerings) get(st strategies.Strategy) (*program.Program, error) {
 		l.all[k] = lw
 	}
 	l.mu.Unlock()
-	lw.once.Do(func() { lw.p, lw.err = program.Lower(l.m, k) })
+	lw.once.Do(func() { lw.p, lw.err = l.low.Lower(k) })
 	if lw.err != nil {
 		return nil, lw.err
 	}
@@ -346,7 +361,7 @@ func simulateTop(ev *Evaluator, res *Result, mode string, k int) []units.Seconds
 			defer wg.Done()
 			for g := range next {
 				first := ev.Space.Strategy(res.Top[g[0]])
-				p, err := program.Lower(ev.Model, lowerKey(first))
+				p, err := ev.lowerer.Lower(lowerKey(first))
 				if err != nil {
 					continue
 				}
@@ -355,6 +370,7 @@ func simulateTop(ev *Evaluator, res *Result, mode string, k int) []units.Seconds
 						sims[j] = s
 					}
 				}
+				program.Recycle(p) // the next lowering reuses its slices
 			}
 		}()
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -38,7 +39,11 @@ type Eval struct {
 	Priced, Bound bool
 	Feasible      bool
 	Step          units.Seconds
-	Peak          units.Bytes
+	// Peak is the memory per device; while PeakBound, a lower bound of it (an infeasible
+	// candidate whose parameters, gradients and optimizer state alone exceed the device, whose
+	// activations the closed form did not price): SmallestPeak makes the smallest exact.
+	Peak      units.Bytes
+	PeakBound bool
 	// SlowBytes is the comm objective: bytes per device per step over the slowest link.
 	SlowBytes units.Bytes
 	// CommBytes per device per step by mesh dimension, indexed like strategies.DimOrder.
@@ -64,11 +69,10 @@ type Evaluator struct {
 	Space *strategies.Space
 	GPUs  int
 	// Derived is the closed form derived from the Program (costmodel.Derived), with its pieces
-	// memoized across the search; est is the hand-written fast path, kept equal to it on whole
-	// search spaces by test, which the search uses where it covers the model (nil elsewhere).
+	// memoized across the search.
 	Derived  *costmodel.Derived
-	est      *costmodel.Estimator
-	slowest  int // index of the slowest level the job's devices span
+	lowerer  *program.Lowerer // lowers whole Programs for the simulator and the rows
+	slowest  int              // index of the slowest level the job's devices span
 	nodeSize int
 }
 
@@ -78,10 +82,6 @@ func NewEvaluator(m *model.Model, hw *hardware.Hardware, space *strategies.Space
 	der, err := costmodel.NewDerived(m, hw)
 	if err != nil {
 		return nil, err
-	}
-	est, err := costmodel.NewEstimator(m, hw)
-	if err != nil {
-		est = nil // the derived form prices what the fast path does not cover
 	}
 	dtype := "bf16"
 	if space.Base.Precision == strategies.PrecisionFP32 {
@@ -93,7 +93,7 @@ func NewEvaluator(m *model.Model, hw *hardware.Hardware, space *strategies.Space
 	if err := costmodel.CheckFlash(space.Base, hw); err != nil {
 		return nil, err
 	}
-	ev := &Evaluator{Model: m, HW: hw, Space: space, GPUs: gpus, Derived: der, est: est, slowest: hw.LevelFor(max(gpus, 1))}
+	ev := &Evaluator{Model: m, HW: hw, Space: space, GPUs: gpus, Derived: der, lowerer: program.NewLowerer(m), slowest: hw.LevelFor(max(gpus, 1))}
 	if len(hw.Levels) > 1 {
 		ev.nodeSize = hw.Levels[0].Size
 	}
@@ -148,23 +148,17 @@ func (ev *Evaluator) EvaluateRange(lo, hi int, out []Eval) {
 		o := &out[i-lo]
 		if i > lo && isTwin(cands[i-1], c) {
 			if prev := &out[i-1-lo]; prev.Priced && !prev.Feasible {
-				*o = Eval{Priced: true, Peak: prev.Peak}
+				*o = Eval{Priced: true, Peak: prev.Peak, PeakBound: prev.PeakBound}
 				continue
 			}
 		}
-		var t costmodel.Totals
-		var err error
-		if st := c.Strategy(base); ev.est == nil {
-			t, err = ev.Derived.Quick(st)
-		} else {
-			t, err = ev.est.Quick(st)
-		}
+		t, err := ev.Derived.Quick(c.Strategy(base))
 		if err != nil {
 			*o = Eval{}
 			continue
 		}
 		if !t.Feasible {
-			*o = Eval{Priced: true, Peak: t.Memory.Peak}
+			*o = Eval{Priced: true, Peak: t.Memory.Peak, PeakBound: t.PeakBound}
 			continue
 		}
 		*o = Eval{Priced: true, Bound: t.Bound, Feasible: true, Step: t.Time.Step, Peak: t.Memory.Peak, CommBytes: t.CommBytes,
@@ -176,6 +170,38 @@ func (ev *Evaluator) EvaluateRange(lo, hi int, out []Eval) {
 			}
 		}
 	}
+}
+
+// SmallestPeak returns the priced candidate of evals with the least memory per device among
+// those keep accepts (all when keep is nil), -1 when there is none. Peaks that are lower bounds
+// (Eval.PeakBound) are made exact, in increasing order, until no bound left is below the
+// smallest exact peak; evals keeps them.
+func (ev *Evaluator) SmallestPeak(evals []Eval, keep func(i int) bool) int {
+	var cands []int
+	for i := range evals {
+		if evals[i].Priced && (keep == nil || keep(i)) {
+			cands = append(cands, i)
+		}
+	}
+	sort.SliceStable(cands, func(a, b int) bool { return evals[cands[a]].Peak < evals[cands[b]].Peak })
+	best := -1
+	for _, i := range cands {
+		e := &evals[i]
+		if best >= 0 && e.Peak > evals[best].Peak {
+			break // every later peak, bound or exact, is at least this one
+		}
+		if e.PeakBound {
+			t, err := ev.Derived.Totals(ev.Space.Strategy(i))
+			if err != nil {
+				continue
+			}
+			e.Peak, e.PeakBound = t.Memory.Peak, false
+		}
+		if best < 0 || e.Peak < evals[best].Peak || e.Peak == evals[best].Peak && i < best {
+			best = i
+		}
+	}
+	return best
 }
 
 // isTwin reports whether b is a with overlap off.
@@ -208,15 +234,7 @@ func (ev *Evaluator) Refine(evals []Eval, idx []int) {
 		if !e.Bound {
 			continue
 		}
-		c := ev.Space.Candidates[i]
-		st := c.Strategy(ev.Space.Base)
-		var t costmodel.Totals
-		var err error
-		if ev.est == nil {
-			t, err = ev.Derived.Totals(st)
-		} else {
-			t, err = ev.est.Totals(st)
-		}
+		t, err := ev.Derived.Totals(ev.Space.Candidates[i].Strategy(ev.Space.Base))
 		if err != nil {
 			*e = Eval{}
 			continue

@@ -22,6 +22,13 @@ func preset(t testing.TB, name string) *model.Model {
 	return m
 }
 
+func near(a, b, tol float64) bool {
+	if a == b {
+		return true
+	}
+	return math.Abs(a-b) <= tol*math.Max(math.Abs(a), math.Abs(b))
+}
+
 func a100(t testing.TB) *hardware.Hardware {
 	t.Helper()
 	hw, err := hardware.Preset("a100-80g")
@@ -78,7 +85,7 @@ func checkAgainstEstimate(t *testing.T, m *model.Model, gbs int) {
 	if m.Name == "llama2-7b" && oom == 0 {
 		t.Fatal("expected candidates out of memory")
 	}
-	uneven := 0
+	uneven, bounds := 0, 0
 	for i, e := range evals {
 		st := ev.Space.Strategy(i)
 		if m.Transformer.Layers%(st.Mesh.PP*st.VPP) != 0 {
@@ -88,7 +95,14 @@ func checkAgainstEstimate(t *testing.T, m *model.Model, gbs int) {
 		if err != nil {
 			t.Fatalf("%s: %v", st, err)
 		}
-		// The fast path sums the activations of the interleaved chunks in another order: 1e-12.
+		if e.PeakBound {
+			// Its parameters, gradients and optimizer state alone exceed the device.
+			if !e.Priced || e.Feasible || r.Feasible || e.Peak > r.Memory.Peak || e.Peak <= hw.Device.Memory {
+				t.Fatalf("%s: eval %+v, a bound of Estimate's peak %v (feasible %v)", st, e, r.Memory.Peak, r.Feasible)
+			}
+			bounds++
+			continue
+		}
 		if !e.Priced || !near(float64(e.Peak), float64(r.Memory.Peak), 1e-12) || e.Feasible != r.Feasible {
 			t.Fatalf("%s: eval %+v, Estimate peak %v feasible %v", st, e, r.Memory.Peak, r.Feasible)
 		}
@@ -106,6 +120,9 @@ func checkAgainstEstimate(t *testing.T, m *model.Model, gbs int) {
 				t.Fatalf("%s: %s bytes %v, Estimate %v", st, name, e.CommBytes[d], r.CommBytes[name])
 			}
 		}
+	}
+	if m.Name == "llama2-7b" && bounds == 0 {
+		t.Error("expected candidates whose parameters alone do not fit")
 	}
 	if m.Name == "gpt-tiny6" && uneven == 0 {
 		t.Error("the space should hold uneven pipelines (6 layers over 4 stages)")
@@ -382,6 +399,40 @@ func TestExplainEmpty(t *testing.T) {
 	_, text := explain(t, tiny, 1<<16, Time, strategies.EnumerateOptions{})
 	if !strings.Contains(text, "More devices than the model can use") {
 		t.Errorf("explanation lacks the device limit:\n%s", text)
+	}
+}
+
+// SmallestPeak finds the least exact memory per device although most peaks of a space that does
+// not fit are lower bounds: GPT-3 175B on 8 A100s, against every candidate priced exactly.
+func TestSmallestPeak(t *testing.T) {
+	ev, evals := evaluated(t, preset(t, "gpt3-175b"), a100(t), 8, strategies.EnumerateOptions{GBS: 8})
+	bounds := 0
+	want := -1
+	var least units.Bytes
+	for i, e := range evals {
+		if !e.Priced {
+			continue
+		}
+		if e.Feasible {
+			t.Fatalf("%s fits", ev.Space.Strategy(i))
+		}
+		if e.PeakBound {
+			bounds++
+		}
+		tot, err := ev.Derived.Totals(ev.Space.Strategy(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want < 0 || tot.Memory.Peak < least {
+			want, least = i, tot.Memory.Peak
+		}
+	}
+	if bounds == 0 {
+		t.Fatal("no peak is a bound: the test checks nothing")
+	}
+	got := ev.SmallestPeak(evals, nil)
+	if got != want || evals[got].Peak != least || evals[got].PeakBound {
+		t.Fatalf("SmallestPeak %d (%v, bound %v), want %d (%v)", got, evals[got].Peak, evals[got].PeakBound, want, least)
 	}
 }
 
