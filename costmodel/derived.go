@@ -462,6 +462,8 @@ func addLayer(a, m1, m2 *Piece) Piece {
 		FCompute: sec(a.FCompute, m1.FCompute, m2.FCompute), BCompute: sec(a.BCompute, m1.BCompute, m2.BCompute),
 		FComm: sec(a.FComm, m1.FComm, m2.FComm), BComm: sec(a.BComm, m1.BComm, m2.BComm),
 		FOverlap: sec(a.FOverlap, m1.FOverlap, m2.FOverlap), BOverlap: sec(a.BOverlap, m1.BOverlap, m2.BOverlap),
+		// What no prefetch hides is at the stage's edges: a's.
+		FLead: a.FLead, BLead: a.BLead, FTrail: a.FTrail, BTrail: a.BTrail,
 		FLOPs: a.FLOPs + (m2.FLOPs - m1.FLOPs),
 		Act:   byt(a.Act, m1.Act, m2.Act), Live: byt(a.Live, m1.Live, m2.Live),
 		Work: max(a.Work, m2.Work), Gathers: max(a.Gathers, m2.Gathers),
@@ -568,6 +570,8 @@ func extrapolate(a, b *Piece, n int) Piece {
 		FCompute: sec(a.FCompute, b.FCompute), BCompute: sec(a.BCompute, b.BCompute),
 		FComm: sec(a.FComm, b.FComm), BComm: sec(a.BComm, b.BComm),
 		FOverlap: sec(a.FOverlap, b.FOverlap), BOverlap: sec(a.BOverlap, b.BOverlap),
+		// What no prefetch hides is at the stage's edges, the same for any number of layers.
+		FLead: b.FLead, BLead: b.BLead, FTrail: b.FTrail, BTrail: b.BTrail,
 		FLOPs: a.FLOPs + units.FLOPs(k)*(b.FLOPs-a.FLOPs),
 		Act:   byt(a.Act, b.Act), Live: byt(a.Live, b.Live),
 		// The most transient bytes at once and ZeRO-3's gather buffers are maxima over one

@@ -113,3 +113,73 @@ func TestHierarchicalCollectiveHandDerived(t *testing.T) {
 		}
 	}
 }
+
+// ZeRO-3's prefetch hides a phase's gathers and reduce-scatters behind its main sequence, but
+// not the gathers the first main op waits for nor the reduce-scatters after the last (Rajbhandari
+// et al. 2020 §5.3: parameters are gathered just before use; nothing runs before the first).
+// One stage, 3 microbatches of forward 10 and backward 20, data-parallel link time 4 forward
+// (1 of it in front) and 6 backward (1.5 in front, 0.5 behind): overlap hides all but
+// 3 x (1 + 1.5 + 0.5) = 9, step 3 x 30 + 9 = 99. A forward link of 15 is 5 more than its
+// compute: 3 x (5 + 2) = 21. Without overlap all of it shows: 3 x (4 + 6) = 30.
+func TestZeRO3LeadTrailHandDerived(t *testing.T) {
+	for _, c := range []struct {
+		overlap       bool
+		fLink         units.Seconds
+		exposed, step units.Seconds
+	}{{true, 4, 9, 99}, {true, 15, 21, 111}, {false, 4, 30, 120}} {
+		st := strategies.Default(strategies.Mesh{PP: 1, DP: 2, CP: 1, TP: 1})
+		st.ZeRO, st.Overlap, st.GBS, st.MBS, st.Seq = 3, c.overlap, 6, 1, 1
+		p := Piece{FCompute: 10, BCompute: 20, FOverlap: c.fLink, BOverlap: 6, FLead: 1, BLead: 1.5, BTrail: 0.5}
+		var tot Totals
+		if _, err := compose(st, 3, 2, 2, 12, []Piece{p}, &tot, composeOpts{}); err != nil {
+			t.Fatal(err)
+		}
+		if tot.Time.CommExposed != c.exposed || tot.Time.Step != c.step {
+			t.Errorf("overlap %v, forward link %v: exposed %v step %v, want %v and %v", c.overlap, c.fLink, tot.Time.CommExposed, tot.Time.Step, c.exposed, c.step)
+		}
+	}
+}
+
+// The Coster finds the lead and trail in a lowered Program: on one stage of a ZeRO-3 GPT the
+// forward's first op is the embedding's gather, which nothing hides, and the backward ends with
+// the embedding's reduce-scatter after its last op; the backward starts with the loss, beside
+// which the head's gather runs, so its lead is what of that gather outlasts the loss.
+func TestZeRO3LeadTrailOfProgram(t *testing.T) {
+	m := testModels(t)["gpt"]
+	p, err := program.Lower(m, mustParse(t, "dp=2,zero=3,mbs=1,gbs=2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCoster(p, loadHW(t, "a100-80g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.Stages[0]
+	piece := c.Piece(s)
+	first := s.Forward[0]
+	if first.Kind != program.OpAllGather || first.Dim != strategies.DimDP {
+		t.Fatalf("the forward starts with %s over %s, want the embedding's gather", first.Kind, first.Dim)
+	}
+	if want := c.Comm(&first); piece.FLead != want || piece.FTrail != 0 {
+		t.Errorf("forward lead %v trail %v, want the gather's %v and 0", piece.FLead, piece.FTrail, want)
+	}
+	var trail units.Seconds
+	loss, gather := s.Backward[0], s.Backward[1]
+	if loss.Kind != program.OpLoss || gather.Kind != program.OpAllGather || s.Backward[2].Dim == strategies.DimDP {
+		t.Fatalf("the backward starts with %s, %s, %s; want the loss, the head's gather, the head", loss.Kind, gather.Kind, s.Backward[2].Kind)
+	}
+	lead := max(0, c.Comm(&gather)-c.Compute(&loss))
+	if lead == 0 {
+		t.Fatal("the loss hides the head's gather: the test checks nothing")
+	}
+	j := len(s.Backward) - 1
+	for ; s.Backward[j].Dim == strategies.DimDP; j-- {
+		trail += c.Comm(&s.Backward[j])
+	}
+	if last := s.Backward[len(s.Backward)-1]; last.Kind != program.OpReduceScatter || trail == 0 {
+		t.Fatalf("the backward ends with %s, want a reduce-scatter", last.Kind)
+	}
+	if piece.BLead != lead || piece.BTrail != trail {
+		t.Errorf("backward lead %v trail %v, want %v and %v", piece.BLead, piece.BTrail, lead, trail)
+	}
+}

@@ -21,6 +21,10 @@ type Piece struct {
 	// sends) and data-parallel communication that ZeRO-3 prefetch may hide (its gathers and
 	// reduce-scatters), forward and backward.
 	FCompute, BCompute, FComm, BComm, FOverlap, BOverlap units.Seconds
+	// Of that data-parallel time, per microbatch, what no prefetch hides: before a phase's first
+	// op that waits for the link, the gathers it waits for beyond the main sequence before it
+	// (Lead); after its last main op, the reduce-scatters still to run (Trail).
+	FLead, BLead, FTrail, BTrail units.Seconds
 	// Once per step: the update, blocking optimizer-phase communication (tp gradient all-reduce,
 	// tied embedding over pp, ZeRO-1/2 gathers), the data-parallel gradient reduction and its
 	// last bucket (DDP overlap never hides that one).
@@ -56,7 +60,10 @@ func (c *Coster) fbPiece(s *program.Stage) Piece {
 	var t Piece
 	m := units.Seconds(c.P.Microbatches)
 	mb := units.Bytes(c.P.Microbatches)
-	phase := func(ops []program.Op, comp, comm, over *units.Seconds) {
+	phase := func(ops []program.Op, comp, comm, over, lead, trail *units.Seconds) {
+		// link is the data-parallel time since the last main op, main the main sequence's so far.
+		var link, main units.Seconds
+		led := false
 		for i := range ops {
 			op := &ops[i]
 			if op.Kind == program.OpLinear || op.Kind == program.OpAttention {
@@ -65,21 +72,32 @@ func (c *Coster) fbPiece(s *program.Stage) Piece {
 			if d := DimIndex(op.Dim); d >= 0 {
 				t.Sent[d] += mb * op.SentBytes
 			}
+			var d units.Seconds
 			if op.Kind.IsComm() {
-				d := c.Comm(op)
+				d = c.Comm(op)
 				t.CommTime[DimIndex(op.Dim)] += m * d
 				if op.Dim == strategies.DimDP {
 					*over += d
-				} else {
-					*comm += d
+					link += d
+					continue
 				}
-				continue
+				*comm += d
+			} else {
+				d = c.Compute(op)
+				*comp += d
 			}
-			*comp += c.Compute(op)
+			if !led && link > 0 {
+				// The first main op that waits for the link: its gathers start with the phase,
+				// beside the main ops before it.
+				*lead, led = max(0, link-main), true
+			}
+			main += d
+			link = 0
 		}
+		*trail = link
 	}
-	phase(s.Forward, &t.FCompute, &t.FComm, &t.FOverlap)
-	phase(s.Backward, &t.BCompute, &t.BComm, &t.BOverlap)
+	phase(s.Forward, &t.FCompute, &t.FComm, &t.FOverlap, &t.FLead, &t.FTrail)
+	phase(s.Backward, &t.BCompute, &t.BComm, &t.BOverlap, &t.BLead, &t.BTrail)
 	t.Act = StageActivations(s)
 	t.Work, t.Live = stageLiveness(s)
 	t.Gathers = StageGathers(s)
@@ -355,17 +373,19 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 // overlapExposed is what of stage piece s's data-parallel link time (ZeRO-3's gathers and
 // reduce-scatters) shows in its forward and backward of one microbatch: all of it without
 // overlap; with it, what the main sequence (compute and the blocking tensor- and
-// context-parallel collectives, which use links of their own) does not hide. The gathers and
-// reduce-scatters of a phase share the data-parallel link, so their times add (NCCL serialises
-// one communicator's collectives; sim's engine.tryStart cites the sources), and the simulator
-// hides them behind every op of the main sequence as this does. What a backward leaves on the
-// link delays the next forward's first gathers, and with them that forward's compute, so it
-// shows in full there too: no carry between microbatches.
+// context-parallel collectives, which use links of their own) does not hide, and at least what
+// nothing can hide: the gathers the phase's first main op waits for (Lead; the phase's gathers
+// start with it, as the simulator's prefetch does) and the reduce-scatters after its last main
+// op (Trail). The gathers and reduce-scatters of a phase share the data-parallel link, so their
+// times add (NCCL serialises one communicator's collectives; sim's engine.tryStart cites the
+// sources), and the simulator hides them behind every op of the main sequence as this does. What
+// a backward leaves on the link delays the next forward's first gathers, and with them that
+// forward's compute, so it shows in full there too: no carry between microbatches.
 func overlapExposed(st strategies.Strategy, s *Piece) (fe, be units.Seconds) {
 	if !st.Overlap {
 		return s.FOverlap, s.BOverlap
 	}
-	return max(0, s.FOverlap-s.FCompute-s.FComm), max(0, s.BOverlap-s.BCompute-s.BComm)
+	return max(s.FLead+s.FTrail, s.FOverlap-s.FCompute-s.FComm), max(s.BLead+s.BTrail, s.BOverlap-s.BCompute-s.BComm)
 }
 
 // finish fills the figures that follow from the step time and the memory: MFU, HFU, TFLOP/s per
