@@ -84,15 +84,17 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 // selective recompute (Table 3's configurations; interleaved with 3 chunks for 175B and 530B),
 // priced through the Program and the Coster with the a100-80g preset as tpsim fit calibrated it on
 // the training split, which does not hold these rows: its GEMMs at Megatron-LM's fitted fraction
-// (0.786 of the matmul sweep's ceiling). Pipeline sends with tensor parallelism and without
+// (0.780 of the matmul sweep's ceiling). Pipeline sends with tensor parallelism and without
 // sequence parallelism carry 1/t of the activation and all-gather it over NVLink (Megatron-LM's
 // scatter/gather, PipelineSendTime), which took the full-recompute rows of 530B and 1T from +17.7%
 // and +14.0% to +9.6% and +11.7% at the old fraction; the refit on the training split (whose
-// Narayanan et al. rows got the same speed-up) lowered the fraction from 0.804 to 0.786.
-// Measured: full recompute +7.5%, +8.0%, +11.7%, +13.9%; sequence parallel with selective
-// recompute -2.7%, +2.1%, +6.2%, +11.6%; mean 7.9%, max 13.9% (go test ./costmodel -run
-// KorthikantiIteration -v; before: 8.1%, 17.7%). Issue 12's targets, mean at most 5% and max at
-// most 10%, are not met: Megatron-LM's 2020-2021 runs in the training split reach 0.786 of the
+// Narayanan et al. rows got the same speed-up) lowered the fraction from 0.804 to 0.786, and a
+// later refit of the same code (the presets had drifted from it) to 0.780.
+// Measured: full recompute +8.0%, +8.6%, +12.4%, +14.6%; sequence parallel with selective
+// recompute -2.2%, +2.7%, +6.9%, +12.3%; mean 8.5%, max 14.6% (go test ./costmodel -run
+// KorthikantiIteration -v; 7.9%, 13.9% at 0.786; 8.1%, 17.7% before the scatter/gather). Issue
+// 12's targets, mean at most 5% and max at most 10%, are not met: Megatron-LM's 2020-2021 runs in
+// the training split reach 0.780 of the
 // ceiling, Korthikanti et al.'s 2022 Megatron-LM about the ceiling itself (before the fit these
 // rows were -0% to -16%) and overlaps its backward tensor-parallel all-reduces, and at 64 stages
 // of 2 layers the published step is about m times one stage, where tpsim adds the 1F1B bubble of
@@ -137,7 +139,7 @@ func TestKorthikantiIterationTimes(t *testing.T) {
 		}
 	}
 	t.Logf("Table 5: mean error %.1f%%, max %.1f%%", 100*sum/float64(n), 100*worst)
-	if sum/float64(n) > 0.085 || worst > 0.145 {
-		t.Errorf("Table 5: mean error %.1f%%, max %.1f%%; measured 7.9%% and 13.9%% (issue 12's targets are 5%% and 10%%)", 100*sum/float64(n), 100*worst)
+	if sum/float64(n) > 0.09 || worst > 0.15 {
+		t.Errorf("Table 5: mean error %.1f%%, max %.1f%%; measured 8.5%% and 14.6%% (issue 12's targets are 5%% and 10%%)", 100*sum/float64(n), 100*worst)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -220,25 +221,94 @@ func FoldDiff(fold, all Values) string {
 // WritePresets writes the fitted values and their provenance (naming command) into the preset
 // files in dir (GPUPresets), each atomically.
 func WritePresets(dir string, res *FitResult, command string) error {
-	for gpu, names := range GPUPresets {
-		for _, name := range names {
+	files, err := fittedPresets(dir, res, command)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := atomicfile.WriteFile(f.path, f.fitted, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckPresets reports whether the preset files in dir hold what WritePresets would write: an
+// error naming each file that differs and its first differing lines, nil when all are the
+// fit's, byte for byte.
+func CheckPresets(dir string, res *FitResult, command string) error {
+	files, err := fittedPresets(dir, res, command)
+	if err != nil {
+		return err
+	}
+	var diffs []string
+	for _, f := range files {
+		if string(f.text) == string(f.fitted) {
+			continue
+		}
+		old, fit := strings.Split(string(f.text), "\n"), strings.Split(string(f.fitted), "\n")
+		var lines []string
+		for i := 0; i < max(len(old), len(fit)) && len(lines) < 3; i++ {
+			if i >= len(old) || i >= len(fit) || old[i] != fit[i] {
+				lines = append(lines, fmt.Sprintf("    line %d: %s -> %s", i+1, clip(at(old, i)), clip(at(fit, i))))
+			}
+		}
+		diffs = append(diffs, f.path+" differs from the fit:\n"+strings.Join(lines, "\n"))
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("fit: the presets are not what the fit gives on this code and data:\n%s\nrun `%s` and rebuild", strings.Join(diffs, "\n"), command)
+	}
+	return nil
+}
+
+// presetFile is a preset file's text and the same text with the fitted values written in.
+type presetFile struct {
+	path         string
+	text, fitted []byte
+}
+
+// fittedPresets reads the preset files of dir (GPUPresets, in sorted order) and writes the
+// fitted values and their provenance into copies of their text.
+func fittedPresets(dir string, res *FitResult, command string) ([]presetFile, error) {
+	gpus := make([]string, 0, len(GPUPresets))
+	for gpu := range GPUPresets {
+		gpus = append(gpus, gpu)
+	}
+	sort.Strings(gpus)
+	var out []presetFile
+	for _, gpu := range gpus {
+		for _, name := range GPUPresets[gpu] {
 			path := filepath.Join(dir, name+".json")
 			text, err := os.ReadFile(path)
 			if err != nil {
-				return fmt.Errorf("fit: %v; give --write the directory of the presets (hardware/presets from the repository root)", err)
+				return nil, fmt.Errorf("fit: %v; give the directory of the presets (hardware/presets from the repository root)", err)
 			}
+			fitted := text
 			for i, p := range Params {
 				if p.GPU != gpu {
 					continue
 				}
-				if text, err = SetPresetValue(text, p, res.Values[i], res.Provenance(i, command)); err != nil {
-					return fmt.Errorf("fit: %s: %v", path, err)
+				if fitted, err = SetPresetValue(fitted, p, res.Values[i], res.Provenance(i, command)); err != nil {
+					return nil, fmt.Errorf("fit: %s: %v", path, err)
 				}
 			}
-			if err := atomicfile.WriteFile(path, text, 0o644); err != nil {
-				return err
-			}
+			out = append(out, presetFile{path, text, fitted})
 		}
 	}
-	return nil
+	return out, nil
+}
+
+func at(lines []string, i int) string {
+	if i < len(lines) {
+		return strings.TrimSpace(lines[i])
+	}
+	return "(none)"
+}
+
+// clip shortens a line of a diff to 100 characters.
+func clip(s string) string {
+	if len(s) > 100 {
+		return s[:97] + "..."
+	}
+	return s
 }

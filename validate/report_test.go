@@ -199,4 +199,14 @@ func TestWritePresets(t *testing.T) {
 	if err := WritePresets(filepath.Join(dir, "none"), res, "x"); err == nil || !strings.Contains(err.Error(), "hardware/presets") {
 		t.Errorf("missing presets directory: %v", err)
 	}
+	// What WritePresets wrote is what CheckPresets expects; one value moved, it names the file
+	// and the fix.
+	if err := CheckPresets(dir, res, "test command"); err != nil {
+		t.Errorf("check after write: %v", err)
+	}
+	res.Values[0] += 0.002
+	err := CheckPresets(dir, res, "test command")
+	if n := GPUPresets[Params[0].GPU][0] + ".json"; err == nil || !strings.Contains(err.Error(), n) || !strings.Contains(err.Error(), "run `test command`") {
+		t.Errorf("check with %s moved: %v", Params[0].Name(), err)
+	}
 }

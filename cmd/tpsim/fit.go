@@ -23,24 +23,31 @@ It prints the fitted values next to their start values and ceilings, the in-samp
 leave-one-source-out MAPE: each source's rows priced with the values fitted on the other
 sources only. With --write DIR it writes the values into the presets in DIR (hardware/presets
 from the repository root), each with its provenance (the records, the objective, the command)
-under sources; rebuild tpsim to use them.
+under sources; rebuild tpsim to use them. With --check DIR it writes nothing and fails, naming
+the lines, where the presets in DIR are not what the fit gives (CI runs it, so a change to the
+model or the data that moves a fitted value must refit the presets in the same commit).
 
 Examples:
   tpsim fit
   tpsim fit --write hardware/presets
+  tpsim fit --check hardware/presets
 `
 
 type fitOptions struct {
-	Write string
-	JSON  bool
+	Write, Check string
+	JSON         bool
 }
 
 func runFit(args []string, stdout, stderr io.Writer) int {
 	o := &fitOptions{}
 	fs := cli.NewFlagSet("fit")
 	fs.StringVar(&o.Write, "write", "", "directory of the preset JSON files to write the fitted values into (hardware/presets)")
+	fs.StringVar(&o.Check, "check", "", "directory of the preset JSON files to compare with the fit, writing nothing (hardware/presets)")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	err := cli.ParseFlags(fs, args, 0)
+	if err == nil && o.Write != "" && o.Check != "" {
+		err = cli.Usagef("--write and --check exclude each other: --check compares the presets with the fit, --write replaces them")
+	}
 	if err == nil {
 		err = o.run(stdout, fs)
 	}
@@ -57,8 +64,11 @@ func (o *fitOptions) run(w io.Writer, _ *pflag.FlagSet) error {
 	if err := printResult(w, o.JSON, res, func(w io.Writer) error { return validate.WriteFitText(w, res, len(recs)+len(skips)) }); err != nil {
 		return err
 	}
-	if o.Write != "" {
+	switch {
+	case o.Write != "":
 		return validate.WritePresets(o.Write, res, validate.FitCommand)
+	case o.Check != "":
+		return validate.CheckPresets(o.Check, res, validate.FitCommand)
 	}
 	return nil
 }
