@@ -16,7 +16,7 @@
 //     step costs the level's latency, bytes move at the level's bandwidth x efficiency. A group
 //     that spans nodes but has several members inside one is hierarchical: reduce-scatter inside,
 //     all-reduce across, all-gather inside (NCCL's tree/ring hierarchy; DESIGN.md).
-//   - Pipeline: the schedule's tasks (program.Schedule: GPipe, 1F1B, interleaved; Narayanan et
+//   - Pipeline: the schedule's tasks (program.AppendSchedule: GPipe, 1F1B, interleaved; Narayanan et
 //     al. 2021 §2.2) laid out on every pipeline rank, each waiting for its neighbour's task of
 //     the same microbatch; the step is the longest path, the simulator's timeline when nothing
 //     overlaps (for equal stages (m + (p-1)/v)(t_f + t_b), bubble (p-1)/(v m)).

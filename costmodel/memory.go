@@ -24,13 +24,6 @@ func StageActivations(s *program.Stage) units.Bytes {
 	return n
 }
 
-// StageWorkspace is the largest sum of transient (not saved) values alive at once while one
-// microbatch's forward and backward run, following the Program's Free lists.
-func StageWorkspace(s *program.Stage) units.Bytes {
-	w, _ := stageLiveness(s)
-	return w
-}
-
 // StageLive is the most bytes of one microbatch's values alive at once while its forward and
 // backward run, saved and transient together, following the Program's Free lists.
 func StageLive(s *program.Stage) units.Bytes {
@@ -81,25 +74,14 @@ func stageLiveness(s *program.Stage) (transient, all units.Bytes) {
 	return transient, all
 }
 
-// StageComm is the largest gradient bucket of s: gradients are packed into one flat buffer per
-// bucket for their reduction over dp (PyTorch DDP's buckets, bucket_cap_mb) or over tp (the
+// gradBuffer is the bytes of the gradient buffer op reduces, 0 for other ops; a stage's largest
+// is Piece.Buckets. Gradients are packed into one flat buffer per bucket for their reduction over dp (PyTorch DDP's buckets, bucket_cap_mb) or over tp (the
 // gradients of sequence-parallel parameters, coalesced as Megatron-LM does). Only these gradient
 // reductions count. The ZeRO-1/2 all-gather of the updated parameters writes the fp16 parameters,
 // already counted under params (Rajbhandari et al. 2020 §5; DeepSpeed gathers them in bounded
 // buckets), and the tied embedding's all-reduce over pp runs in place on its gradient (Megatron-
 // LM's _allreduce_embedding_grads), so neither adds a buffer. Collectives on activations write
 // into the values of the Program and count there.
-func StageComm(s *program.Stage) units.Bytes { return stageComm(s.Optimizer) }
-
-func stageComm(ops []program.Op) units.Bytes {
-	var n units.Bytes
-	for i := range ops {
-		n = max(n, gradBuffer(&ops[i]))
-	}
-	return n
-}
-
-// gradBuffer is the bytes of the gradient buffer op reduces (StageComm), 0 for other ops.
 func gradBuffer(op *program.Op) units.Bytes {
 	reduce := op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter
 	if reduce && op.Dim != strategies.DimPP && op.Group > 1 {
@@ -112,7 +94,7 @@ func gradBuffer(op *program.Op) units.Bytes {
 // gathered before it runs and kept until it has, while the next module's are prefetched
 // (DeepSpeed's prefetch, FSDP's backward_prefetch; tpsim's simulator prefetches one gather
 // ahead): two buffers, bounded by twice the largest gather. They live during forward and
-// backward, beside the activations (the gradient buckets of StageComm live after them).
+// backward, beside the activations (the gradient buckets, gradBuffer, live after them).
 func StageGathers(s *program.Stage) units.Bytes {
 	var n units.Bytes
 	for _, ops := range [][]program.Op{s.Forward, s.Backward} {

@@ -10,7 +10,7 @@ import (
 )
 
 // pipelineEnds lays out one step of a pipeline: every pipeline rank runs the forward and
-// backward tasks of its model chunks in the order of st's schedule (program.Schedule, the order
+// backward tasks of its model chunks in the order of st's schedule (program.AppendSchedule, the order
 // the simulator follows), a task starts when the rank is free and, but on the first stage's
 // forward and the last stage's backward, when the neighbouring stage's task of the same
 // microbatch has ended (its send is the last op of that task, the receive the first of this one,

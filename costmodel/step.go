@@ -38,7 +38,7 @@ type Piece struct {
 	FLOPs units.FLOPs
 	// Params is the local parameter elements; Act the bytes saved for backward per microbatch
 	// (StageActivations); Live and Work the most bytes of one microbatch alive at once, all and
-	// transient (StageLive, StageWorkspace); Buckets the largest gradient bucket (StageComm);
+	// transient (stageLiveness); Buckets the largest gradient bucket (gradBuffer);
 	// Gathers ZeRO-3's parameter buffers (StageGathers).
 	Params                            int64
 	Act, Live, Work, Buckets, Gathers units.Bytes

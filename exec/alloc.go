@@ -94,10 +94,8 @@ func newAllocator() *allocator {
 	return &allocator{live: map[string]int64{}, peak: map[string]int64{}, f32s: pool[float32]{}, i32s: pool[int32]{}}
 }
 
-// get takes a zeroed buffer of n elements from p, keeping the pooled count.
-func get[T float32 | int32](a *allocator, p pool[T], n int) []T { return getZero(a, p, n, true) }
-
-// getZero is get, zeroing the buffer only when zero is set.
+// getZero takes a buffer of n elements from p, keeping the pooled count, zeroed only when zero
+// is set.
 func getZero[T float32 | int32](a *allocator, p pool[T], n int, zero bool) []T {
 	b, reused := p.get(n, zero)
 	if reused {

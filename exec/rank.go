@@ -30,7 +30,7 @@ type rank struct {
 	alloc               *allocator
 	// stages are the virtual stages this rank runs (chunk c is stages[c]); sched their order.
 	stages []*program.Stage
-	sched  []action
+	sched  []program.Task
 
 	// params and grads are the parameters and gradients the kernels read and write, by name: the
 	// whole (tp-local) tensors, except under ZeRO-3, where params holds only while a gather's
@@ -93,7 +93,10 @@ func (r *rank) run() error {
 			r.stages = append(r.stages, s)
 		}
 	}
-	r.sched = Schedule(st.Schedule, st.Mesh.PP, len(r.stages), r.ppIdx, r.p.Microbatches)
+	var err error
+	if r.sched, err = program.AppendSchedule(nil, st.Schedule, st.Mesh.PP, len(r.stages), r.p.Microbatches, r.ppIdx); err != nil {
+		return err
+	}
 	r.alloc = newAllocator()
 	r.slots = map[[2]int]*slot{}
 	r.used, r.held = map[vkey]bool{}, map[vkey]bool{}

@@ -220,13 +220,6 @@ func (z *zeroState) collective(r *rank, op *program.Op) error {
 	return fmt.Errorf("exec: %s over dp under zero=%d is not executed", op.Kind, z.stage)
 }
 
-func flatten(dst []float32, m map[string][]float32, names []string) {
-	off := 0
-	for _, name := range names {
-		off += copy(dst[off:], m[name])
-	}
-}
-
 func unflatten(m map[string][]float32, names []string, src []float32) {
 	off := 0
 	for _, name := range names {

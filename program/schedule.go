@@ -14,14 +14,26 @@ type Task struct {
 	Backward     bool
 }
 
-// Schedule returns the order in which pipeline rank r of p runs its tasks with m microbatches and
-// v model chunks (Narayanan et al. 2021 §2.2; Megatron-LM's schedules.py for the interleaved
-// warm-up count (p - r - 1)*2 + (v - 1)*p).
-func Schedule(kind strategies.Schedule, p, v, m, r int) ([]Task, error) {
-	return AppendSchedule(nil, kind, p, v, m, r)
+// String is "F" or "B", the chunk and the microbatch: "F1.3" is chunk 1's forward of microbatch 3.
+func (t Task) String() string {
+	k := "F"
+	if t.Backward {
+		k = "B"
+	}
+	return fmt.Sprintf("%s%d.%d", k, t.Chunk, t.Micro)
 }
 
-// AppendSchedule appends Schedule's tasks to out.
+// AppendSchedule appends to out the order in which pipeline rank r of p runs its tasks with m
+// microbatches and v model chunks, the order exec runs, the cost model and the simulator lay out:
+//
+//   - gpipe (Huang et al. 2019): every forward, then every backward in reverse, as autograd
+//     unwinds the accumulated microbatches;
+//   - 1f1b (PipeDream-Flush, Narayanan et al. 2021 §2.2.1): p - r - 1 warm-up forwards, then one
+//     forward and one backward alternately, then the remaining backwards;
+//   - interleaved (Narayanan et al. 2021 §2.2.2): 1F1B over m v virtual microbatches, as
+//     Megatron-LM's forward_backward_pipelining_with_interleaving runs them: (p - r - 1) 2 +
+//     (v - 1) p warm-up forwards (all of them when m == p), virtual microbatch k running chunk
+//     (k/p) mod v forward and v - 1 - (k/p) mod v backward, on microbatch (k/(p v)) p + k mod p.
 func AppendSchedule(out []Task, kind strategies.Schedule, p, v, m, r int) ([]Task, error) {
 	out = slices.Grow(out, 2*m*max(v, 1)) // every microbatch's forward and backward on each chunk
 	switch kind {
@@ -29,7 +41,7 @@ func AppendSchedule(out []Task, kind strategies.Schedule, p, v, m, r int) ([]Tas
 		for j := 0; j < m; j++ {
 			out = append(out, Task{0, j, false})
 		}
-		for j := 0; j < m; j++ {
+		for j := m - 1; j >= 0; j-- {
 			out = append(out, Task{0, j, true})
 		}
 		return out, nil
@@ -59,6 +71,9 @@ func AppendSchedule(out []Task, kind strategies.Schedule, p, v, m, r int) ([]Tas
 		}
 		micro := func(k int) int { return (k/(p*v))*p + k%p }
 		warm := min((p-r-1)*2+(v-1)*p, total)
+		if m == p {
+			warm = total
+		}
 		for k := 0; k < warm; k++ {
 			out = append(out, Task{chunk(k, true), micro(k), false})
 		}

@@ -243,22 +243,6 @@ func (ev *Evaluator) Refine(evals []Eval, idx []int) {
 	}
 }
 
-// Chunks splits n candidates into at most k contiguous ranges of nearly equal size, in order;
-// the ranges of EvaluateRange for k workers.
-func Chunks(n, k int) [][2]int {
-	if k < 1 {
-		k = 1
-	}
-	if k > n {
-		k = max(n, 1)
-	}
-	out := make([][2]int, 0, k)
-	for i := 0; i < k; i++ {
-		out = append(out, [2]int{i * n / k, (i + 1) * n / k})
-	}
-	return out
-}
-
 // Result is a ranked search.
 type Result struct {
 	Objective string

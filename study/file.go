@@ -705,11 +705,6 @@ func (p *parser) whatIf(n *yaml.Node, path string) (WhatIf, bool) {
 	return w, good
 }
 
-// errorsAt builds an *Error of one problem.
-func errorsAt(file string, pos Pos, path, format string, a ...any) error {
-	return &Error{File: file, Problems: []Problem{{Pos: pos, Path: path, Msg: fmt.Sprintf(format, a...)}}}
-}
-
 // AsError returns err as an *Error when it is one.
 func AsError(err error) (*Error, bool) {
 	var e *Error
