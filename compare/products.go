@@ -130,3 +130,74 @@ func Products(pts []Point) []hardware.GEMMTime {
 	}
 	return out
 }
+
+// MedianProfile is the profile whose timed figures are, entry by entry, the median of those of
+// profiles (the same profile's kernels timed again before each round): the products' times, the
+// kernels' rates, the contention tables and the meeting overheads. The rest is profiles[0]'s.
+// Measured steps are the median over the rounds; predicting with the median of the timings
+// taken beside them keeps a spell of load or of speed during one timing from shifting every row.
+func MedianProfile(profiles []*hardware.Hardware) *hardware.Hardware {
+	out := *profiles[0]
+	if len(profiles) == 1 {
+		return &out
+	}
+	med := func(xs []float64) float64 {
+		s := slices.Clone(xs)
+		slices.Sort(s)
+		if n := len(s); n%2 == 0 {
+			return (s[n/2-1] + s[n/2]) / 2
+		}
+		return s[len(s)/2]
+	}
+	e := &out.Efficiency
+	e.GEMMTimes = slices.Clone(e.GEMMTimes)
+	for i, g := range e.GEMMTimes {
+		var xs []float64
+		for _, p := range profiles {
+			if s, ok := p.Efficiency.Measured(g); ok {
+				xs = append(xs, float64(s))
+			}
+		}
+		e.GEMMTimes[i].Seconds = units.Seconds(med(xs))
+	}
+	e.KernelRates = maps.Clone(e.KernelRates)
+	for k := range e.KernelRates {
+		var xs []float64
+		for _, p := range profiles {
+			if r, ok := p.Efficiency.KernelRates[k]; ok {
+				xs = append(xs, r)
+			}
+		}
+		e.KernelRates[k] = med(xs)
+	}
+	table := func(get func(*hardware.Hardware) []float64) []float64 {
+		t := slices.Clone(get(profiles[0]))
+		for i := range t {
+			var xs []float64
+			for _, p := range profiles {
+				if v := get(p); i < len(v) {
+					xs = append(xs, v[i])
+				}
+			}
+			t[i] = med(xs)
+		}
+		return t
+	}
+	out.Slowdown = table(func(h *hardware.Hardware) []float64 { return h.Slowdown })
+	out.UnmetSlowdown = table(func(h *hardware.Hardware) []float64 { return h.UnmetSlowdown })
+	for i := range min(len(out.UnmetSlowdown), len(out.Slowdown)) {
+		out.UnmetSlowdown[i] = min(out.UnmetSlowdown[i], out.Slowdown[i])
+	}
+	meet := table(func(h *hardware.Hardware) []float64 {
+		v := make([]float64, len(h.MeetOverhead))
+		for i, s := range h.MeetOverhead {
+			v[i] = float64(s)
+		}
+		return v
+	})
+	out.MeetOverhead = make([]units.Seconds, len(meet))
+	for i, v := range meet {
+		out.MeetOverhead[i] = units.Seconds(v)
+	}
+	return &out
+}

@@ -127,3 +127,64 @@ func TestWithSharing(t *testing.T) {
 		t.Errorf("unmet 1.3 measured now against met 1.05 in the profile: %v, want capped at 1.05", unmet)
 	}
 }
+
+// MedianProfile takes each timed figure's median over the profiles: products' times, kernel
+// rates, both contention tables (the unmet one capped by the met one) and the meeting overheads.
+func TestMedianProfile(t *testing.T) {
+	g := hardware.GEMMTime{M: 8, K: 16, N: 32}
+	mk := func(s units.Seconds, rate, slow, unmet float64, meet units.Seconds) *hardware.Hardware {
+		h := &hardware.Hardware{Name: "host", Slowdown: []float64{1, slow}, UnmetSlowdown: []float64{1, unmet}, MeetOverhead: []units.Seconds{0, meet}}
+		g := g
+		g.Seconds = s
+		h.Efficiency.GEMMTimes = []hardware.GEMMTime{g}
+		h.Efficiency.KernelRates = map[hardware.Kernel]float64{hardware.KernelAdd: rate}
+		return h
+	}
+	got := MedianProfile([]*hardware.Hardware{mk(1, 5, 1.2, 1.6, 3), mk(3, 1, 1.8, 1.9, 1), mk(2, 3, 1.5, 1.7, 2)})
+	if s, _ := got.Efficiency.Measured(g); s != 2 || got.Efficiency.KernelRates[hardware.KernelAdd] != 3 {
+		t.Errorf("product %v, rate %v; want the medians 2 and 3", s, got.Efficiency.KernelRates[hardware.KernelAdd])
+	}
+	if !slices.Equal(got.Slowdown, []float64{1, 1.5}) || !slices.Equal(got.UnmetSlowdown, []float64{1, 1.5}) || !slices.Equal(got.MeetOverhead, []units.Seconds{0, 2}) {
+		t.Errorf("slowdown %v, unmet %v (capped by the met 1.5), meeting %v", got.Slowdown, got.UnmetSlowdown, got.MeetOverhead)
+	}
+}
+
+// With Retime, Run times the kernels again before rounds 2 and 3 and predicts with the median of
+// the three timings: the same predictions as one round with that median profile.
+func TestRunPredictsWithTheMedianTiming(t *testing.T) {
+	pts := points(t)
+	scaled := func(k units.Seconds) *hardware.Hardware {
+		h := *hostFixture(t)
+		h.Efficiency.GEMMTimes = nil
+		for _, g := range Products(pts) {
+			g.Seconds = k * 1e-5
+			h.Efficiency.GEMMTimes = append(h.Efficiency.GEMMTimes, g)
+		}
+		return &h
+	}
+	timings := []*hardware.Hardware{scaled(2), scaled(4)}
+	calls := 0
+	retime := func(context.Context) (*hardware.Hardware, error) {
+		calls++
+		return timings[calls-1], nil
+	}
+	res := &Results{Profile: scaled(1), Load: NewLoad(-1)}
+	if _, err := Run(t.Context(), res, pts, Options{Rounds: 3, Retime: retime}); err != nil {
+		t.Fatal(err)
+	}
+	want := &Results{Profile: scaled(2), Load: NewLoad(-1)}
+	if _, err := Run(t.Context(), want, pts, Options{Rounds: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 {
+		t.Errorf("%d timings, want one before each of rounds 2 and 3", calls)
+	}
+	for i := range res.Rows {
+		if got, w := res.Rows[i].Predicted.Time, want.Rows[i].Predicted.Time; got != w {
+			t.Errorf("%s: predicted %+v, want %+v (the median timing's)", res.Rows[i].Label(), got, w)
+		}
+	}
+	if s, _ := res.Profile.Efficiency.Measured(Products(pts)[0]); s != 2e-5 {
+		t.Errorf("the results' profile times the first product at %v, want the median 2e-5", s)
+	}
+}

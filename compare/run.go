@@ -11,6 +11,7 @@ import (
 	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/exec"
 	"github.com/tpsim/tpsim/exec/calibrate"
+	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/sim"
@@ -36,6 +37,10 @@ type Options struct {
 	Rounds int
 	// Progress receives a line per prediction and per run; nil discards them.
 	Progress io.Writer
+	// Retime, when set, times the profile's kernels again (TimeKernels of the profile before
+	// any timing); Run calls it before every round but the first, whose timing res.Profile
+	// holds, and predicts with the median of the timings (MedianProfile).
+	Retime func(ctx context.Context) (*hardware.Hardware, error)
 }
 
 // warmup is the number of warm-up steps of every run left out of the step time (exec's default
@@ -57,7 +62,9 @@ type state struct {
 // in turn, so that a spell of load from elsewhere on this shared machine falls on all strategies
 // rather than on one, reading the share of the CPU other processes used around every run. It
 // fills res's rows, load, summary and recommendation, and returns the timeline of the last
-// multi-rank row. When ctx is cancelled during the measurement, the rows keep the rounds that
+// multi-rank row. With o.Retime the kernels are timed again before every round but the first,
+// and the rows are predicted with the median of the timings (res.Profile becomes that median
+// profile). When ctx is cancelled during the measurement, the rows keep the rounds that
 // finished, res is marked partial, and the error is ErrInterrupted.
 func Run(ctx context.Context, res *Results, pts []Point, o Options) (*Timeline, error) {
 	say := func(format string, a ...any) {
@@ -74,26 +81,16 @@ func Run(ctx context.Context, res *Results, pts []Point, o Options) (*Timeline, 
 	}
 	res.RoundsPlanned = o.Rounds
 	var st []*state
-	for i, pt := range pts {
-		s := &state{Point: pt}
-		var err error
-		if s.pred, err = costmodel.Predict(pt.Program, hw); err != nil {
-			return nil, err
-		}
-		coster, err := costmodel.NewCoster(pt.Program, hw)
-		if err != nil {
-			return nil, err
-		}
-		s.phases = PredictedPhases(pt.Program, coster, s.pred)
-		if s.sim, err = sim.Simulate(pt.Program, coster, sim.Options{Spans: true}); err != nil {
-			return nil, err
-		}
-		say("[%d/%d] %s %s: predicted %v", i+1, len(pts), pt.Strategy, pt.Mesh, s.pred.Time.Step)
-		st = append(st, s)
+	for _, pt := range pts {
+		st = append(st, &state{Point: pt})
 	}
 	if len(st) == 0 {
 		return nil, fmt.Errorf("compare: nothing to run")
 	}
+	if err := predict(st, hw, say); err != nil {
+		return nil, err
+	}
+	profiles := []*hardware.Hardware{hw}
 	interrupted := func(where string) bool {
 		if ctx.Err() == nil {
 			return false
@@ -116,6 +113,17 @@ func Run(ctx context.Context, res *Results, pts []Point, o Options) (*Timeline, 
 	var stopped bool
 rounds:
 	for round := 1; round <= o.Rounds; round++ {
+		if round > 1 && o.Retime != nil {
+			p, err := o.Retime(ctx)
+			if err != nil {
+				if interrupted(fmt.Sprintf("timing the kernels before round %d of %d", round, o.Rounds)) {
+					stopped = true
+					break rounds
+				}
+				return nil, err
+			}
+			profiles = append(profiles, p)
+		}
 		say("measuring, round %d of %d (%d steps per strategy)", round, o.Rounds, st[0].Config.Steps)
 		r0 := calibrate.SampleCPU()
 		for _, s := range st {
@@ -141,6 +149,16 @@ rounds:
 		}
 		res.Load.AddRound(calibrate.OtherCPUShare(r0, calibrate.SampleCPU()))
 		res.RoundsDone = round
+	}
+	if len(profiles) > 1 {
+		// The rows' measured steps are medians over the rounds; so are the kernels' timings
+		// they are predicted with.
+		hw = MedianProfile(profiles)
+		res.Profile = hw
+		say("predicting again with the median of the %d timings of the kernels, one before each round", len(profiles))
+		if err := predict(st, hw, nil); err != nil {
+			return nil, err
+		}
 	}
 	var tl *Timeline
 	tlPipeline := false
@@ -178,6 +196,29 @@ rounds:
 		return tl, ErrInterrupted
 	}
 	return tl, nil
+}
+
+// predict prices every point with hw: the cost model, its phases and the simulator; say, when
+// not nil, gets a line per point.
+func predict(st []*state, hw *hardware.Hardware, say func(string, ...any)) error {
+	for i, s := range st {
+		var err error
+		if s.pred, err = costmodel.Predict(s.Program, hw); err != nil {
+			return err
+		}
+		coster, err := costmodel.NewCoster(s.Program, hw)
+		if err != nil {
+			return err
+		}
+		s.phases = PredictedPhases(s.Program, coster, s.pred)
+		if s.sim, err = sim.Simulate(s.Program, coster, sim.Options{Spans: true}); err != nil {
+			return err
+		}
+		if say != nil {
+			say("[%d/%d] %s %s: predicted %v", i+1, len(st), s.Strategy, s.Mesh, s.pred.Time.Step)
+		}
+	}
+	return nil
 }
 
 // SimSpans turns the simulated timeline into trace spans (one lane per pipeline rank: the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tpsim/tpsim/compare"
 	"github.com/tpsim/tpsim/exec"
+	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
@@ -182,7 +183,8 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	if hw, err = compare.TimeKernels(ctx, hw, pts, stderr); err != nil {
+	base := hw
+	if hw, err = compare.TimeKernels(ctx, base, pts, stderr); err != nil {
 		if ctx.Err() != nil {
 			return cli.ErrInterrupted
 		}
@@ -191,7 +193,10 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 	res.Profile = hw
 	res.Skipped = skipped
 	res.Load = load
-	tl, err := compare.Run(ctx, res, pts, compare.Options{Rounds: o.Rounds, Progress: stderr})
+	retime := func(ctx context.Context) (*hardware.Hardware, error) {
+		return compare.TimeKernels(ctx, base, pts, stderr)
+	}
+	tl, err := compare.Run(ctx, res, pts, compare.Options{Rounds: o.Rounds, Progress: stderr, Retime: retime})
 	if errors.Is(err, compare.ErrInterrupted) && len(res.Rows) == 0 {
 		return cli.ErrInterrupted
 	}
