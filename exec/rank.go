@@ -843,7 +843,7 @@ func (r *rank) gradCollective(op *program.Op) error {
 	for _, name := range op.Params {
 		n += len(r.optGrad(name))
 	}
-	buf := r.alloc.f32(CatComm, n)
+	buf := r.alloc.f32Out(CatComm, n) // the gradients overwrite it whole
 	defer r.alloc.putF32(CatComm, buf)
 	off := 0
 	for _, name := range op.Params {

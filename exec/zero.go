@@ -186,7 +186,7 @@ func (z *zeroState) collective(r *rank, op *program.Op) error {
 		if !ok {
 			return fmt.Errorf("exec: reduce-scatter of %d gradients over dp matches no bucket", len(op.Params))
 		}
-		flat := r.alloc.f32(CatComm, u.n)
+		flat := r.alloc.f32Out(CatComm, u.n) // the gradients overwrite it whole
 		off := 0
 		for _, name := range u.names {
 			off += copy(flat[off:], r.grads[name])
@@ -204,7 +204,7 @@ func (z *zeroState) collective(r *rank, op *program.Op) error {
 		// The parameters after the step: every bucket's chunks gathered back into the whole
 		// parameters (one ring per bucket; the bytes are those of one gather of them all).
 		for _, u := range z.byStage[r.s.Index] {
-			flat := r.alloc.f32(CatComm, u.n)
+			flat := r.alloc.f32Out(CatComm, u.n) // its chunk and the gather overwrite it whole
 			span(r.params, u.names, u.lo, flat[u.lo:u.hi], false)
 			err := z.dp.AllGather(flat, flat[u.lo:u.hi])
 			if err == nil {
