@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/hardware"
@@ -151,17 +150,22 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 			simOf[res.Top[j]] = s
 		}
 	}
+	// The rows are what tpsim predict prints for their strategies, to the byte; each is lowered
+	// and priced on its own, so in parallel, into its own entry.
+	rows := make([]*costmodel.Result, len(order))
+	errs := make([]error, len(order))
+	parallelEach(0, len(order), func(r int) {
+		p, err := lows.get(space.Strategy(order[r]))
+		if err == nil {
+			rows[r], err = costmodel.Predict(p, hw)
+		}
+		errs[r] = err
+	})
 	for r, i := range order {
-		// The row is what tpsim predict prints for its strategy, to the byte.
-		p, err := lows.get(space.Strategy(i))
-		if err != nil {
-			return nil, err
+		if errs[r] != nil {
+			return nil, errs[r]
 		}
-		est, err := costmodel.Predict(p, hw)
-		if err != nil {
-			return nil, err
-		}
-		e := Entry{Rank: r + 1, Result: est}
+		e := Entry{Rank: r + 1, Result: rows[r]}
 		if s, ok := simOf[i]; ok {
 			v := float64(s)
 			e.SimStep = &v
@@ -250,28 +254,10 @@ func Workers(w, n int) int {
 func EvaluateParallel(ev *Evaluator, w int) []Eval {
 	n := len(ev.Space.Candidates)
 	evals := make([]Eval, n)
-	workers := Workers(w, n)
-	if workers == 1 {
-		ev.EvaluateRange(0, n, evals)
-		return evals
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				lo := int(next.Add(evalChunk)) - evalChunk
-				if lo >= n {
-					return
-				}
-				hi := min(lo+evalChunk, n)
-				ev.EvaluateRange(lo, hi, evals[lo:hi])
-			}
-		}()
-	}
-	wg.Wait()
+	parallelEach(Workers(w, n), (n+evalChunk-1)/evalChunk, func(c int) {
+		lo, hi := c*evalChunk, min((c+1)*evalChunk, n)
+		ev.EvaluateRange(lo, hi, evals[lo:hi])
+	})
 	return evals
 }
 
@@ -353,32 +339,20 @@ func simulateTop(ev *Evaluator, res *Result, mode string, k int) []units.Seconds
 		}
 		groups[g] = append(groups[g], j)
 	}
-	var wg sync.WaitGroup
-	next := make(chan []int)
-	for range min(runtime.GOMAXPROCS(0), len(groups)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for g := range next {
-				first := ev.Space.Strategy(res.Top[g[0]])
-				p, err := ev.lowerer.Lower(lowerKey(first))
-				if err != nil {
-					continue
-				}
-				for _, j := range g {
-					if s, err := simulateProgram(as(p, ev.Space.Strategy(res.Top[j])), ev.HW); err == nil {
-						sims[j] = s
-					}
-				}
-				program.Recycle(p) // the next lowering reuses its slices
+	parallelEach(0, len(groups), func(k int) {
+		g := groups[k]
+		first := ev.Space.Strategy(res.Top[g[0]])
+		p, err := ev.lowerer.Lower(lowerKey(first))
+		if err != nil {
+			return
+		}
+		for _, j := range g {
+			if s, err := simulateProgram(as(p, ev.Space.Strategy(res.Top[j])), ev.HW); err == nil {
+				sims[j] = s
 			}
-		}()
-	}
-	for _, g := range groups {
-		next <- g
-	}
-	close(next)
-	wg.Wait()
+		}
+		program.Recycle(p) // the next lowering reuses its slices
+	})
 	return sims
 }
 

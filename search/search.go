@@ -3,8 +3,12 @@ package search
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/hardware"
@@ -229,18 +233,51 @@ func (ev *Evaluator) Evaluate() []Eval {
 
 // Refine replaces the lower bounds of evals[i] for i in idx by the pipeline's timeline.
 func (ev *Evaluator) Refine(evals []Eval, idx []int) {
+	var need []int
 	for _, i := range idx {
-		e := &evals[i]
-		if !e.Bound {
-			continue
+		if evals[i].Bound && !slices.Contains(need, i) {
+			need = append(need, i)
 		}
-		t, err := ev.Derived.Totals(ev.Space.Candidates[i].Strategy(ev.Space.Base))
+	}
+	// Each candidate's timeline is its own and written to its own entry: the result does not
+	// depend on which goroutine priced it.
+	parallelEach(0, len(need), func(k int) {
+		e := &evals[need[k]]
+		t, err := ev.Derived.Totals(ev.Space.Candidates[need[k]].Strategy(ev.Space.Base))
 		if err != nil {
 			*e = Eval{}
-			continue
+			return
 		}
 		e.Bound, e.Step, e.TokensPerS, e.MFU = false, t.Time.Step, t.TokensPerS, t.MFU
+	})
+}
+
+// parallelEach calls f(k) for k in 0..n-1 on at most w goroutines (0: one per CPU), each taking
+// the next k in turn (on the caller's alone for fewer than 4 or one worker); f must write only
+// what k owns, so the result does not depend on which goroutine ran which k.
+func parallelEach(w, n int, f func(k int)) {
+	if w <= 0 {
+		w = runtime.GOMAXPROCS(0)
 	}
+	workers := min(w, n)
+	if n < 4 || workers < 2 {
+		for k := range n {
+			f(k)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := int(next.Add(1)) - 1; k < n; k = int(next.Add(1)) - 1 {
+				f(k)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // Result is a ranked search.
