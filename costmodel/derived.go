@@ -580,6 +580,7 @@ func extrapolate(a, b *Piece, n int) Piece {
 	}
 	if n == 1 {
 		p.Work, p.Gathers = a.Work, a.Gathers
+		p.FLead, p.BLead, p.FTrail, p.BTrail = a.FLead, a.BLead, a.FTrail, a.BTrail
 	}
 	for i := range NumDims {
 		p.CommTime[i] = sec(a.CommTime[i], b.CommTime[i])

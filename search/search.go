@@ -235,10 +235,12 @@ func (ev *Evaluator) Evaluate() []Eval {
 func (ev *Evaluator) Refine(evals []Eval, idx []int) {
 	var need []int
 	for _, i := range idx {
-		if evals[i].Bound && !slices.Contains(need, i) {
+		if evals[i].Bound {
 			need = append(need, i)
 		}
 	}
+	slices.Sort(need)
+	need = slices.Compact(need) // each once: one goroutine per entry
 	// Each candidate's timeline is its own and written to its own entry: the result does not
 	// depend on which goroutine priced it.
 	parallelEach(0, len(need), func(k int) {
