@@ -252,7 +252,7 @@ func (c *Coster) sharedOn(op *program.Op, t units.Seconds, n int) units.Seconds 
 // [N, K]ᵀ; backward dx = dy W, [M, N] x [N, K], when the input needs a gradient, and dW += dyᵀ x,
 // [M, N]ᵀ x [M, K] accumulated.
 func HostGEMMs(op *program.Op) []hardware.GEMMTime {
-	if op.Phase != program.Backward {
+	if !op.Differentiates() { // a forward product, or one recomputed
 		return []hardware.GEMMTime{{M: op.M, K: op.K, N: op.N, TransB: true}}
 	}
 	dw := hardware.GEMMTime{M: op.N, K: op.M, N: op.K, TransA: true, Accumulate: true}
@@ -299,7 +299,7 @@ func KernelKey(op *program.Op, optimizer strategies.Optimizer) hardware.Kernel {
 		switch {
 		case op.Loss == model.KindMSE:
 			k = hardware.KernelMSE
-		case op.VocabHi > 0 && op.Phase == program.Backward: // vocabulary-parallel
+		case op.VocabHi > 0 && op.Differentiates(): // vocabulary-parallel
 			k = hardware.KernelCrossEntropyShard
 		case op.VocabHi > 0:
 			return hardware.KernelCrossEntropyCombine
@@ -313,7 +313,7 @@ func KernelKey(op *program.Op, optimizer strategies.Optimizer) hardware.Kernel {
 	default:
 		return ""
 	}
-	if op.Phase == program.Backward && op.Fwd >= 0 {
+	if op.Differentiates() {
 		k = k.Backward()
 	}
 	return k
@@ -333,7 +333,7 @@ func (c *Coster) kernelTime(op *program.Op) units.Seconds {
 
 // gemmSize is the FLOPs of one GEMM of op: a linear backward is two GEMMs of the forward size.
 func gemmSize(op *program.Op) units.FLOPs {
-	if op.Phase == program.Backward && op.Kind == program.OpLinear && op.GradInput {
+	if op.Differentiates() && op.Kind == program.OpLinear && op.GradInput {
 		return op.FLOPs / 2
 	}
 	return op.FLOPs

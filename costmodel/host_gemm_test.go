@@ -176,3 +176,39 @@ func TestRankSlowdown(t *testing.T) {
 		}
 	}
 }
+
+// A linear that full recompute replays in the backward is its forward product again, not the
+// backward's two: on a CPU profile it costs what its forward costs (it carries Phase Backward,
+// which priced it as dy W and dyᵀ x until HostGEMMs asked op.Differentiates).
+func TestHostRecomputedLinearIsItsForward(t *testing.T) {
+	hw := cpuProfile(t)
+	p, co := lowerCost(t, testModels(t)["gpt"], "recompute=full,precision=fp32,mbs=2,gbs=2", hw)
+	s := p.Stages[0]
+	fwd := map[string]*program.Op{}
+	for i := range s.Forward {
+		if op := &s.Forward[i]; op.Kind == program.OpLinear {
+			fwd[op.Module] = op
+		}
+	}
+	n := 0
+	for i := range s.Backward {
+		op := &s.Backward[i]
+		if op.Kind != program.OpLinear || !op.Recompute {
+			continue
+		}
+		f := fwd[op.Module]
+		if f == nil {
+			t.Fatalf("recomputed %s has no forward", op.Module)
+		}
+		if g := HostGEMMs(op); len(g) != 1 || g[0] != HostGEMMs(f)[0] {
+			t.Errorf("%s recomputed runs %+v, its forward %+v", op.Module, g, HostGEMMs(f))
+		}
+		if got, want := co.Compute(op), co.Compute(f); got != want {
+			t.Errorf("%s recomputed costs %v, its forward %v", op.Module, got, want)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no recomputed linear: the test checks nothing")
+	}
+}

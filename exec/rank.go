@@ -374,7 +374,7 @@ func (r *rank) do(op *program.Op) (loss float64, err error) {
 			err = fmt.Errorf("exec: %s", string(l))
 		}
 	}()
-	bwd := op.Phase == program.Backward && op.Fwd >= 0
+	bwd := op.Differentiates()
 	switch op.Kind {
 	case program.OpLinear:
 		if bwd {

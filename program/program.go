@@ -186,6 +186,11 @@ type Op struct {
 	Free []ValueID
 }
 
+// Differentiates reports whether op is the backward of a forward op (Fwd names it): not a forward
+// op, a forward op recomputed in the backward (full recompute replays them with Phase Backward),
+// nor a collective or send the backward needs.
+func (op *Op) Differentiates() bool { return op.Phase == Backward && op.Fwd >= 0 }
+
 // Stage is the program of one (virtual) pipeline stage: what every rank of that stage runs. Ranks
 // of a stage differ only in which shard (their tp coordinate) and which samples (dp, cp) they hold.
 type Stage struct {
