@@ -73,9 +73,7 @@ func withSharing(hw *hardware.Hardware, sh calibrate.Sharing) (slow, unmet []flo
 	slow = withEntries(hw.Slowdown, lower(hw.Slowdown, sh.Slowdown), 1)
 	unmet = withEntries(hw.UnmetSlowdown, lower(hw.UnmetSlowdown, sh.Unmet), 1)
 	meet = withEntries(hw.MeetOverhead, lower(hw.MeetOverhead, sh.Meeting), 0)
-	for i := range min(len(unmet), len(slow)) {
-		unmet[i] = min(unmet[i], slow[i])
-	}
+	hardware.CapUnmet(unmet, slow)
 	return slow, unmet, meet
 }
 
@@ -141,14 +139,6 @@ func MedianProfile(profiles []*hardware.Hardware) *hardware.Hardware {
 	if len(profiles) == 1 {
 		return &out
 	}
-	med := func(xs []float64) float64 {
-		s := slices.Clone(xs)
-		slices.Sort(s)
-		if n := len(s); n%2 == 0 {
-			return (s[n/2-1] + s[n/2]) / 2
-		}
-		return s[len(s)/2]
-	}
 	e := &out.Efficiency
 	e.GEMMTimes = slices.Clone(e.GEMMTimes)
 	for i, g := range e.GEMMTimes {
@@ -158,7 +148,7 @@ func MedianProfile(profiles []*hardware.Hardware) *hardware.Hardware {
 				xs = append(xs, float64(s))
 			}
 		}
-		e.GEMMTimes[i].Seconds = units.Seconds(med(xs))
+		e.GEMMTimes[i].Seconds = units.Seconds(median(xs))
 	}
 	e.KernelRates = maps.Clone(e.KernelRates)
 	for k := range e.KernelRates {
@@ -168,36 +158,27 @@ func MedianProfile(profiles []*hardware.Hardware) *hardware.Hardware {
 				xs = append(xs, r)
 			}
 		}
-		e.KernelRates[k] = med(xs)
+		e.KernelRates[k] = median(xs)
 	}
-	table := func(get func(*hardware.Hardware) []float64) []float64 {
-		t := slices.Clone(get(profiles[0]))
-		for i := range t {
-			var xs []float64
-			for _, p := range profiles {
-				if v := get(p); i < len(v) {
-					xs = append(xs, v[i])
-				}
-			}
-			t[i] = med(xs)
-		}
-		return t
-	}
-	out.Slowdown = table(func(h *hardware.Hardware) []float64 { return h.Slowdown })
-	out.UnmetSlowdown = table(func(h *hardware.Hardware) []float64 { return h.UnmetSlowdown })
-	for i := range min(len(out.UnmetSlowdown), len(out.Slowdown)) {
-		out.UnmetSlowdown[i] = min(out.UnmetSlowdown[i], out.Slowdown[i])
-	}
-	meet := table(func(h *hardware.Hardware) []float64 {
-		v := make([]float64, len(h.MeetOverhead))
-		for i, s := range h.MeetOverhead {
-			v[i] = float64(s)
-		}
-		return v
-	})
-	out.MeetOverhead = make([]units.Seconds, len(meet))
-	for i, v := range meet {
-		out.MeetOverhead[i] = units.Seconds(v)
-	}
+	out.Slowdown = medianTable(profiles, func(h *hardware.Hardware) []float64 { return h.Slowdown })
+	out.UnmetSlowdown = medianTable(profiles, func(h *hardware.Hardware) []float64 { return h.UnmetSlowdown })
+	hardware.CapUnmet(out.UnmetSlowdown, out.Slowdown)
+	out.MeetOverhead = medianTable(profiles, func(h *hardware.Hardware) []units.Seconds { return h.MeetOverhead })
 	return &out
+}
+
+// medianTable is, entry by entry, the median of the table get reads from each of profiles
+// (profiles[0]'s length; a shorter table has no say past its end).
+func medianTable[T float64 | units.Seconds](profiles []*hardware.Hardware, get func(*hardware.Hardware) []T) []T {
+	t := slices.Clone(get(profiles[0]))
+	for i := range t {
+		var xs []float64
+		for _, p := range profiles {
+			if v := get(p); i < len(v) {
+				xs = append(xs, float64(v[i]))
+			}
+		}
+		t[i] = T(median(xs))
+	}
+	return t
 }

@@ -429,6 +429,15 @@ func (h *Hardware) UnmetComputeSlowdown(ranks int) float64 {
 	return slowdownOf(h.UnmetSlowdown, ranks)
 }
 
+// CapUnmet lowers each entry of unmet to slow's (where slow has one), in place: meeting at
+// collectives never makes ranks faster, so the unmet slowdown is at most the met one (Validate
+// refuses a profile where it is not).
+func CapUnmet(unmet, slow []float64) {
+	for i := range min(len(unmet), len(slow)) {
+		unmet[i] = min(unmet[i], slow[i])
+	}
+}
+
 // slowdownOf reads a slowdown table: entry ranks-1, 1 for one rank or no table, and past its end
 // the last entry times ranks/len (time shares out evenly).
 func slowdownOf(t []float64, ranks int) float64 {

@@ -257,10 +257,7 @@ func profile(r *Report) *hardware.Hardware {
 
 	slow := slowdownTable(r.Contention, func(p ContentionPoint) float64 { return p.Synced })
 	unmet := slowdownTable(r.Contention, func(p ContentionPoint) float64 { return p.Mix })
-	for i := range unmet {
-		// Meeting never makes ranks faster: the unmet slowdown is at most the met one.
-		unmet[i] = min(slow[i], unmet[i])
-	}
+	hardware.CapUnmet(unmet, slow)
 	fp := r.Machine
 	h := &hardware.Hardware{
 		Name: "host",
