@@ -314,7 +314,7 @@ func MakeRow(in RowInput, ref *exec.Result, hw *hardware.Hardware) Row {
 	row := Row{Row: reports.Row{Strategy: in.Strategy, Mesh: in.Mesh.String(), Ranks: in.Mesh.Devices()}}
 	row.Predicted = PredictedSample(in.Pred)
 	segs := Segments(in.Sim)
-	coll := in.Mesh.DP*in.Mesh.CP*in.Mesh.TP > 1
+	coll := in.Mesh.Meets()
 	row.Predicted.Time, row.Sharing = SplitSharing(row.Predicted.Time, row.Ranks, hw, segs, coll)
 	row.Measured = MeasuredSample(in.Runs, exec.Median(in.Steps), in.Warmup)
 	row.Predicted.Phases = in.PredPhases

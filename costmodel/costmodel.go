@@ -123,7 +123,7 @@ func NewCoster(p *program.Program, hw *hardware.Hardware) (*Coster, error) {
 // meeting (UnmetComputeSlowdown: a pipeline, whose waits are its bubble, which the schedule
 // prices); 1 for devices of their own.
 func RankSlowdown(hw *hardware.Hardware, mesh strategies.Mesh) float64 {
-	if mesh.DP*mesh.CP*mesh.TP > 1 {
+	if mesh.Meets() {
 		return hw.ComputeSlowdown(mesh.Devices())
 	}
 	return hw.UnmetComputeSlowdown(mesh.Devices())

@@ -55,6 +55,10 @@ func (m Mesh) Size(name Dim) int {
 // Devices is the number of ranks in the mesh.
 func (m Mesh) Devices() int { return m.PP * m.DP * m.CP * m.TP }
 
+// Meets reports whether m's ranks meet at collectives: m has a dp, cp or tp group of more than
+// one. A pipeline's ranks alone meet only point to point.
+func (m Mesh) Meets() bool { return m.DP*m.CP*m.TP > 1 }
+
 // Stride is the distance in rank numbers between neighbours of a group along dimension name.
 func (m Mesh) Stride(name Dim) int {
 	s := 1
