@@ -281,6 +281,15 @@ type derivedScratch struct {
 
 var derivedPool = sync.Pool{New: func() any { return new(derivedScratch) }}
 
+// kindsOf is the number of stage kinds of nv virtual stages: 1 without a pipeline, else 3
+// (first, middle and last; kindOf).
+func kindsOf(nv int) int {
+	if nv > 1 {
+		return 3
+	}
+	return 1
+}
+
 // kindOf is the stage kind of virtual stage i of nv: 0 the first (or only), 2 the last, 1 the
 // stages between.
 func kindOf(i, nv int) int {
@@ -322,10 +331,7 @@ func (d *Derived) modelFLOPs(st strategies.Strategy) units.FLOPs {
 // kindPieces returns the priced stage kinds of st on nv virtual stages, lowering them when no
 // strategy with the same lowering came before.
 func (d *Derived) kindPieces(st strategies.Strategy, nv int) (*kindPieces, error) {
-	nk := 1
-	if nv > 1 {
-		nk = 3
-	}
+	nk := kindsOf(nv)
 	ms := st.Mesh
 	k := lowKey{cp: ms.CP, tp: ms.TP, kinds: nk, mbs: st.MBS, seq: st.Seq, devices: ms.Devices(), zero3: st.ZeRO == 3, sp: st.SP,
 		recompute: st.Recompute, attention: st.Attention, precision: st.Precision, opt: st.Optimizer, bucket: st.BucketBytes}
@@ -518,10 +524,7 @@ func (d *Derived) stagePiece(st strategies.Strategy, kp *kindPieces, k, n, nv in
 // (program.OptimizerPhase), memoized.
 func (d *Derived) optimizer(st strategies.Strategy, k, n, nv int) (*Piece, error) {
 	ms := st.Mesh
-	nk := 1
-	if nv > 1 {
-		nk = 3
-	}
+	nk := kindsOf(nv)
 	ps, err := d.stageParams(st, nk)
 	if err != nil {
 		return nil, err
@@ -606,10 +609,7 @@ func (sp *stageParams) elems(k, n int) int64 { return sp.fixed[k] + int64(n)*sp.
 // pipeline rank alone exceed limit; if so it sets t to the infeasible totals with those bytes,
 // whose peak is then a lower bound (Totals.PeakBound).
 func (d *Derived) staticOver(st strategies.Strategy, counts []int, nv int, limit units.Bytes, t *Totals) (bool, error) {
-	nk := 1
-	if nv > 1 {
-		nk = 3
-	}
+	nk := kindsOf(nv)
 	ps, err := d.stageParams(st, nk)
 	if err != nil {
 		return false, err

@@ -16,16 +16,9 @@ func TestScatter(t *testing.T) {
 		t.Fatal(err)
 	}
 	all, winner := pl.Scatter()
-	space, err := strategies.Enumerate(m, 8, strategies.EnumerateOptions{GBS: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := NewEvaluator(m, hw, space, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, evals := evaluated(t, m, hw, 8, strategies.EnumerateOptions{GBS: 16})
 	want := map[Point]int{}
-	for _, e := range ev.Evaluate() {
+	for _, e := range evals {
 		if e.Priced && e.Feasible {
 			want[Point{Step: float64(e.Step), Peak: float64(e.Peak)}]++
 		}

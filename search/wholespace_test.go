@@ -150,15 +150,9 @@ func TestPlanWinnerIsSimulatorsBestOfTopK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	space, err := strategies.Enumerate(m, 8, strategies.EnumerateOptions{GBS: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := NewEvaluator(m, hw, space, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Rank(space, ev.Evaluate(), Time, k)
+	ev, evals := evaluated(t, m, hw, 8, strategies.EnumerateOptions{GBS: 16})
+	space := ev.Space
+	res, err := Rank(space, evals, Time, k)
 	if err != nil {
 		t.Fatal(err)
 	}
