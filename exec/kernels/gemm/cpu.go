@@ -5,7 +5,7 @@ import "github.com/tpsim/tpsim/exec/kernels/internal/cpufeat"
 // useAsm selects the assembly kernels (amd64 with AVX2 and FMA); tests clear it to run the Go ones.
 // Unlike the elementwise kernels they stay on under -race, as gonum's assembly does: the Go
 // micro-kernel under the detector is some 100x slower, too slow for the calibration tests. The
-// detector still sees every read of A and B (packing is Go) and the writes of C's edge tiles; the
-// synchronisation of a product's goroutines is checked under -race by TestSgemmConcurrent with the
-// Go kernel.
+// detector still sees every read of A and B (packing runs in Go under it, see asmPacking) and the
+// writes of C's edge tiles; the synchronisation of a product's goroutines is checked under -race
+// by TestSgemmConcurrent with the Go kernel.
 var useAsm = cpufeat.AVX2FMA

@@ -15,11 +15,72 @@ func kernel6x16(k int, a, b, c *float32, ldc int, alpha, beta float32, accumulat
 //go:noescape
 func transposePanel16(dst, src *float32, lds, blocks int)
 
+// copyPanel16 writes dst[l*16+j] = src[l*lds+j] for j < 16 and l < k, k >= 1.
+//
+//go:noescape
+func copyPanel16(dst, src *float32, lds, k int)
+
+// copyPanel6 writes dst[l*6+r] = src[l*lds+r] for r < 6 and l < k, k >= 1.
+//
+//go:noescape
+func copyPanel6(dst, src *float32, lds, k int)
+
+// transposePanel6 writes dst[l*6+r] = src[r*lds+l] for r < 6 and l < 8*blocks, blocks >= 1.
+//
+//go:noescape
+func transposePanel6(dst, src *float32, lds, blocks int)
+
+// asmPacking is whether packing runs in assembly: with the kernels, and not under the race
+// detector, which sees the reads of A and B only when Go does them.
+func asmPacking() bool { return useAsm && !raceEnabled }
+
+// packAPanel packs a full MR-row panel of an untransposed A: dst[l*MR+r] = src[r*lds+l] for
+// r < MR and l < kcur, the 8-column blocks in assembly where it may run.
+func packAPanel(dst, src []float32, lds, kcur int) {
+	blocks := 0
+	if asmPacking() {
+		blocks = kcur / 8
+		if blocks > 0 {
+			// The assembly reads src[r*lds : r*lds+8*blocks] for r < 6 and writes dst[:48*blocks].
+			_ = src[5*lds+8*blocks-1]
+			_ = dst[48*blocks-1]
+			transposePanel6(&dst[0], &src[0], lds, blocks)
+		}
+	}
+	packAPanelGo(dst, src, lds, 8*blocks, kcur)
+}
+
+// packATransPanel packs a full MR-row panel of a transposed A: dst[l*MR+r] = src[l*lds+r] for
+// r < MR and l < kcur.
+func packATransPanel(dst, src []float32, lds, kcur int) {
+	if !asmPacking() || kcur == 0 {
+		packATransGo(dst, src, lds, kcur)
+		return
+	}
+	// The assembly reads src[l*lds : l*lds+6] for l < kcur and writes dst[:6*kcur].
+	_ = src[(kcur-1)*lds+5]
+	_ = dst[6*kcur-1]
+	copyPanel6(&dst[0], &src[0], lds, kcur)
+}
+
+// packBPanel packs a full NR-column panel of an untransposed B: dst[l*NR+j] = src[l*lds+j] for
+// j < NR and l < kcur.
+func packBPanel(dst, src []float32, lds, kcur int) {
+	if !asmPacking() || kcur == 0 {
+		packBPanelGo(dst, src, lds, kcur)
+		return
+	}
+	// The assembly reads src[l*lds : l*lds+16] for l < kcur and writes dst[:16*kcur].
+	_ = src[(kcur-1)*lds+15]
+	_ = dst[16*kcur-1]
+	copyPanel16(&dst[0], &src[0], lds, kcur)
+}
+
 // packBTransPanel packs a full NR-column panel of op(B) = bᵀ: dst[l*NR+j] = src[j*lds+l] for
 // j < NR and l < kcur, with the 8-column blocks in assembly where the CPU has AVX2.
 func packBTransPanel(dst, src []float32, lds, kcur int) {
 	blocks := 0
-	if useAsm {
+	if asmPacking() {
 		blocks = kcur / 8
 		if blocks > 0 {
 			// The assembly reads src[j*lds : j*lds+8*blocks] for j < 16 and writes dst[:128*blocks].

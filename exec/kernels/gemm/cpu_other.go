@@ -9,3 +9,7 @@ func microKernel(k int, a, b, c []float32, ldc int, alpha, beta float32, accumul
 func packBTransPanel(dst, src []float32, lds, kcur int) {
 	packBTransGo(dst, src, lds, 0, kcur, nr)
 }
+
+func packAPanel(dst, src []float32, lds, kcur int)      { packAPanelGo(dst, src, lds, 0, kcur) }
+func packATransPanel(dst, src []float32, lds, kcur int) { packATransGo(dst, src, lds, kcur) }
+func packBPanel(dst, src []float32, lds, kcur int)      { packBPanelGo(dst, src, lds, kcur) }

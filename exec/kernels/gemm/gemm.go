@@ -368,30 +368,21 @@ func (p *problem) packA(ap []float32, ic, mcur, pc, kcur int) {
 		rows := min(mr, mcur-q*mr)
 		if p.transA {
 			// op(A)[i, p] = a[p*lda + i]: each p contributes a contiguous run of rows.
+			src := p.a[pc*p.lda+i0:]
+			if rows == mr {
+				packATransPanel(dst, src, p.lda, kcur)
+				continue
+			}
 			for l := range kcur {
-				src := p.a[(pc+l)*p.lda+i0:]
 				d := dst[l*mr : l*mr+mr]
-				if rows == mr {
-					copy(d, src[:mr])
-				} else {
-					copy(d, src[:rows])
-					clear(d[rows:])
-				}
+				copy(d, src[l*p.lda:][:rows])
+				clear(d[rows:])
 			}
 			continue
 		}
 		// op(A)[i, p] = a[i*lda + p]: gather one value from each of the rows.
 		if rows == mr {
-			a0 := p.a[(i0+0)*p.lda+pc:][:kcur]
-			a1 := p.a[(i0+1)*p.lda+pc:][:kcur]
-			a2 := p.a[(i0+2)*p.lda+pc:][:kcur]
-			a3 := p.a[(i0+3)*p.lda+pc:][:kcur]
-			a4 := p.a[(i0+4)*p.lda+pc:][:kcur]
-			a5 := p.a[(i0+5)*p.lda+pc:][:kcur]
-			for l := range kcur {
-				d := (*[mr]float32)(dst[l*mr:])
-				d[0], d[1], d[2], d[3], d[4], d[5] = a0[l], a1[l], a2[l], a3[l], a4[l], a5[l]
-			}
+			packAPanel(dst, p.a[i0*p.lda+pc:], p.lda, kcur)
 			continue
 		}
 		clear(dst)
@@ -414,15 +405,15 @@ func (p *problem) packB(bp []float32, pc, kcur, jc, ncur, p0, p1 int) {
 		cols := min(nr, ncur-q*nr)
 		if !p.transB {
 			// op(B)[p, j] = b[p*ldb + j]: a contiguous run of columns per p.
+			src := p.b[pc*p.ldb+j0:]
+			if cols == nr {
+				packBPanel(dst, src, p.ldb, kcur)
+				continue
+			}
 			for l := range kcur {
-				src := p.b[(pc+l)*p.ldb+j0:]
 				d := dst[l*nr : l*nr+nr]
-				if cols == nr {
-					copy(d, src[:nr])
-				} else {
-					copy(d, src[:cols])
-					clear(d[cols:])
-				}
+				copy(d, src[l*p.ldb:][:cols])
+				clear(d[cols:])
 			}
 			continue
 		}
@@ -434,6 +425,40 @@ func (p *problem) packB(bp []float32, pc, kcur, jc, ncur, p0, p1 int) {
 		}
 		clear(dst)
 		packBTransGo(dst, src, p.ldb, 0, kcur, cols)
+	}
+}
+
+// packAPanelGo writes dst[l*MR+r] = src[r*lds+l] for r < MR and l0 <= l < kcur: a full MR-row
+// panel of an untransposed A.
+func packAPanelGo(dst, src []float32, lds, l0, kcur int) {
+	if l0 >= kcur {
+		return
+	}
+	a0 := src[0*lds:][:kcur]
+	a1 := src[1*lds:][:kcur]
+	a2 := src[2*lds:][:kcur]
+	a3 := src[3*lds:][:kcur]
+	a4 := src[4*lds:][:kcur]
+	a5 := src[5*lds:][:kcur]
+	for l := l0; l < kcur; l++ {
+		d := (*[mr]float32)(dst[l*mr:])
+		d[0], d[1], d[2], d[3], d[4], d[5] = a0[l], a1[l], a2[l], a3[l], a4[l], a5[l]
+	}
+}
+
+// packATransGo writes dst[l*MR+r] = src[l*lds+r] for r < MR and l < kcur: a full MR-row panel of
+// a transposed A.
+func packATransGo(dst, src []float32, lds, kcur int) {
+	for l := range kcur {
+		copy(dst[l*mr:l*mr+mr], src[l*lds:][:mr])
+	}
+}
+
+// packBPanelGo writes dst[l*NR+j] = src[l*lds+j] for j < NR and l < kcur: a full NR-column panel
+// of an untransposed B.
+func packBPanelGo(dst, src []float32, lds, kcur int) {
+	for l := range kcur {
+		copy(dst[l*nr:l*nr+nr], src[l*lds:][:nr])
 	}
 }
 

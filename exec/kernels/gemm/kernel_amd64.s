@@ -251,6 +251,7 @@ accum:
 	VZEROUPPER
 	RET
 
+// func kernel6x16(k int, a, b, c *float32, ldc int, alpha, beta float32, accumulate int)
 // func transposePanel16(dst, src *float32, lds, blocks int)
 // For each of blocks blocks of 8 columns of the 16 source rows src[j*lds : j*lds+8*blocks]
 // (j < 16), writes dst[l*16 + j] = src[j*lds + l] for the 8 columns l of the block: two 8×8
@@ -323,5 +324,111 @@ thalf:
 	JNZ tblock
 
 tdone:
+	VZEROUPPER
+	RET
+
+// func copyPanel16(dst, src *float32, lds, k int)
+// dst[l*16 + j] = src[l*lds + j] for j < 16 and l < k (k >= 1): packing a full 16-column panel of
+// an untransposed B, one row of 64 bytes per l.
+TEXT ·copyPanel16(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	MOVQ k+24(FP), CX
+	SHLQ $2, R8
+
+c16loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ R8, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ c16loop
+	VZEROUPPER
+	RET
+
+// func copyPanel6(dst, src *float32, lds, k int)
+// dst[l*6 + r] = src[l*lds + r] for r < 6 and l < k (k >= 1): packing a full 6-row panel of a
+// transposed A, 24 bytes per l (16 in an xmm, 8 in a general register).
+TEXT ·copyPanel6(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	MOVQ k+24(FP), CX
+	SHLQ $2, R8
+
+c6loop:
+	VMOVUPS (SI), X0
+	MOVQ 16(SI), AX
+	VMOVUPS X0, (DI)
+	MOVQ AX, 16(DI)
+	ADDQ R8, SI
+	ADDQ $24, DI
+	DECQ CX
+	JNZ c6loop
+	RET
+
+// func transposePanel6(dst, src *float32, lds, blocks int)
+// For each of blocks blocks of 8 columns of the 6 source rows src[r*lds : r*lds+8*blocks]
+// (r < 6), writes dst[l*6 + r] = src[r*lds + l] for the 8 columns l of the block: the packing of
+// a full 6-row panel of an untransposed A. An 8×8 transpose as in transposePanel16, with zero
+// rows 6 and 7; the eight output rows are stored 24 bytes apart, each 32-byte store's last two
+// (zero) values overwritten by the next, and the block's last row stored as 16 + 8 bytes, so that
+// nothing past dst[48*blocks] is written.
+TEXT ·transposePanel6(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	MOVQ blocks+24(FP), CX
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	VXORPS Y14, Y14, Y14
+
+t6block:
+	LEAQ (SI)(R8*4), R10
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(R8*1), Y1
+	VMOVUPS (SI)(R8*2), Y2
+	VMOVUPS (SI)(R9*1), Y3
+	VMOVUPS (R10), Y4
+	VMOVUPS (R10)(R8*1), Y5
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y14, Y13, Y6
+	VSHUFPS $0xEE, Y14, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y15
+	VPERM2F128 $0x31, Y7, Y3, Y0
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, 24(DI)
+	VMOVUPS Y10, 48(DI)
+	VMOVUPS Y11, 72(DI)
+	VMOVUPS Y12, 96(DI)
+	VMOVUPS Y13, 120(DI)
+	VMOVUPS Y15, 144(DI)
+	VMOVUPS X0, 168(DI)
+	VEXTRACTF128 $1, Y0, X1
+	VMOVQ X1, 184(DI)
+	ADDQ $32, SI
+	ADDQ $192, DI
+	DECQ CX
+	JNZ t6block
 	VZEROUPPER
 	RET
