@@ -9,3 +9,7 @@ import "github.com/tpsim/tpsim/exec/kernels/internal/cpufeat"
 // writes of C's edge tiles; the synchronisation of a product's goroutines is checked under -race
 // by TestSgemmConcurrent with the Go kernel.
 var useAsm = cpufeat.AVX2FMA
+
+// goPacking makes the amd64 build pack in Go, as under the race detector; BenchmarkPacking sets
+// it to time the assembly packing against Go's.
+var goPacking bool

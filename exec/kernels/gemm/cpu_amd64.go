@@ -31,8 +31,8 @@ func copyPanel6(dst, src *float32, lds, k int)
 func transposePanel6(dst, src *float32, lds, blocks int)
 
 // asmPacking is whether packing runs in assembly: with the kernels, and not under the race
-// detector, which sees the reads of A and B only when Go does them.
-func asmPacking() bool { return useAsm && !raceEnabled }
+// detector, which sees the reads of A and B only when Go does them (nor with goPacking).
+func asmPacking() bool { return useAsm && !raceEnabled && !goPacking }
 
 // packAPanel packs a full MR-row panel of an untransposed A: dst[l*MR+r] = src[r*lds+l] for
 // r < MR and l < kcur, the 8-column blocks in assembly where it may run.

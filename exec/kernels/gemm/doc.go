@@ -18,8 +18,8 @@
 // (kernels/haswell/3/bli_gemm_haswell_asm_d6x16.c, "s6x16"). Full panels are packed in assembly
 // too (row copies, and 8×8 transposes where the operand is stored across the panel's order):
 // packed in Go, one copy call per 24- or 64-byte row, packing took 14% of a 1024³ product (CPU
-// profile), and the assembly made products 1.03x to 1.15x faster (medians of 15 interleaved
-// pairs, the shapes of BenchmarkSgemm). Elsewhere a portable Go kernel runs the same blocked
+// profile); in assembly the products run 1.01x to 1.17x faster (BenchmarkPacking, one thread, the
+// shapes of BenchmarkSgemm). Elsewhere a portable Go kernel runs the same blocked
 // algorithm.
 //
 // Block sizes are BLIS's for AMD Zen 3 (config/zen3/bli_cntx_init_zen3.c, sgemm: MR=6, NR=16,
