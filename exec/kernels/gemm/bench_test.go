@@ -129,3 +129,40 @@ func BenchmarkPacking(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPaddedStride times each of benchShapes on one thread with C's row stride n and n+16,
+// alternately within each iteration, and reports padded_speedup, the median over iterations of the
+// first's time over the second's: with a stride of a multiple of 4 KiB, the six rows of a C tile
+// fall in one set of the 8-way L1 beside the B panel's lines, a cost this package does not yet
+// avoid (the products exec runs have the strides of their tensors):
+//
+//	go test -run '^$' -bench PaddedStride -benchtime 11x ./exec/kernels/gemm
+func BenchmarkPaddedStride(b *testing.B) {
+	for _, s := range benchShapes {
+		a := make([]float32, s.m*s.k)
+		bb := make([]float32, s.k*s.n)
+		c := make([]float32, s.m*(s.n+16))
+		lda, ldb := s.k, s.n
+		if s.tA {
+			lda = s.m
+		}
+		if s.tB {
+			ldb = s.k
+		}
+		b.Run(s.name, func(b *testing.B) {
+			defer SetThreads(SetThreads(1))
+			var ratios []float64
+			for b.Loop() {
+				var d [2]time.Duration
+				for v, ldc := range []int{s.n, s.n + 16} {
+					t0 := time.Now()
+					Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, ldc)
+					d[v] = time.Since(t0)
+				}
+				ratios = append(ratios, d[0].Seconds()/d[1].Seconds())
+			}
+			slices.Sort(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "padded_speedup")
+		})
+	}
+}
