@@ -136,6 +136,16 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 	case (fam == FamilyMegatron || fam == FamilyBLOOM) && zero < 3:
 		keys = append(keys, "overlap=off")
 		assumed = append(assumed, "data-parallel gradient reduction after backward, not overlapped (Megatron-LM, Korthikanti et al. 2022 §6.3; DeepSpeed's pipeline engine and ZeRO below stage 3)")
+	case Stack(r) == StackDeepSpeed && zero == 3 && SourceYear(r) > 0 && SourceYear(r) <= 2021:
+		// DeepSpeed's ZeRO-3 of 2021 fetched each module's parameters when the module ran and
+		// waited for them: every all-gather synchronized the device on the one before it
+		// (deepspeedai/DeepSpeed PR #1188, June 2021: "the async version is not async at all,
+		// because each all_gather calls torch.cuda.synchronize()"), and its prefetch traced
+		// modules off by one until PR #1170 (issue #1069, "Performance Degradation with ZERO
+		// Stage 3"). The overlapped prefetch came with the stage-3 rewrite of PR #1453 (merged
+		// 2022).
+		keys = append(keys, "overlap=off")
+		assumed = append(assumed, "ZeRO-3 parameter gathers and gradient reduce-scatters not overlapped with compute (DeepSpeed's 2021 stage 3 synchronized each all-gather: DeepSpeed PR #1188, issue #1069)")
 	case fam == FamilyMegatron || fam == FamilyBLOOM:
 		keys = append(keys, "overlap=on")
 		assumed = append(assumed, "data-parallel reduction overlapped with backward (DeepSpeed ZeRO-3's default overlap_comm)")

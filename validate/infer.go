@@ -78,6 +78,19 @@ func Stack(r *Record) string {
 	return ""
 }
 
+// arXivID finds an arXiv identifier of the YYMM.NNNNN form, whose first two digits are the year.
+var arXivID = regexp.MustCompile(`arxiv:(\d{2})(\d{2})\.\d{4,5}`)
+
+// SourceYear is the year of a record's source where its title or notes give it: the year of an
+// arXiv identifier (arXiv:2104.04473 is April 2021); 0 when neither names one.
+func SourceYear(r *Record) int {
+	if m := arXivID.FindStringSubmatch(strings.ToLower(r.Source.Title + " " + r.Notes)); m != nil {
+		y, _ := strconv.Atoi(m[1])
+		return 2000 + y
+	}
+	return 0
+}
+
 // Source is the short name of a record's source: its title up to the first comma or
 // parenthesis (the two NeMo 24.07 table titles are one source).
 func Source(r *Record) string {
