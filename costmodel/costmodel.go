@@ -2,6 +2,7 @@ package costmodel
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
@@ -369,6 +370,43 @@ func (c *Coster) Comm(op *program.Op) units.Seconds {
 	// measured meeting overhead of the ranks computing at once (hardware.MeetOverhead: the
 	// program's ranks, which share the cores whatever the group; 0 for devices of their own).
 	return CollectiveTime(c.HW, op.Kind, op.Group, stride, op.FullBytes) + c.HW.Meeting(mesh.Devices())
+}
+
+// Hidden is the part of comm, the time of collective ops[i] of a stage's backward, that runs under
+// a product of a neighbouring linear op with Strategy.TPOverlap, as Megatron-LM's
+// LinearWithGradAccumulationAndAsyncCommunication overlaps them (megatron/core/tensor_parallel/
+// layers.py): the backward of a column-parallel linear computes the input gradient, launches its
+// all-reduce over tp (reduce-scatter under sequence parallel) and computes the weight gradient
+// while it runs; under sequence parallel it launches the all-gather of its saved input shard
+// before the input gradient's product and waits for it before the weight gradient's. A linear's
+// backward with an input gradient is two products of its FLOPs' halves, each half its time
+// (Compute prices them at one product's efficiency). 0 for every other op; what the overlap costs
+// the products (the collective's kernels share the device) is not modelled.
+func (c *Coster) Hidden(ops []program.Op, i int, comm units.Seconds) units.Seconds {
+	op := &ops[i]
+	if !c.P.Strategy.TPOverlap || op.Phase != program.Backward || op.Dim != strategies.DimTP || len(op.In) == 0 || len(op.Out) == 0 {
+		return 0
+	}
+	var l *program.Op
+	switch op.Kind {
+	case program.OpAllReduce, program.OpReduceScatter:
+		if i > 0 && linearWithInputGrad(&ops[i-1]) && ops[i-1].Out[0] == op.In[0] {
+			l = &ops[i-1]
+		}
+	case program.OpAllGather:
+		if i+1 < len(ops) && linearWithInputGrad(&ops[i+1]) && slices.Contains(ops[i+1].Saved, op.Out[0]) {
+			l = &ops[i+1]
+		}
+	}
+	if l == nil {
+		return 0
+	}
+	return min(comm, c.Compute(l)/2)
+}
+
+// linearWithInputGrad reports whether op is a linear's backward that computes its input's gradient.
+func linearWithInputGrad(op *program.Op) bool {
+	return op.Kind == program.OpLinear && op.Differentiates() && op.GradInput && len(op.Out) > 0 && op.Out[0] >= 0
 }
 
 // PipelineLevel is the topology level on which pipeline sends are priced: the level that holds

@@ -2,10 +2,12 @@ package costmodel
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tpsim/tpsim/program"
+	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -17,14 +19,13 @@ import (
 
 // Table 4: forward and backward time of one transformer layer of the 22B model (h 6144, 64 heads,
 // tp 8, microbatch 4, sequence 2048), in ms. tpsim's layer is the ops of one layer of the
-// Program, compute and tensor-parallel communication one after the other, with the a100-80g
-// preset's GEMMs at the achieved fraction tpsim fit found for Megatron-LM on the training split
-// (0.786 of the matmul sweep's ceiling). Measured: +14.0% without recompute, +9.4% with sequence
-// parallelism, +12.3% full, +8.0% selective, +3.6% sequence parallel with selective: the
-// Megatron-LM of 2022 runs its GEMMs faster than its 2020-2021 runs of the training split (at the
-// sweep's ceiling the same rows were -1% to -11%), and overlaps the backward's tensor-parallel
-// all-reduce with the weight gradient's product, which tpsim puts on the critical path. Each
-// tolerance sits just above its error.
+// Program, compute and tensor-parallel communication one after the other except what the
+// backward runs under its products (tpoverlap=on: Megatron-LM's asynchronous tensor-parallel
+// communication, Coster.Hidden), with the a100-80g preset's GEMMs at the achieved fraction tpsim
+// fit found for Megatron-LM on the training split (0.780 of the matmul sweep's ceiling).
+// Measured: +6.1% without recompute, +1.2% with sequence parallelism, +6.7% full, +0.7%
+// selective, -4.1% sequence parallel with selective (+14.5%, +10.0%, +12.8%, +8.6%, +4.1% with
+// the backward's collectives on the critical path). Each tolerance sits just above its error.
 func TestKorthikantiLayerTimes(t *testing.T) {
 	m := mustPreset(t, "megatron-22b")
 	hw := loadHW(t, "a100-80g")
@@ -34,13 +35,13 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 		fwd, bwd float64
 		tol      float64
 	}{
-		{"", 7.7, 11.9, 0.19},                    // baseline, no recompute
-		{"sp=on", 7.2, 11.8, 0.145},              // sequence parallelism
-		{"recompute=full", 7.7, 19.5, 0.17},      // full recompute
-		{"recompute=selective", 7.7, 13.2, 0.13}, // selective recompute
-		{"sp=on,recompute=selective", 7.2, 13.1, 0.085},
+		{"", 7.7, 11.9, 0.065},                   // baseline, no recompute
+		{"sp=on", 7.2, 11.8, 0.015},              // sequence parallelism
+		{"recompute=full", 7.7, 19.5, 0.07},      // full recompute
+		{"recompute=selective", 7.7, 13.2, 0.01}, // selective recompute
+		{"sp=on,recompute=selective", 7.2, 13.1, 0.045},
 	} {
-		s := "tp=8,mbs=4,gbs=4"
+		s := "tp=8,mbs=4,gbs=4,tpoverlap=on"
 		if c.strategy != "" {
 			s += "," + c.strategy
 		}
@@ -60,7 +61,8 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 					continue
 				}
 				if op.Kind.IsComm() {
-					sum += co.Comm(op)
+					d := co.Comm(op)
+					sum += d - co.Hidden(ops, i, d)
 				} else {
 					sum += co.Compute(op)
 				}
@@ -84,21 +86,18 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 // selective recompute (Table 3's configurations; interleaved with 3 chunks for 175B and 530B),
 // priced through the Program and the Coster with the a100-80g preset as tpsim fit calibrated it on
 // the training split, which does not hold these rows: its GEMMs at Megatron-LM's fitted fraction
-// (0.780 of the matmul sweep's ceiling). Pipeline sends with tensor parallelism and without
-// sequence parallelism carry 1/t of the activation and all-gather it over NVLink (Megatron-LM's
-// scatter/gather, PipelineSendTime), which took the full-recompute rows of 530B and 1T from +17.7%
-// and +14.0% to +9.6% and +11.7% at the old fraction; the refit on the training split (whose
-// Narayanan et al. rows got the same speed-up) lowered the fraction from 0.804 to 0.786, and a
-// later refit of the same code (the presets had drifted from it) to 0.780.
-// Measured: full recompute +8.0%, +8.6%, +12.4%, +14.6%; sequence parallel with selective
-// recompute -2.2%, +2.7%, +6.9%, +12.3%; mean 8.5%, max 14.6% (go test ./costmodel -run
-// KorthikantiIteration -v; 7.9%, 13.9% at 0.786; 8.1%, 17.7% before the scatter/gather). Issue
-// 12's targets, mean at most 5% and max at most 10%, are not met: Megatron-LM's 2020-2021 runs in
-// the training split reach 0.780 of the
-// ceiling, Korthikanti et al.'s 2022 Megatron-LM about the ceiling itself (before the fit these
-// rows were -0% to -16%) and overlaps its backward tensor-parallel all-reduces, and at 64 stages
-// of 2 layers the published step is about m times one stage, where tpsim adds the 1F1B bubble of
-// (p-1) stages. Each tolerance sits just above its row's error, the mean and max bands above
+// (0.780 of the matmul sweep's ceiling), and the backward's tensor-parallel collectives under
+// its products as the Megatron-LM of 2022 runs them (tpoverlap=on). Pipeline sends with tensor
+// parallelism and without sequence parallelism carry 1/t of the activation and all-gather it over
+// NVLink (Megatron-LM's scatter/gather, PipelineSendTime).
+// Measured: full recompute +2.4%, +4.6%, +9.5%, +12.1%; sequence parallel with selective
+// recompute -9.5%, -2.7%, +3.1%, +8.9%; mean 6.6%, max 12.1% (go test ./costmodel -run
+// KorthikantiIteration -v; 8.5% and 14.6% with the backward's collectives on the critical path).
+// Issue 12's targets, mean at most 5% and max at most 10%, are not met: Megatron-LM's 2020-2021
+// runs in the training split reach 0.780 of the ceiling, Korthikanti et al.'s 2022 Megatron-LM
+// about the ceiling itself (before the fit these rows were -0% to -16%), and at 64 stages of 2
+// layers (1T) the published step is about m times one stage, where tpsim adds the 1F1B bubble of
+// (p-1)/m = 63/512. Each tolerance sits just above its row's error, the mean and max bands above
 // theirs.
 func TestKorthikantiIterationTimes(t *testing.T) {
 	hw := loadHW(t, "a100-80g")
@@ -110,10 +109,10 @@ func TestKorthikantiIterationTimes(t *testing.T) {
 		full, selectiveSP float64
 		tolFull, tolSP    float64
 	}{
-		{"megatron-22b", "tp=8,mbs=4,gbs=4", 1.42, 1.10, 0.085, 0.035},
-		{"gpt3-175b", "tp=8,pp=8,schedule=interleaved,vpp=3,mbs=1,gbs=64", 18.13, 13.75, 0.09, 0.03},
-		{"megatron-530b", "tp=8,pp=35,schedule=interleaved,vpp=3,mbs=1,gbs=280", 49.05, 37.83, 0.125, 0.07},
-		{"megatron-1t", "tp=8,pp=64,mbs=1,gbs=512", 94.42, 71.49, 0.15, 0.125},
+		{"megatron-22b", "tp=8,mbs=4,gbs=4,tpoverlap=on", 1.42, 1.10, 0.03, 0.10},
+		{"gpt3-175b", "tp=8,pp=8,schedule=interleaved,vpp=3,mbs=1,gbs=64,tpoverlap=on", 18.13, 13.75, 0.05, 0.03},
+		{"megatron-530b", "tp=8,pp=35,schedule=interleaved,vpp=3,mbs=1,gbs=280,tpoverlap=on", 49.05, 37.83, 0.10, 0.035},
+		{"megatron-1t", "tp=8,pp=64,mbs=1,gbs=512,tpoverlap=on", 94.42, 71.49, 0.125, 0.095},
 	} {
 		m := mustPreset(t, c.model)
 		for _, k := range []struct {
@@ -139,7 +138,82 @@ func TestKorthikantiIterationTimes(t *testing.T) {
 		}
 	}
 	t.Logf("Table 5: mean error %.1f%%, max %.1f%%", 100*sum/float64(n), 100*worst)
-	if sum/float64(n) > 0.09 || worst > 0.15 {
-		t.Errorf("Table 5: mean error %.1f%%, max %.1f%%; measured 8.5%% and 14.6%% (issue 12's targets are 5%% and 10%%)", 100*sum/float64(n), 100*worst)
+	if sum/float64(n) > 0.07 || worst > 0.125 {
+		t.Errorf("Table 5: mean error %.1f%%, max %.1f%%; measured 6.6%% and 12.1%% (issue 12's targets are 5%% and 10%%)", 100*sum/float64(n), 100*worst)
+	}
+}
+
+// With tpoverlap=on the backward's tensor-parallel collectives that Megatron-LM runs under a
+// column-parallel linear's products leave the critical path by min(collective, product): the
+// input gradient's all-reduce (reduce-scatter under sp) under the weight-gradient half of the
+// linear just before it, sp's re-gather of the input under the input-gradient half of the linear
+// just after it, nothing else. Checked op by op against that rule written out here, and on the
+// step: Predict's step falls by exactly the hidden time of every microbatch (no pipeline, so the
+// step is the ops one after the other).
+func TestTPOverlapHidesUnderTheProducts(t *testing.T) {
+	m := mustPreset(t, "megatron-22b")
+	hw := loadHW(t, "a100-80g")
+	for _, knobs := range []string{"tp=8,mbs=1,gbs=4", "tp=8,mbs=1,gbs=4,sp=on", "tp=8,mbs=2,gbs=4,sp=on,recompute=selective"} {
+		off, err := program.Lower(m, mustParse(t, knobs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		on, err := program.Lower(m, mustParse(t, knobs+",tpoverlap=on"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewCoster(on, hw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hidden units.Seconds
+		kinds := map[program.OpKind]int{}
+		for _, s := range on.Stages {
+			for _, ph := range [][]program.Op{s.Forward, s.Backward} {
+				for i := range ph {
+					op := &ph[i]
+					if !op.Kind.IsComm() {
+						continue
+					}
+					d := c.Comm(op)
+					h := c.Hidden(ph, i, d)
+					var want units.Seconds
+					if op.Phase == program.Backward && op.Dim == strategies.DimTP {
+						switch {
+						case (op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter) && i > 0 &&
+							ph[i-1].Kind == program.OpLinear && ph[i-1].GradInput && ph[i-1].Out[0] == op.In[0]:
+							want = min(d, c.Compute(&ph[i-1])/2)
+						case op.Kind == program.OpAllGather && i+1 < len(ph) && ph[i+1].Kind == program.OpLinear &&
+							ph[i+1].GradInput && slices.Contains(ph[i+1].Saved, op.Out[0]):
+							want = min(d, c.Compute(&ph[i+1])/2)
+						}
+					}
+					if h != want {
+						t.Errorf("%s: %s %s %s: hidden %v, want %v", knobs, op.Phase, op.Kind, op.Module, h, want)
+					}
+					if h > 0 {
+						kinds[op.Kind]++
+					}
+					hidden += h
+				}
+			}
+		}
+		if kinds[program.OpAllReduce]+kinds[program.OpReduceScatter] == 0 || strings.Contains(knobs, "sp=on") && kinds[program.OpAllGather] == 0 {
+			t.Errorf("%s: hidden collectives %v: want the input gradients' (and under sp the re-gathers)", knobs, kinds)
+		}
+		ro, err := Predict(off, hw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rn, err := Predict(on, hw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ro.Time.Step - rn.Time.Step
+		want := units.Seconds(on.Microbatches) * hidden
+		if math.Abs(float64(got-want)) > 1e-9*float64(ro.Time.Step) {
+			t.Errorf("%s: tpoverlap=on saves %v per step, want %d microbatches x %v = %v", knobs, got, on.Microbatches, hidden, want)
+		}
+		t.Logf("%-44s step %v -> %v (hidden %v per microbatch; %v)", knobs, ro.Time.Step, rn.Time.Step, hidden, kinds)
 	}
 }

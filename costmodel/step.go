@@ -81,6 +81,7 @@ func (c *Coster) fbPiece(s *program.Stage) Piece {
 					link += d
 					continue
 				}
+				d -= c.Hidden(ops, i, d)
 				*comm += d
 			} else {
 				d = c.Compute(op)

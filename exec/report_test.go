@@ -117,6 +117,8 @@ func TestCheckSpec(t *testing.T) {
 		{"dp=2,overlap=off", ""},
 		{"dp=2, Precision = Mixed", "precision=mixed is priced by 'tpsim predict', not executed"},
 		{"dp=2,overlap=on", "overlap=on is priced by 'tpsim predict', not executed"},
+		{"tp=2,tpoverlap=off", ""},
+		{"tp=2,tpoverlap=on", "tpoverlap=on is priced by 'tpsim predict', not executed"},
 	} {
 		st, err := strategies.Parse(c.spec)
 		if err != nil {

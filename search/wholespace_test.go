@@ -213,7 +213,7 @@ func TestClosedFormNearSimulatorOverTop100(t *testing.T) {
 			}
 			cf, sim := float64(e.Time.Step), *e.SimStep
 			tol := 0.01
-			if strings.Contains(e.Strategy, "overlap=off") {
+			if strings.Contains(e.Strategy, ",overlap=off") {
 				tol = 1e-9
 			}
 			if math.Abs(cf-sim) > tol*sim {

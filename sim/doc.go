@@ -16,7 +16,9 @@
 // Streams and dependencies. Each simulated rank runs its schedule's tasks (forward or backward
 // of one microbatch on one model chunk) in order on its main sequence: compute ops and the
 // collectives that block them (tensor- and context-parallel) one after another, as the Program
-// lists them. Asynchronous communication runs on the rank's link of its mesh dimension, one
+// lists them; with tpoverlap=on a backward tensor-parallel collective that Megatron-LM runs under
+// a neighbouring linear's product takes only what it adds beyond that product (Coster.Hidden, the
+// closed form's rule too). Asynchronous communication runs on the rank's link of its mesh dimension, one
 // collective at a time, the one that became ready first (ties in Program order): data-parallel
 // gradient buckets (when the strategy overlaps them, each starts once the last microbatch's
 // backward has produced its gradients; otherwise after the whole backward), ZeRO-3 parameter

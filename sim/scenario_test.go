@@ -50,6 +50,8 @@ func (c unitCoster) Comm(op *program.Op) units.Seconds {
 	return 0
 }
 
+func (c unitCoster) Hidden([]program.Op, int, units.Seconds) units.Seconds { return 0 }
+
 // scenario is a testdata file: "key: value" lines, then "----", then the expected output.
 type scenario struct {
 	strategy string

@@ -12,6 +12,9 @@ import (
 type Coster interface {
 	Compute(op *program.Op) units.Seconds
 	Comm(op *program.Op) units.Seconds
+	// Hidden is the part of comm, the time of collective ops[i], that runs under a neighbouring
+	// op's product and so stays off the rank's main sequence (costmodel.Coster.Hidden).
+	Hidden(ops []program.Op, i int, comm units.Seconds) units.Seconds
 }
 
 // Options tune a simulation.
@@ -304,6 +307,7 @@ func (b *builder) rank(r int, tasks []program.Task) {
 			async := op.Dim == strategies.DimDP && st.Overlap && op.Kind.IsComm()
 			if op.Kind.IsComm() {
 				n.cost = b.c.Comm(op)
+				n.cost -= b.c.Hidden(ops, i, n.cost)
 			} else {
 				n.cost = b.c.Compute(op)
 				n.compute = true
@@ -431,7 +435,8 @@ func (b *builder) segments(r int, s *program.Stage, t program.Task, lastGrad map
 	for i := range ops {
 		op := &ops[i]
 		if op.Kind.IsComm() {
-			comm += b.c.Comm(op)
+			d := b.c.Comm(op)
+			comm += d - b.c.Hidden(ops, i, d)
 		} else {
 			compute += b.c.Compute(op)
 		}
@@ -490,7 +495,8 @@ func (b *builder) taskCost(s *program.Stage, phase program.Phase) taskCostT {
 			op.Kind == program.OpRecv && i != 0, op.Kind == program.OpSend && i != len(ops)-1:
 			tc.ok = false
 		case op.Kind.IsComm():
-			tc.comm += b.c.Comm(op)
+			d := b.c.Comm(op)
+			tc.comm += d - b.c.Hidden(ops, i, d)
 		default:
 			tc.compute += b.c.Compute(op)
 		}

@@ -103,6 +103,13 @@ type Strategy struct {
 	Overlap bool `json:"overlap"`
 	// BucketBytes is the data-parallel gradient bucket size (PyTorch DDP default 25 MiB).
 	BucketBytes int64 `json:"bucket_bytes"`
+	// TPOverlap runs the backward's tensor-parallel collectives of a column-parallel linear under
+	// its products, as Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication does
+	// (megatron/core/tensor_parallel/layers.py): the input gradient's all-reduce (reduce-scatter
+	// under sequence parallel) under the weight-gradient product, and sequence parallel's
+	// re-gather of the input under the input-gradient product. Off by default (PyTorch's
+	// parallelize_module runs them in order); exec does not execute it.
+	TPOverlap bool `json:"tp_overlap"`
 	// Plan is the tensor-parallel plan; nil means the model family's Megatron plan when tp > 1.
 	Plan *Plan `json:"-"`
 }
@@ -119,7 +126,7 @@ func Default(mesh Mesh) Strategy {
 }
 
 // OptionKeys lists the keys Parse accepts besides the mesh dimensions.
-var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "attn", "overlap", "bucket_mb"}
+var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "attn", "overlap", "bucket_mb", "tpoverlap"}
 
 // Parse reads a strategy such as "dp=24,tp=8,pp=8,mbs=1,gbs=2304,recompute=full,sp=off,zero=0".
 // Mesh dimensions and options may come in any order; what is not given keeps its Default value.
@@ -159,7 +166,8 @@ func Parse(s string) (Strategy, error) {
 
 // Short prints st completely and canonically in Parse's form, shorter than String: the mesh
 // dimensions above 1, mbs, gbs and seq always, and every other option where it differs from
-// Default (schedule, vpp, zero, recompute, sp, precision, optimizer, attn, overlap, bucket_mb).
+// Default (schedule, vpp, zero, recompute, sp, precision, optimizer, attn, overlap, bucket_mb,
+// tpoverlap).
 // Parse(st.Short()) is st for a resolved st without a tensor-parallel plan.
 func (st Strategy) Short() string {
 	d := Default(st.Mesh)
@@ -179,6 +187,7 @@ func (st Strategy) Short() string {
 	add(st.Attention != d.Attention, "attn="+string(st.Attention))
 	add(st.Overlap != d.Overlap, "overlap=off")
 	add(st.BucketBytes != d.BucketBytes, "bucket_mb="+strconv.Itoa(int(st.BucketBytes>>20)))
+	add(st.TPOverlap != d.TPOverlap, "tpoverlap=on")
 	return strings.Join(parts, ",")
 }
 
@@ -245,6 +254,8 @@ func (st *Strategy) set(k, v string) error {
 		st.SP, err = onOff(k, v)
 	case "overlap":
 		st.Overlap, err = onOff(k, v)
+	case "tpoverlap":
+		st.TPOverlap, err = onOff(k, v)
 	default:
 		keys := append(DimNames(), OptionKeys...)
 		sort.Strings(keys)
@@ -256,9 +267,9 @@ func (st *Strategy) set(k, v string) error {
 // String prints every option, resolved, in the form Parse reads.
 func (st Strategy) String() string {
 	onoff := map[bool]string{true: "on", false: "off"}
-	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d",
+	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d,tpoverlap=%s",
 		st.Mesh.PP, st.Mesh.DP, st.Mesh.CP, st.Mesh.TP, st.MBS, st.GBS, st.Seq, st.ZeRO, st.Recompute, onoff[st.SP],
-		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20)
+		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20, onoff[st.TPOverlap])
 }
 
 // Resolve fills the options that depend on the model (global batch, sequence length) and returns

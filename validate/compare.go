@@ -156,6 +156,21 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 		keys = append(keys, "overlap=on")
 		assumed = append(assumed, "data-parallel gradient reduction overlapped with backward (PyTorch DDP and FSDP default)")
 	}
+	// Megatron-LM's column-parallel linears run the backward's tensor-parallel collectives under
+	// their products (LinearWithGradAccumulationAndAsyncCommunication, megatron/core/
+	// tensor_parallel/layers.py): Megatron-Core as NeMo 24.x runs it, and Megatron-LM from 2022
+	// (Korthikanti et al. 2022's code). torchtitan's AsyncTP overlaps more (forward and backward,
+	// micro-pipelined); tpsim prices its backward part only.
+	if tp > 1 {
+		switch {
+		case fam == FamilyNeMo || Stack(r) == StackMegatron && SourceYear(r) >= 2022:
+			keys = append(keys, "tpoverlap=on")
+			assumed = append(assumed, "backward tensor-parallel collectives under the linears' products (Megatron-LM's asynchronous tensor-parallel communication; Megatron-Core's default)")
+		case fam == FamilyTorchtitan && strings.Contains(strings.ToLower(r.Notes), "asynctp"):
+			keys = append(keys, "tpoverlap=on")
+			assumed = append(assumed, "AsyncTP, as the record says: the backward's tensor-parallel collectives under the linears' products (its forward overlap is not modelled)")
+		}
+	}
 	attn, why := attention(r)
 	keys = append(keys, "attn="+string(attn))
 	assumed = append(assumed, why)

@@ -142,7 +142,7 @@ func TestMPTParams(t *testing.T) {
 
 // The headline figures of tpsim validate over the training split with the fitted presets, each
 // within a stated band around what it measured when the presets were fitted (in-sample MAPE
-// 7.6% over 224 rows, per GPU type 6.7% a100, 11.3% h100-sxm, 11.3% h100-96g; measured-memory
+// 7.5% over 224 rows, per GPU type 6.7% a100, 10.8% h100-sxm, 11.3% h100-96g; measured-memory
 // median APE 4.5%, issue 12's target 10%). A change to the cost model or the presets that moves them out of the band fails here
 // and must say why in the README's accuracy section.
 func TestHeadlineFigures(t *testing.T) {
@@ -157,8 +157,8 @@ func TestHeadlineFigures(t *testing.T) {
 	if out.Summary.N < 220 {
 		t.Errorf("%d rows compared, want at least 220 of %d records", out.Summary.N, len(recs)+len(skips))
 	}
-	band("in-sample MAPE", out.Summary.MAPE, 0.076, 0.01)
-	want := map[string]float64{"a100": 0.067, "h100-sxm": 0.113, "h100-96g": 0.113}
+	band("in-sample MAPE", out.Summary.MAPE, 0.075, 0.01)
+	want := map[string]float64{"a100": 0.067, "h100-sxm": 0.108, "h100-96g": 0.113}
 	for _, g := range out.ByGPU {
 		w, ok := want[g.Name]
 		if !ok {
@@ -192,7 +192,7 @@ func TestDeepSpeed2021ZeRO3NotOverlapped(t *testing.T) {
 		if why != "" {
 			t.Fatalf("%s: %s", r.ID, why)
 		}
-		if !strings.Contains(row.Strategy, "overlap=off") || !slices.ContainsFunc(row.Assumed, func(a string) bool { return strings.Contains(a, "PR #1188") }) {
+		if !strings.Contains(row.Strategy, ",overlap=off") || !slices.ContainsFunc(row.Assumed, func(a string) bool { return strings.Contains(a, "PR #1188") }) {
 			t.Errorf("%s: strategy %s, assumed %q: want overlap=off and the rule named", r.ID, row.Strategy, row.Assumed)
 		}
 		r.Source.Title = strings.ReplaceAll(r.Source.Title, "arXiv:2104.04473", "arXiv:2301.00001")
@@ -200,7 +200,7 @@ func TestDeepSpeed2021ZeRO3NotOverlapped(t *testing.T) {
 		if why != "" {
 			t.Fatalf("%s (2023): %s", r.ID, why)
 		}
-		if strings.Contains(later.Strategy, "overlap=off") {
+		if strings.Contains(later.Strategy, ",overlap=off") {
 			t.Errorf("%s from a 2023 source: strategy %s, want the overlapped default", r.ID, later.Strategy)
 		}
 		if later.PredStep >= row.PredStep {
