@@ -18,7 +18,9 @@ import (
 // float32 elementwise kernels and the ring that adds from the peer's buffer: every rate changed.
 // Version 5: two-pass exp kernels (GELU, SiLU, softmax), the two-rank all-reduce in one pass, and
 // ranks that poll their mailbox before they block: kernel rates and collective latency changed.
-const FormatVersion = 6
+// Version 7: the GEMM packs full panels in assembly, and ranks poll their mailbox 16 times as long
+// before they block: matrix-product rates and meeting overheads changed.
+const FormatVersion = 7
 
 // Machine identifies the machine and build a profile was measured on: its fingerprint. A cached
 // profile whose fingerprint differs from the current one is stale.

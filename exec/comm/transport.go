@@ -474,15 +474,19 @@ func statusText(exited bool, err error) string {
 // on it. A goroutine that blocks on a channel parks, and when its processor finds nothing else to
 // run its thread sleeps in the kernel: the peer's send must then wake it (a futex wake and a
 // reschedule; on a virtual machine the host must also wake the halted vCPU, hundreds of
-// microseconds), which a collective pays at every step and every rank pays at every step's
-// all-reduce while the slower rank finishes its backward. Polling keeps the thread awake;
-// runtime.Gosched lets the processor run other ranks meanwhile, so ranks that outnumber the cores
-// still take turns. A poll and a yield with nothing else to run take about 0.1 us here, so the
-// spin lasts about half a millisecond: calibrate's contention mix (two ranks of a one-core GEMM
-// and adds meeting at an all-reduce after each) measured 1.89x the time of one rank alone with
-// 512 polls, 1.03-1.22x with 4096 to 16384. It is bounded by count, not by the clock, so that a
-// fake clock (testing/synctest) cannot make it endless.
-const spinPolls = 1 << 12
+// microseconds, milliseconds on a busy host), which a collective pays at every step and every
+// rank pays at every step's all-reduce while the slower rank finishes its backward. Polling keeps
+// the thread awake, as a GPU's collective kernel spins; runtime.Gosched lets the processor run
+// other ranks meanwhile, so ranks that outnumber the cores still take turns. A poll and a yield
+// with nothing else to run take about 0.1 us here, so the spin lasts up to about 8 ms, longer than
+// the skew of two ranks over one step's backward. Calibrate's contention mix (two ranks of a
+// one-core GEMM and adds meeting at an all-reduce after each) measured 1.89x the time of one rank
+// alone with 512 polls, 1.03-1.22x with 4096 to 16384; from 4096 to 65536 polls the exposed
+// communication compare measured fell from 13% to 10% of the step on dp=2, from 11-12% to 7-9% on
+// tp=2 and from 17-20% to 16-17% on ZeRO-3 dp=2 (two runs of each, alternating), with dp=4 and
+// tp=4 (4 ranks on 2 cores) unchanged. It is bounded by count, not by the clock, so that a fake
+// clock (testing/synctest) cannot make it endless.
+const spinPolls = 1 << 16
 
 // spinRecv polls box up to spinPolls times; nil when nothing came.
 func spinRecv(box chan *msg) *msg {
