@@ -142,8 +142,8 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 		// (deepspeedai/DeepSpeed PR #1188, June 2021: "the async version is not async at all,
 		// because each all_gather calls torch.cuda.synchronize()"), and its prefetch traced
 		// modules off by one until PR #1170 (issue #1069, "Performance Degradation with ZERO
-		// Stage 3"). The overlapped prefetch came with the stage-3 rewrite of PR #1453 (merged
-		// 2022).
+		// Stage 3"). An overlapped prefetch came later, with the stage-3 rework of PR #1453
+		// (under review in November 2021).
 		keys = append(keys, "overlap=off")
 		assumed = append(assumed, "ZeRO-3 parameter gathers and gradient reduce-scatters not overlapped with compute (DeepSpeed's 2021 stage 3 synchronized each all-gather: DeepSpeed PR #1188, issue #1069)")
 	case fam == FamilyMegatron || fam == FamilyBLOOM:
