@@ -467,9 +467,11 @@ func assumptions(st strategies.Strategy, hw *hardware.Hardware, peak units.FLOPs
 	case attention:
 		a = append(a, fmt.Sprintf("eager attention: separate kernels for the products, softmax and dropout, the s x s probabilities recomputed in backward (recompute=%s)", st.Recompute))
 	}
-	return append(a,
-		fmt.Sprintf("schedule %s; %d microbatches of %d per pipeline; dp gradient overlap %v", st.Schedule, microbatches, st.MBS, st.Overlap),
-		"tensor-parallel and pipeline communication on the critical path, not overlapped with compute")
+	a = append(a, fmt.Sprintf("schedule %s; %d microbatches of %d per pipeline; dp gradient overlap %v", st.Schedule, microbatches, st.MBS, st.Overlap))
+	if st.TPOverlap && st.Mesh.TP > 1 {
+		return append(a, "backward tensor-parallel collectives under the column-parallel linears' products (tpoverlap=on, Megatron-LM's asynchronous communication); the forward's tensor-parallel and the pipeline communication on the critical path")
+	}
+	return append(a, "tensor-parallel and pipeline communication on the critical path, not overlapped with compute")
 }
 
 func planName(p *program.Program) string {
