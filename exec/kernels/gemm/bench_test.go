@@ -17,11 +17,7 @@ const peakGFLOPSPerCore = 99.5
 // benchShapes are the squares of the acceptance criterion and the products of one training step of
 // the 1024-4096-1024 MLP at batch 512: forward x·W1ᵀ (512×1024 by 4096×1024ᵀ), backward-input
 // dy·W (512×4096×1024), weight gradient dyᵀ·x (4096×1024 from k=512).
-var benchShapes = []struct {
-	name    string
-	m, n, k int
-	tA, tB  bool
-}{
+var benchShapes = []benchShape{
 	{"sq256", 256, 256, 256, false, false},
 	{"sq512", 512, 512, 512, false, false},
 	{"sq1024", 1024, 1024, 1024, false, false},
@@ -29,6 +25,47 @@ var benchShapes = []struct {
 	{"mlp_fwd_512x4096x1024_NT", 512, 4096, 1024, false, true},
 	{"mlp_dx_512x1024x4096_NN", 512, 1024, 4096, false, false},
 	{"mlp_dw_4096x1024x512_TN", 4096, 1024, 512, true, false},
+}
+
+type benchShape struct {
+	name    string
+	m, n, k int
+	tA, tB  bool
+}
+
+// operands allocates the matrices of s, A and B filled with small integers and C with row stride
+// n+pad, and returns them with the row strides of A and B.
+func (s benchShape) operands(pad int) (a, bb, c []float32, lda, ldb int) {
+	a, bb, c = make([]float32, s.m*s.k), make([]float32, s.k*s.n), make([]float32, s.m*(s.n+pad))
+	for i := range a {
+		a[i] = float32(i%7) - 3
+	}
+	for i := range bb {
+		bb[i] = float32(i%5) - 2
+	}
+	lda, ldb = s.k, s.n
+	if s.tA {
+		lda = s.m
+	}
+	if s.tB {
+		ldb = s.k
+	}
+	return a, bb, c, lda, ldb
+}
+
+// medianRatio runs first and then second in each iteration of b, so that both see the same load
+// on a shared machine, and returns the median over iterations of second's time over first's.
+func medianRatio(b *testing.B, first, second func()) float64 {
+	var ratios []float64
+	for b.Loop() {
+		t0 := time.Now()
+		first()
+		t1 := time.Now()
+		second()
+		ratios = append(ratios, time.Since(t1).Seconds()/t1.Sub(t0).Seconds())
+	}
+	slices.Sort(ratios)
+	return ratios[len(ratios)/2]
 }
 
 // BenchmarkSgemm runs this package and gonum's Sgemm side by side on each shape, on one thread
@@ -41,22 +78,7 @@ var benchShapes = []struct {
 func BenchmarkSgemm(b *testing.B) {
 	procs := runtime.GOMAXPROCS(0)
 	for _, s := range benchShapes {
-		a := make([]float32, s.m*s.k)
-		bb := make([]float32, s.k*s.n)
-		c := make([]float32, s.m*s.n)
-		for i := range a {
-			a[i] = float32(i%7) - 3
-		}
-		for i := range bb {
-			bb[i] = float32(i%5) - 2
-		}
-		lda, ldb := s.k, s.n
-		if s.tA {
-			lda = s.m
-		}
-		if s.tB {
-			ldb = s.k
-		}
+		a, bb, c, lda, ldb := s.operands(0)
 		for _, impl := range []string{"gemm", "gonum"} {
 			for _, threads := range []int{1, procs} {
 				if threads == 1 && procs == 1 && impl == "gonum" {
@@ -100,32 +122,17 @@ func BenchmarkSgemm(b *testing.B) {
 //	go test -run '^$' -bench Packing -benchtime 15x ./exec/kernels/gemm
 func BenchmarkPacking(b *testing.B) {
 	for _, s := range benchShapes {
-		a := make([]float32, s.m*s.k)
-		bb := make([]float32, s.k*s.n)
-		c := make([]float32, s.m*s.n)
-		lda, ldb := s.k, s.n
-		if s.tA {
-			lda = s.m
-		}
-		if s.tB {
-			ldb = s.k
-		}
+		a, bb, c, lda, ldb := s.operands(0)
 		b.Run(s.name, func(b *testing.B) {
 			defer SetThreads(SetThreads(1))
 			defer func() { goPacking = false }()
-			var ratios []float64
-			for b.Loop() {
-				var d [2]time.Duration
-				for v, inGo := range []bool{false, true} {
+			run := func(inGo bool) func() {
+				return func() {
 					goPacking = inGo
-					t0 := time.Now()
 					Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
-					d[v] = time.Since(t0)
 				}
-				ratios = append(ratios, d[1].Seconds()/d[0].Seconds())
 			}
-			slices.Sort(ratios)
-			b.ReportMetric(ratios[len(ratios)/2], "asm_speedup")
+			b.ReportMetric(medianRatio(b, run(false), run(true)), "asm_speedup")
 		})
 	}
 }
@@ -139,30 +146,14 @@ func BenchmarkPacking(b *testing.B) {
 //	go test -run '^$' -bench PaddedStride -benchtime 11x ./exec/kernels/gemm
 func BenchmarkPaddedStride(b *testing.B) {
 	for _, s := range benchShapes {
-		a := make([]float32, s.m*s.k)
-		bb := make([]float32, s.k*s.n)
-		c := make([]float32, s.m*(s.n+16))
-		lda, ldb := s.k, s.n
-		if s.tA {
-			lda = s.m
-		}
-		if s.tB {
-			ldb = s.k
-		}
+		a, bb, c, lda, ldb := s.operands(16)
 		b.Run(s.name, func(b *testing.B) {
 			defer SetThreads(SetThreads(1))
-			var ratios []float64
-			for b.Loop() {
-				var d [2]time.Duration
-				for v, ldc := range []int{s.n, s.n + 16} {
-					t0 := time.Now()
-					Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, ldc)
-					d[v] = time.Since(t0)
-				}
-				ratios = append(ratios, d[0].Seconds()/d[1].Seconds())
+			run := func(ldc int) func() {
+				return func() { Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, ldc) }
 			}
-			slices.Sort(ratios)
-			b.ReportMetric(ratios[len(ratios)/2], "padded_speedup")
+			// second over first: the padded stride's time over the unpadded's, inverted.
+			b.ReportMetric(1/medianRatio(b, run(s.n), run(s.n+16)), "padded_speedup")
 		})
 	}
 }
