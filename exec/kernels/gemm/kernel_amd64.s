@@ -252,6 +252,35 @@ accum:
 	RET
 
 // func kernel6x16(k int, a, b, c *float32, ldc int, alpha, beta float32, accumulate int)
+// TRANSPOSE8 transposes the 8x8 block of floats in rows Y0..Y7 into Y8..Y15 (row j of the result,
+// Y(8+j), holds element j of every input row): unpack pairs, shuffle quads, permute 128-bit
+// halves. It clobbers Y0..Y7.
+#define TRANSPOSE8 \
+	VUNPCKLPS Y1, Y0, Y8; \
+	VUNPCKHPS Y1, Y0, Y9; \
+	VUNPCKLPS Y3, Y2, Y10; \
+	VUNPCKHPS Y3, Y2, Y11; \
+	VUNPCKLPS Y5, Y4, Y12; \
+	VUNPCKHPS Y5, Y4, Y13; \
+	VUNPCKLPS Y7, Y6, Y14; \
+	VUNPCKHPS Y7, Y6, Y15; \
+	VSHUFPS $0x44, Y10, Y8, Y0; \
+	VSHUFPS $0xEE, Y10, Y8, Y1; \
+	VSHUFPS $0x44, Y11, Y9, Y2; \
+	VSHUFPS $0xEE, Y11, Y9, Y3; \
+	VSHUFPS $0x44, Y14, Y12, Y4; \
+	VSHUFPS $0xEE, Y14, Y12, Y5; \
+	VSHUFPS $0x44, Y15, Y13, Y6; \
+	VSHUFPS $0xEE, Y15, Y13, Y7; \
+	VPERM2F128 $0x20, Y4, Y0, Y8; \
+	VPERM2F128 $0x20, Y5, Y1, Y9; \
+	VPERM2F128 $0x20, Y6, Y2, Y10; \
+	VPERM2F128 $0x20, Y7, Y3, Y11; \
+	VPERM2F128 $0x31, Y4, Y0, Y12; \
+	VPERM2F128 $0x31, Y5, Y1, Y13; \
+	VPERM2F128 $0x31, Y6, Y2, Y14; \
+	VPERM2F128 $0x31, Y7, Y3, Y15
+
 // func transposePanel16(dst, src *float32, lds, blocks int)
 // For each of blocks blocks of 8 columns of the 16 source rows src[j*lds : j*lds+8*blocks]
 // (j < 16), writes dst[l*16 + j] = src[j*lds + l] for the 8 columns l of the block: two 8×8
@@ -281,30 +310,7 @@ thalf:
 	VMOVUPS (R10)(R8*1), Y5
 	VMOVUPS (R10)(R8*2), Y6
 	VMOVUPS (R10)(R9*1), Y7
-	VUNPCKLPS Y1, Y0, Y8
-	VUNPCKHPS Y1, Y0, Y9
-	VUNPCKLPS Y3, Y2, Y10
-	VUNPCKHPS Y3, Y2, Y11
-	VUNPCKLPS Y5, Y4, Y12
-	VUNPCKHPS Y5, Y4, Y13
-	VUNPCKLPS Y7, Y6, Y14
-	VUNPCKHPS Y7, Y6, Y15
-	VSHUFPS $0x44, Y10, Y8, Y0
-	VSHUFPS $0xEE, Y10, Y8, Y1
-	VSHUFPS $0x44, Y11, Y9, Y2
-	VSHUFPS $0xEE, Y11, Y9, Y3
-	VSHUFPS $0x44, Y14, Y12, Y4
-	VSHUFPS $0xEE, Y14, Y12, Y5
-	VSHUFPS $0x44, Y15, Y13, Y6
-	VSHUFPS $0xEE, Y15, Y13, Y7
-	VPERM2F128 $0x20, Y4, Y0, Y8
-	VPERM2F128 $0x20, Y5, Y1, Y9
-	VPERM2F128 $0x20, Y6, Y2, Y10
-	VPERM2F128 $0x20, Y7, Y3, Y11
-	VPERM2F128 $0x31, Y4, Y0, Y12
-	VPERM2F128 $0x31, Y5, Y1, Y13
-	VPERM2F128 $0x31, Y6, Y2, Y14
-	VPERM2F128 $0x31, Y7, Y3, Y15
+	TRANSPOSE8
 	VMOVUPS Y8, (R12)
 	VMOVUPS Y9, 64(R12)
 	VMOVUPS Y10, 128(R12)
@@ -373,10 +379,10 @@ c6loop:
 // func transposePanel6(dst, src *float32, lds, blocks int)
 // For each of blocks blocks of 8 columns of the 6 source rows src[r*lds : r*lds+8*blocks]
 // (r < 6), writes dst[l*6 + r] = src[r*lds + l] for the 8 columns l of the block: the packing of
-// a full 6-row panel of an untransposed A. An 8×8 transpose as in transposePanel16, with zero
-// rows 6 and 7; the eight output rows are stored 24 bytes apart, each 32-byte store's last two
-// (zero) values overwritten by the next, and the block's last row stored as 16 + 8 bytes, so that
-// nothing past dst[48*blocks] is written.
+// a full 6-row panel of an untransposed A. TRANSPOSE8 with zero rows 6 and 7; the eight output
+// rows are stored 24 bytes apart, each 32-byte store's last two (zero) values overwritten by the
+// next, and the block's last row stored as 16 + 8 bytes, so that nothing past dst[48*blocks] is
+// written.
 TEXT ·transposePanel6(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
@@ -384,7 +390,6 @@ TEXT ·transposePanel6(SB), NOSPLIT, $0-32
 	MOVQ blocks+24(FP), CX
 	SHLQ $2, R8
 	LEAQ (R8)(R8*2), R9
-	VXORPS Y14, Y14, Y14
 
 t6block:
 	LEAQ (SI)(R8*4), R10
@@ -394,37 +399,18 @@ t6block:
 	VMOVUPS (SI)(R9*1), Y3
 	VMOVUPS (R10), Y4
 	VMOVUPS (R10)(R8*1), Y5
-	VUNPCKLPS Y1, Y0, Y8
-	VUNPCKHPS Y1, Y0, Y9
-	VUNPCKLPS Y3, Y2, Y10
-	VUNPCKHPS Y3, Y2, Y11
-	VUNPCKLPS Y5, Y4, Y12
-	VUNPCKHPS Y5, Y4, Y13
-	VSHUFPS $0x44, Y10, Y8, Y0
-	VSHUFPS $0xEE, Y10, Y8, Y1
-	VSHUFPS $0x44, Y11, Y9, Y2
-	VSHUFPS $0xEE, Y11, Y9, Y3
-	VSHUFPS $0x44, Y14, Y12, Y4
-	VSHUFPS $0xEE, Y14, Y12, Y5
-	VSHUFPS $0x44, Y14, Y13, Y6
-	VSHUFPS $0xEE, Y14, Y13, Y7
-	VPERM2F128 $0x20, Y4, Y0, Y8
-	VPERM2F128 $0x20, Y5, Y1, Y9
-	VPERM2F128 $0x20, Y6, Y2, Y10
-	VPERM2F128 $0x20, Y7, Y3, Y11
-	VPERM2F128 $0x31, Y4, Y0, Y12
-	VPERM2F128 $0x31, Y5, Y1, Y13
-	VPERM2F128 $0x31, Y6, Y2, Y15
-	VPERM2F128 $0x31, Y7, Y3, Y0
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TRANSPOSE8
 	VMOVUPS Y8, (DI)
 	VMOVUPS Y9, 24(DI)
 	VMOVUPS Y10, 48(DI)
 	VMOVUPS Y11, 72(DI)
 	VMOVUPS Y12, 96(DI)
 	VMOVUPS Y13, 120(DI)
-	VMOVUPS Y15, 144(DI)
-	VMOVUPS X0, 168(DI)
-	VEXTRACTF128 $1, Y0, X1
+	VMOVUPS Y14, 144(DI)
+	VMOVUPS X15, 168(DI)
+	VEXTRACTF128 $1, Y15, X1
 	VMOVQ X1, 184(DI)
 	ADDQ $32, SI
 	ADDQ $192, DI
