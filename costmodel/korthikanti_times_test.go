@@ -23,9 +23,11 @@ import (
 // backward runs under its products (tpoverlap=on: Megatron-LM's asynchronous tensor-parallel
 // communication, Coster.Hidden), with the a100-80g preset's GEMMs at the achieved fraction tpsim
 // fit found for Megatron-LM on the training split (0.780 of the matmul sweep's ceiling).
-// Measured: +6.1% without recompute, +1.2% with sequence parallelism, +6.7% full, +0.7%
-// selective, -4.1% sequence parallel with selective (+14.5%, +10.0%, +12.8%, +8.6%, +4.1% with
-// the backward's collectives on the critical path). Each tolerance sits just above its error.
+// Selective recompute reruns the attention core's products and its passes over the scores in
+// the backward (their FLOPs and their memory traffic). Measured: +6.1% without recompute, +1.2%
+// with sequence parallelism, +6.7% full, +4.2% selective, -0.4% sequence parallel with
+// selective (+14.5%, +10.0%, +12.8%, +12.1%, +7.7% with the backward's collectives on the
+// critical path). Each tolerance sits just above its error.
 func TestKorthikantiLayerTimes(t *testing.T) {
 	m := mustPreset(t, "megatron-22b")
 	hw := loadHW(t, "a100-80g")
@@ -38,8 +40,8 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 		{"", 7.7, 11.9, 0.065},                   // baseline, no recompute
 		{"sp=on", 7.2, 11.8, 0.015},              // sequence parallelism
 		{"recompute=full", 7.7, 19.5, 0.07},      // full recompute
-		{"recompute=selective", 7.7, 13.2, 0.01}, // selective recompute
-		{"sp=on,recompute=selective", 7.2, 13.1, 0.045},
+		{"recompute=selective", 7.7, 13.2, 0.045}, // selective recompute
+		{"sp=on,recompute=selective", 7.2, 13.1, 0.01},
 	} {
 		s := "tp=8,mbs=4,gbs=4,tpoverlap=on"
 		if c.strategy != "" {
@@ -91,8 +93,8 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 // parallelism and without sequence parallelism carry 1/t of the activation and all-gather it over
 // NVLink (Megatron-LM's scatter/gather, PipelineSendTime).
 // Measured: full recompute +2.4%, +4.6%, +9.5%, +12.1%; sequence parallel with selective
-// recompute -9.5%, -2.7%, +3.1%, +8.9%; mean 6.6%, max 12.1% (go test ./costmodel -run
-// KorthikantiIteration -v; 8.5% and 14.6% with the backward's collectives on the critical path).
+// recompute -6.3%, -1.1%, +4.0%, +9.7%; mean 6.2%, max 12.1% (go test ./costmodel -run
+// KorthikantiIteration -v; 8.7% and 14.6% with the backward's collectives on the critical path).
 // Issue 12's targets, mean at most 5% and max at most 10%, are not met: Megatron-LM's 2020-2021
 // runs in the training split reach 0.780 of the ceiling, Korthikanti et al.'s 2022 Megatron-LM
 // about the ceiling itself (before the fit these rows were -0% to -16%), and at 64 stages of 2
@@ -109,10 +111,10 @@ func TestKorthikantiIterationTimes(t *testing.T) {
 		full, selectiveSP float64
 		tolFull, tolSP    float64
 	}{
-		{"megatron-22b", "tp=8,mbs=4,gbs=4,tpoverlap=on", 1.42, 1.10, 0.03, 0.10},
-		{"gpt3-175b", "tp=8,pp=8,schedule=interleaved,vpp=3,mbs=1,gbs=64,tpoverlap=on", 18.13, 13.75, 0.05, 0.03},
-		{"megatron-530b", "tp=8,pp=35,schedule=interleaved,vpp=3,mbs=1,gbs=280,tpoverlap=on", 49.05, 37.83, 0.10, 0.035},
-		{"megatron-1t", "tp=8,pp=64,mbs=1,gbs=512,tpoverlap=on", 94.42, 71.49, 0.125, 0.095},
+		{"megatron-22b", "tp=8,mbs=4,gbs=4,tpoverlap=on", 1.42, 1.10, 0.03, 0.065},
+		{"gpt3-175b", "tp=8,pp=8,schedule=interleaved,vpp=3,mbs=1,gbs=64,tpoverlap=on", 18.13, 13.75, 0.05, 0.015},
+		{"megatron-530b", "tp=8,pp=35,schedule=interleaved,vpp=3,mbs=1,gbs=280,tpoverlap=on", 49.05, 37.83, 0.10, 0.045},
+		{"megatron-1t", "tp=8,pp=64,mbs=1,gbs=512,tpoverlap=on", 94.42, 71.49, 0.125, 0.10},
 	} {
 		m := mustPreset(t, c.model)
 		for _, k := range []struct {
@@ -138,8 +140,8 @@ func TestKorthikantiIterationTimes(t *testing.T) {
 		}
 	}
 	t.Logf("Table 5: mean error %.1f%%, max %.1f%%", 100*sum/float64(n), 100*worst)
-	if sum/float64(n) > 0.07 || worst > 0.125 {
-		t.Errorf("Table 5: mean error %.1f%%, max %.1f%%; measured 6.6%% and 12.1%% (issue 12's targets are 5%% and 10%%)", 100*sum/float64(n), 100*worst)
+	if sum/float64(n) > 0.065 || worst > 0.125 {
+		t.Errorf("Table 5: mean error %.1f%%, max %.1f%%; measured 6.2%% and 12.1%% (issue 12's targets are 5%% and 10%%)", 100*sum/float64(n), 100*worst)
 	}
 }
 

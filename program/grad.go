@@ -462,10 +462,11 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 			// gradient and the lse and writes dq, dk, dv: about twice the forward's traffic.
 			op.FLOPs = fop.FLOPs * 5 / 2
 		} else if fop.Kind == OpAttention && b.st.Recompute == strategies.RecomputeSelective {
-			// Korthikanti et al. 2022 §4.2: recompute QK^T, softmax and its product with V. Under
-			// full recompute the replayed forward has paid for them and written the probabilities
-			// this op reads.
+			// Korthikanti et al. 2022 §4.2: recompute QK^T, softmax and its product with V, their
+			// products and their passes over the scores again. Under full recompute the replayed
+			// forward has paid for them and written the probabilities this op reads.
 			op.FLOPs += fop.FLOPs
+			op.MemBytes += fop.MemBytes
 			op.Recompute = true
 		}
 		var outs []ValueID
