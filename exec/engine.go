@@ -56,9 +56,11 @@ type RankResult struct {
 	// PeakBytes per category is the most live bytes of that category at once; "peak" is the
 	// most live bytes in all categories at once.
 	PeakBytes map[string]int64 `json:"memory_bytes"`
-	// CommBytes is bytes sent per step on each mesh dimension; CommByKind per "kind/dim".
+	// CommBytes is bytes sent per step on each mesh dimension; CommByKind per "kind/dim", and
+	// CommCalls the collective calls per step per "kind/dim" (groups of more than one rank).
 	CommBytes  map[string]int64 `json:"comm_bytes"`
 	CommByKind map[string]int64 `json:"comm_bytes_by_kind"`
+	CommCalls  map[string]int64 `json:"comm_calls_by_kind"`
 	// MemoryErrors are the differences between the memory this rank held and what the Program
 	// declares (rank.memoryErrors).
 	MemoryErrors []string        `json:"memory_errors,omitempty"`
@@ -447,15 +449,17 @@ func localParam(r *rank, ranks []*rank, name string) []float32 {
 	if r.z == nil || r.z.stage != 3 {
 		return r.params[name]
 	}
-	var out []float32
+	var flat []float32
 	for d := 0; d < r.p.Strategy.Mesh.DP; d++ {
 		for _, o := range ranks {
 			if o.ppIdx == r.ppIdx && o.tpIdx == r.tpIdx && o.dpIdx == d {
-				out = append(out, o.z.shard[name]...)
+				flat = append(flat, o.z.z3of[name].shard...)
 			}
 		}
 	}
-	return out
+	u := r.z.z3of[name]
+	a, b := u.span(u.index(name))
+	return flat[a:b]
 }
 
 // MaxRelDiff compares a run with a reference: for every step's loss and every parameter tensor,

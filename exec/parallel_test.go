@@ -214,6 +214,50 @@ func TestZeROMatchesSingleDevice(t *testing.T) {
 	}
 }
 
+// Under ZeRO-3 every gather and reduce-scatter the Program places is one collective of the
+// module's parameters together (a weight and its bias in one flat unit, as FSDP's FlatParameter),
+// as the cost model prices it: exec makes exactly the Program's number of dp calls per step, and
+// with biases (GPT: linears and layer norms with a weight and a bias) the flat units still train
+// as one device does, under sp's tp all-reduce of the norms' gradient chunks too.
+func TestZeRO3OneCollectivePerOp(t *testing.T) {
+	_, gpt := tinyModels(t)
+	checkAgainstSingle(t, gpt, tight, 0, "dp=2,zero=3,mbs=2", "dp=2,tp=2,sp=on,zero=3,mbs=2,recompute=full")
+	cfg := tenSteps(t, gpt, "dp=2,zero=3,mbs=2,recompute=full,optimizer=sgd")
+	cfg.Steps = 2
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Program
+	want := map[string]int64{}
+	pairs := 0
+	for _, s := range p.Stages {
+		for _, ph := range []struct {
+			ops   []program.Op
+			times int
+		}{{s.Forward, p.Microbatches}, {s.Backward, p.Microbatches}, {s.Optimizer, 1}} {
+			for _, op := range ph.ops {
+				if op.Dim == strategies.DimDP && op.Kind.IsCollective() {
+					want[string(op.Kind)+"/dp"] += int64(ph.times)
+					if len(op.Params) > 1 {
+						pairs++
+					}
+				}
+			}
+		}
+	}
+	if pairs == 0 || want["all_gather/dp"] == 0 || want["reduce_scatter/dp"] == 0 {
+		t.Fatalf("the Program gathers no module's parameters together (%d ops of several, %v): the test checks nothing", pairs, want)
+	}
+	for _, rr := range res.Ranks {
+		for k, n := range want {
+			if got := rr.CommCalls[k]; got != n {
+				t.Errorf("rank %d: %d %s calls per step, want the Program's %d (one per op)", rr.Rank, got, k, n)
+			}
+		}
+	}
+}
+
 // Selective and full recompute, with and without sequence parallel.
 func TestRecomputeMatchesSingleDevice(t *testing.T) {
 	llama, gpt := tinyModels(t)

@@ -131,6 +131,7 @@ func (r *rank) initParams() error {
 	r.adamM, r.adamV = map[string][]float32{}, map[string][]float32{}
 	seen := map[string]bool{}
 	for _, s := range r.stages {
+		local3 := map[string][]float32{} // ZeRO-3: the stage's whole tp-local parameters
 		for i := range s.Params {
 			q := &s.Params[i]
 			if seen[q.Name] {
@@ -141,7 +142,7 @@ func (r *rank) initParams() error {
 			full := initParam(q, mod, r.cfg.Seed)
 			local := shard(full, q.Full, q.ShardDim, st.Mesh.TP, r.tpIdx)
 			if st.ZeRO == 3 {
-				r.z3Init(q.Name, local)
+				local3[q.Name] = local
 				continue
 			}
 			w := r.alloc.f32(CatParams, len(local))
@@ -153,8 +154,13 @@ func (r *rank) initParams() error {
 				r.adamV[q.Name] = r.alloc.f32(CatOptimizer, len(local))
 			}
 		}
-		if st.ZeRO == 1 || st.ZeRO == 2 {
+		switch st.ZeRO {
+		case 1, 2:
 			if err := r.z12Init(s); err != nil {
+				return err
+			}
+		case 3:
+			if err := r.z3Init(s, local3); err != nil {
 				return err
 			}
 		}
@@ -883,14 +889,14 @@ func (r *rank) update(w, g, m, v []float32) {
 // ZeRO-3 the rank's chunk of it.
 func (r *rank) optGrad(name string) []float32 {
 	if r.z != nil && r.z.stage == 3 {
-		return r.z.gshard[name]
+		return r.z.z3Chunk(name, func(u *z3unit) []float32 { return u.gshard })
 	}
 	return r.grads[name]
 }
 
 func (r *rank) result() RankResult {
 	rr := RankResult{Rank: r.c.Rank(), Coords: map[string]int{string(strategies.DimPP): r.ppIdx, string(strategies.DimDP): r.dpIdx, string(strategies.DimTP): r.tpIdx},
-		PeakBytes: map[string]int64{}, CommBytes: map[string]int64{}, CommByKind: map[string]int64{},
+		PeakBytes: map[string]int64{}, CommBytes: map[string]int64{}, CommByKind: map[string]int64{}, CommCalls: map[string]int64{},
 		StepTimes: r.stepTimes, Events: r.events}
 	rr.PeakBytes = r.alloc.peaks()
 	rr.MemoryErrors = r.memoryErrors()
@@ -902,6 +908,9 @@ func (r *rank) result() RankResult {
 	for k, c := range last {
 		rr.CommBytes[k.Dim] += c.Bytes / steps
 		rr.CommByKind[string(k.Kind)+"/"+k.Dim] += c.Bytes / steps
+		if c.Calls > 0 {
+			rr.CommCalls[string(k.Kind)+"/"+k.Dim] += c.Calls / steps
+		}
 	}
 	if r.ppSent > 0 {
 		rr.CommBytes[string(strategies.DimPP)] += r.ppSent / steps

@@ -20,11 +20,14 @@ import (
 //     reduce-scatter and keeps only its chunk until the next step's backward (the Program
 //     reduce-scatters once per step, after the last microbatch, so the whole gradients are live
 //     during backward under both stages);
-//   - stage 3: every parameter is split into dp chunks; the rank keeps its chunk of the
-//     parameter, its gradient and its optimizer state; the all-gathers the Program places before
-//     each op's forward and backward (and a recomputed forward) bring the whole parameter, which
-//     is freed when that op ends; a backward's gradient is reduce-scattered into the rank's chunk
-//     right after it (the Program's reduce-scatter) and freed.
+//   - stage 3: the parameters one op of the Program gathers together (a module's weight and
+//     bias) are one flat unit, as FSDP's FlatParameter is, split into dp chunks; the rank keeps
+//     its chunk of the unit, of its gradient and of its optimizer state; each all-gather the
+//     Program places before an op's forward and backward (and a recomputed forward) is one
+//     collective that brings the whole unit, freed when the ops that read it end; a backward's
+//     gradients are reduce-scattered into the rank's chunk right after it (the Program's
+//     reduce-scatter, again one collective per unit) and freed. One collective per op is what
+//     the cost model prices (a ring per parameter would pay its latency once per tensor).
 type zeroState struct {
 	stage int
 	dp    *comm.Group
@@ -32,10 +35,46 @@ type zeroState struct {
 	// the Program's order.
 	units   map[string]*zunit
 	byStage map[int][]*zunit
-	// Stage 3: the rank's chunk of each parameter, its gradient and Adam moments, and the
-	// parameter's whole (tp-local) length.
-	shard, gshard, m, v map[string][]float32
-	size                map[string]int
+	// Stage 3: the flat units by key (the parameter names joined), by parameter name, and per
+	// virtual stage.
+	z3      map[string]*z3unit
+	z3of    map[string]*z3unit
+	z3stage map[int][]*z3unit
+}
+
+// z3unit is one flat unit of ZeRO-3: the parameters names at offsets offs of a flat tensor of n
+// elements (their whole tp-local values one after the other), the rank's chunk [lo, hi) of it
+// with its gradient and Adam moments, and while an op needs them the gathered whole (full, with
+// held of its parameters not yet released) and the whole gradient (grad).
+type z3unit struct {
+	names     []string
+	offs      []int
+	n, lo, hi int
+	shard     []float32
+	gshard    []float32
+	m, v      []float32
+	full      []float32
+	held      int
+	grad      []float32
+}
+
+// span is the element range of parameter i of u in the flat unit.
+func (u *z3unit) span(i int) (lo, hi int) {
+	hi = u.n
+	if i+1 < len(u.offs) {
+		hi = u.offs[i+1]
+	}
+	return u.offs[i], hi
+}
+
+// index is the position of parameter name in u.
+func (u *z3unit) index(name string) int {
+	for i, n := range u.names {
+		if n == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // zunit is one gradient bucket of ZeRO-1/2: parameters names, flat length n, and the rank's chunk
@@ -50,22 +89,78 @@ type zunit struct {
 func (r *rank) zero() *zeroState {
 	if r.z == nil {
 		r.z = &zeroState{stage: r.p.Strategy.ZeRO, dp: r.groups[strategies.DimDP], units: map[string]*zunit{}, byStage: map[int][]*zunit{},
-			shard: map[string][]float32{}, gshard: map[string][]float32{}, m: map[string][]float32{}, v: map[string][]float32{}, size: map[string]int{}}
+			z3: map[string]*z3unit{}, z3of: map[string]*z3unit{}, z3stage: map[int][]*z3unit{}}
 	}
 	return r.z
 }
 
-// z3Init keeps this rank's chunk of parameter name, whose whole tp-local value is local.
-func (r *rank) z3Init(name string, local []float32) {
+// z3Init makes the flat units of stage s from the parameter sets its ops gather over dp, and
+// keeps this rank's chunk of each; local holds every parameter's whole tp-local value. A
+// parameter no op gathers is a unit of its own (reading it then fails as a missing gather).
+func (r *rank) z3Init(s *program.Stage, local map[string][]float32) error {
 	z := r.zero()
-	lo, hi := comm.ChunkBounds(len(local), z.dp.Size(), z.dp.Index())
-	w := r.alloc.f32(CatParams, hi-lo)
-	copy(w, local[lo:hi])
-	z.shard[name], z.size[name] = w, len(local)
-	z.gshard[name] = r.alloc.f32(CatGrads, hi-lo)
-	if r.p.Strategy.Optimizer == strategies.OptimizerAdam {
-		z.m[name], z.v[name] = r.alloc.f32(CatOptimizer, hi-lo), r.alloc.f32(CatOptimizer, hi-lo)
+	var sets [][]string
+	for _, ops := range [][]program.Op{s.Forward, s.Backward} {
+		for i := range ops {
+			if op := &ops[i]; op.Kind == program.OpAllGather && op.Dim == strategies.DimDP && len(op.Params) > 0 {
+				sets = append(sets, op.Params)
+			}
+		}
 	}
+	for i := range s.Params {
+		sets = append(sets, []string{s.Params[i].Name})
+	}
+	for _, names := range sets {
+		key := strings.Join(names, ",")
+		if _, ok := z.z3[key]; ok {
+			continue
+		}
+		if len(names) == 1 && z.z3of[names[0]] != nil {
+			continue // gathered with others: already in their unit
+		}
+		u := &z3unit{names: names}
+		for _, name := range names {
+			w, ok := local[name]
+			if !ok {
+				return fmt.Errorf("exec: stage %d gathers parameter %q over dp, which it does not hold: a lowering error", s.Index, name)
+			}
+			if o := z.z3of[name]; o != nil {
+				return fmt.Errorf("exec: stage %d gathers parameter %q with %s and with %s: ZeRO-3 needs each parameter in one gathered unit (a lowering error)",
+					s.Index, name, strings.Join(o.names, ","), key)
+			}
+			u.offs = append(u.offs, u.n)
+			u.n += len(w)
+		}
+		u.lo, u.hi = comm.ChunkBounds(u.n, z.dp.Size(), z.dp.Index())
+		u.shard = r.alloc.f32(CatParams, u.hi-u.lo)
+		for i, name := range names {
+			a, b := u.span(i)
+			a, b = max(a, u.lo), min(b, u.hi)
+			if a < b {
+				copy(u.shard[a-u.lo:b-u.lo], local[name][a-u.offs[i]:b-u.offs[i]])
+			}
+			z.z3of[name] = u
+		}
+		u.gshard = r.alloc.f32(CatGrads, u.hi-u.lo)
+		if r.p.Strategy.Optimizer == strategies.OptimizerAdam {
+			u.m, u.v = r.alloc.f32(CatOptimizer, u.hi-u.lo), r.alloc.f32(CatOptimizer, u.hi-u.lo)
+		}
+		z.z3[key] = u
+		z.z3stage[s.Index] = append(z.z3stage[s.Index], u)
+	}
+	return nil
+}
+
+// z3Chunk is the rank's chunk of parameter name within its unit's chunk buf (the unit's shard or
+// gradient shard): possibly empty.
+func (z *zeroState) z3Chunk(name string, pick func(u *z3unit) []float32) []float32 {
+	u := z.z3of[name]
+	a, b := u.span(u.index(name))
+	a, b = max(a, u.lo), min(b, u.hi)
+	if a >= b {
+		return nil
+	}
+	return pick(u)[a-u.lo : b-u.lo]
 }
 
 // z12Init makes one unit of every gradient bucket that stage s reduce-scatters over dp.
@@ -109,35 +204,47 @@ func (z *zeroState) startStep(r *rank) {
 			}
 		}
 	case 3:
-		for _, g := range z.gshard {
-			clear(g)
+		for _, u := range z.z3 {
+			clear(u.gshard)
 		}
 	}
 }
 
-// fullGrad is ZeRO-3's whole gradient buffer of name, taken (zeroed) when a backward first writes
-// it and freed by the reduce-scatter that follows.
+// fullGrad is ZeRO-3's whole gradient buffer of name: the unit's flat gradient, taken (zeroed)
+// when a backward first writes one of its parameters and freed by the reduce-scatter that follows.
 func (z *zeroState) fullGrad(r *rank, name string) []float32 {
-	n, ok := z.size[name]
+	u, ok := z.z3of[name]
 	if !ok {
 		panic(lowering(fmt.Sprintf("parameter %q is not held by stage %d", name, r.s.Index)))
 	}
-	// The whole gradient is a collective's buffer, as the cost model counts it (its comm
-	// category): the rank's own gradient is the shard the reduce-scatter leaves.
-	g := r.alloc.f32(CatComm, n)
-	r.grads[name] = g
-	return g
+	if u.grad == nil {
+		// The whole gradient is a collective's buffer, as the cost model counts it (its comm
+		// category): the rank's own gradient is the shard the reduce-scatter leaves.
+		u.grad = r.alloc.f32(CatComm, u.n)
+		for i, n := range u.names {
+			a, b := u.span(i)
+			r.grads[n] = u.grad[a:b]
+		}
+	}
+	return r.grads[name]
 }
 
-// afterOp frees, under ZeRO-3, the whole parameters a compute op read once it has run.
+// afterOp releases, under ZeRO-3, the whole parameters a compute op read once it has run; a
+// unit's gathered buffer is freed when the last of its parameters is.
 func (z *zeroState) afterOp(r *rank, op *program.Op) {
 	if z.stage != 3 || op.Kind.IsCollective() || op.Param == "" {
 		return
 	}
 	for _, name := range []string{op.Param, op.Bias} {
-		if b, ok := r.params[name]; ok && name != "" {
-			r.alloc.putF32(CatComm, b)
-			delete(r.params, name)
+		if _, ok := r.params[name]; !ok || name == "" {
+			continue
+		}
+		delete(r.params, name)
+		if u := z.z3of[name]; u.full != nil {
+			if u.held--; u.held == 0 {
+				r.alloc.putF32(CatComm, u.full)
+				u.full = nil
+			}
 		}
 	}
 }
@@ -146,41 +253,42 @@ func (z *zeroState) afterOp(r *rank, op *program.Op) {
 func (z *zeroState) collective(r *rank, op *program.Op) error {
 	switch {
 	case z.stage == 3 && op.Kind == program.OpAllGather:
-		for _, name := range op.Params {
-			full, ok := r.params[name]
-			if !ok {
-				// A gathered parameter is a collective's buffer (comm), not the rank's own
-				// parameters (its shard), as the cost model counts it.
-				full = r.alloc.f32Out(CatComm, z.size[name]) // the gather writes every element
-				r.params[name] = full
-			}
-			if err := z.dp.AllGather(full, z.shard[name]); err != nil {
-				return err
+		u, ok := z.z3[strings.Join(op.Params, ",")]
+		if !ok {
+			return fmt.Errorf("exec: stage %d all-gathers %s over dp, which is no unit of its ZeRO-3 parameters: a lowering error", r.s.Index, strings.Join(op.Params, ","))
+		}
+		if u.full == nil {
+			// A gathered unit is a collective's buffer (comm), not the rank's own parameters
+			// (its shard), as the cost model counts it.
+			u.full = r.alloc.f32Out(CatComm, u.n) // the gather writes every element
+		}
+		for i, name := range u.names {
+			if _, ok := r.params[name]; !ok {
+				a, b := u.span(i)
+				r.params[name] = u.full[a:b]
+				u.held++
 			}
 		}
-		return nil
+		return z.dp.AllGather(u.full, u.shard)
 	case z.stage == 3 && op.Kind == program.OpReduceScatter:
-		for _, name := range op.Params {
-			full, ok := r.grads[name]
-			if !ok {
-				return fmt.Errorf("exec: stage %d reduce-scatters the gradient of %q, which no backward wrote: a lowering error", r.s.Index, name)
-			}
-			shard := z.gshard[name]
-			part := r.alloc.f32Out(CatWorkspace, len(shard)) // the reduce-scatter writes every element
-			err := z.dp.ReduceScatter(part, full)
-			if err == nil {
-				// The shard accumulates over microbatches (vectorised: a map lookup per
-				// element here cost 200 µs per 64 KiB gradient, which showed as communication).
-				kernels.AddInPlace(shard, part)
-			}
-			r.unscratch(part)
-			r.alloc.putF32(CatComm, full)
-			delete(r.grads, name)
-			if err != nil {
-				return err
-			}
+		u, ok := z.z3[strings.Join(op.Params, ",")]
+		if !ok || u.grad == nil {
+			return fmt.Errorf("exec: stage %d reduce-scatters the gradient of %s, which no backward wrote: a lowering error", r.s.Index, strings.Join(op.Params, ","))
 		}
-		return nil
+		part := r.alloc.f32Out(CatWorkspace, len(u.gshard)) // the reduce-scatter writes every element
+		err := z.dp.ReduceScatter(part, u.grad)
+		if err == nil {
+			// The shard accumulates over microbatches (vectorised: a map lookup per element
+			// here cost 200 µs per 64 KiB gradient, which showed as communication).
+			kernels.AddInPlace(u.gshard, part)
+		}
+		r.unscratch(part)
+		r.alloc.putF32(CatComm, u.grad)
+		u.grad = nil
+		for _, name := range u.names {
+			delete(r.grads, name)
+		}
+		return err
 	case op.Kind == program.OpReduceScatter:
 		u, ok := z.units[strings.Join(op.Params, ",")]
 		if !ok {
@@ -249,9 +357,8 @@ func span(m map[string][]float32, names []string, lo int, buf []float32, back bo
 func (z *zeroState) step(r *rank) {
 	update := r.update
 	if z.stage == 3 {
-		for i := range r.s.Params {
-			name := r.s.Params[i].Name
-			update(z.shard[name], z.gshard[name], z.m[name], z.v[name])
+		for _, u := range z.z3stage[r.s.Index] {
+			update(u.shard, u.gshard, u.m, u.v)
 		}
 		return
 	}
