@@ -252,13 +252,29 @@ func Softmax(y, x []float32, rows, cols int) {
 	checkDims("Softmax", rows, cols)
 	checkLen("Softmax", "x", x, rows*cols)
 	checkLen("Softmax", "y", y, rows*cols)
+	// An output too large to stay in the caches (ntStores) is written once, with non-temporal
+	// stores, from a scratch row that holds the exponentials between the sum and the scaling:
+	// writing them into y first would read every line of y from memory before overwriting it.
+	var scratch []float32
+	if useAVX && cols%8 == 0 && rows > 1 && ntStores(y) == 1 {
+		scratch = make([]float32, cols)
+	}
 	for r := range rows {
 		if useAVX && cols > 0 && r+1 < rows {
 			// The row's three passes hit L1 after the first, so the hardware prefetcher sees no
 			// misses to run ahead of; fetch the next row now, while this one computes.
 			prefetchAVX(&x[(r+1)*cols], cols)
 		}
-		softmaxRow(y[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols])
+		xr, yr := x[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols]
+		if scratch == nil {
+			softmaxRow(yr, xr)
+			continue
+		}
+		sum := expSumMax(scratch, xr, rowMax(xr))
+		scaleNTAVX(&yr[0], &scratch[0], cols, float32(1/sum))
+	}
+	if scratch != nil {
+		sfenceAVX()
 	}
 }
 

@@ -40,3 +40,11 @@ func addBothAVX(x, y *float32, n int)
 
 //go:noescape
 func prefetchAVX(x *float32, n int)
+
+//go:noescape
+func expSumBoundedAVX(dst, x *float32, n int, shift float32) float64
+
+//go:noescape
+func scaleNTAVX(dst, src *float32, n int, a float32)
+
+func sfenceAVX()

@@ -1113,3 +1113,152 @@ prefetch_loop:
 	CMPQ SI, CX
 	JLT prefetch_loop
 	RET
+
+// func expSumBoundedAVX(dst, x *float32, n int, shift float32) float64
+// expSumAVX for x <= shift (every value at most 1, no upper clamp needed) and n a multiple of 16:
+// one pass, two vectors at a time with their steps interleaved. The polynomial's dependent steps
+// take about 40 cycles a vector, more than the out-of-order window hides one vector at a time; two
+// independent chains side by side keep the FMA units busy. The polynomial's constants are memory
+// operands (L1 hits) to leave the registers to the two chains; the float32 lane sums go to the
+// float64 ones on the stack every 32 vectors, as in expSumAVX's bounded mode.
+TEXT ·expSumBoundedAVX(SB), NOSPLIT, $64-40
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VXORPD Y0, Y0, Y0
+	VMOVUPD Y0, 0(SP)
+	VMOVUPD Y0, 32(SP)
+	VBROADCASTSS shift+24(FP), Y13
+	VMOVUPS c_explo<>(SB), Y14
+	VMOVUPS c_magic<>(SB), Y12
+	SHRQ $4, CX
+	JZ expb_done
+
+expb_block:
+	MOVQ CX, DX
+	CMPQ DX, $16
+	JLE 2(PC)
+	MOVQ $16, DX
+	SUBQ DX, CX
+	VXORPS Y15, Y15, Y15
+
+expb_loop:
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y6
+	VSUBPS Y13, Y0, Y0
+	VSUBPS Y13, Y6, Y6
+	VMAXPS Y0, Y14, Y0
+	VMAXPS Y6, Y14, Y6
+	VMOVAPS Y12, Y1
+	VMOVAPS Y12, Y7
+	VFMADD231PS c_log2e<>(SB), Y0, Y1
+	VFMADD231PS c_log2e<>(SB), Y6, Y7
+	VSUBPS Y12, Y1, Y2
+	VSUBPS Y12, Y7, Y8
+	VFNMADD231PS c_ln2hi<>(SB), Y2, Y0
+	VFNMADD231PS c_ln2hi<>(SB), Y8, Y6
+	VFNMADD231PS c_ln2lo<>(SB), Y2, Y0
+	VFNMADD231PS c_ln2lo<>(SB), Y8, Y6
+	VMULPS Y0, Y0, Y2
+	VMULPS Y6, Y6, Y8
+	VMOVUPS c_p0<>(SB), Y3
+	VMOVUPS c_p0<>(SB), Y9
+	VFMADD213PS c_p1<>(SB), Y0, Y3
+	VFMADD213PS c_p1<>(SB), Y6, Y9
+	VMOVUPS c_p2<>(SB), Y5
+	VMOVUPS c_p2<>(SB), Y11
+	VFMADD213PS c_p3<>(SB), Y0, Y5
+	VFMADD213PS c_p3<>(SB), Y6, Y11
+	VMOVUPS c_p4<>(SB), Y4
+	VMOVUPS c_p4<>(SB), Y10
+	VFMADD213PS c_p5<>(SB), Y0, Y4
+	VFMADD213PS c_p5<>(SB), Y6, Y10
+	VFMADD213PS Y5, Y2, Y3
+	VFMADD213PS Y11, Y8, Y9
+	VFMADD213PS Y4, Y2, Y3
+	VFMADD213PS Y10, Y8, Y9
+	VADDPS c_one<>(SB), Y0, Y0
+	VADDPS c_one<>(SB), Y6, Y6
+	VFMADD213PS Y0, Y2, Y3
+	VFMADD213PS Y6, Y8, Y9
+	VPSLLD $23, Y1, Y1
+	VPSLLD $23, Y7, Y7
+	VMULPS Y1, Y3, Y3
+	VMULPS Y7, Y9, Y9
+	VMOVUPS Y3, 0(DI)
+	VMOVUPS Y9, 32(DI)
+	VADDPS Y3, Y15, Y15
+	VADDPS Y9, Y15, Y15
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ DX
+	JNZ expb_loop
+	VCVTPS2PD X15, Y0
+	VEXTRACTF128 $1, Y15, X1
+	VCVTPS2PD X1, Y1
+	VADDPD 0(SP), Y0, Y0
+	VADDPD 32(SP), Y1, Y1
+	VMOVUPD Y0, 0(SP)
+	VMOVUPD Y1, 32(SP)
+	TESTQ CX, CX
+	JNZ expb_block
+
+expb_done:
+	VMOVUPD 0(SP), Y7
+	VADDPD 32(SP), Y7, Y7
+	VEXTRACTF128 $1, Y7, X8
+	VADDPD X8, X7, X7
+	VPERMILPD $1, X7, X8
+	VADDSD X8, X7, X7
+	VMOVSD X7, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func scaleNTAVX(dst, src *float32, n int, a float32)
+// dst[:n] = a src[:n] with non-temporal stores (dst 32-byte aligned), n a multiple of 8, four
+// vectors an iteration; the caller fences (sfenceAVX) once after its last call.
+TEXT ·scaleNTAVX(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS a+24(FP), Y0
+	SHRQ $3, CX
+	MOVQ CX, DX
+	SHRQ $2, DX
+	JZ scalent_tail
+
+scalent_loop4:
+	VMULPS (SI), Y0, Y1
+	VMULPS 32(SI), Y0, Y2
+	VMULPS 64(SI), Y0, Y3
+	VMULPS 96(SI), Y0, Y4
+	VMOVNTPS Y1, (DI)
+	VMOVNTPS Y2, 32(DI)
+	VMOVNTPS Y3, 64(DI)
+	VMOVNTPS Y4, 96(DI)
+	ADDQ $128, SI
+	ADDQ $128, DI
+	DECQ DX
+	JNZ scalent_loop4
+
+scalent_tail:
+	ANDQ $3, CX
+	JZ scalent_done
+
+scalent_loop:
+	VMULPS (SI), Y0, Y1
+	VMOVNTPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ scalent_loop
+
+scalent_done:
+	VZEROUPPER
+	RET
+
+// func sfenceAVX()
+// Orders the non-temporal stores before it (scaleNTAVX's) before every store after it.
+TEXT ·sfenceAVX(SB), NOSPLIT, $0-0
+	SFENCE
+	RET

@@ -136,7 +136,13 @@ func expSumMax(dst, x []float32, mx float32) float64 {
 func expSumKernel(dst, x []float32, shift float32, bounded bool) float64 {
 	var sum float64
 	v := vecLen(len(dst))
-	if v > 0 {
+	if w := v &^ 15; bounded && w > 0 {
+		// Two vectors at a time (expSumBoundedAVX), the odd one by the general kernel.
+		sum = expSumBoundedAVX(&dst[0], &x[0], w, shift)
+		if w < v {
+			sum += expSumAVX(&dst[w], &x[w], v-w, shift, bounded)
+		}
+	} else if v > 0 {
 		sum = expSumAVX(&dst[0], &x[0], v, shift, bounded)
 	}
 	for i := v; i < len(dst); i++ {

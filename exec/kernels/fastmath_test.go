@@ -241,6 +241,14 @@ func TestExpSumMaxSum(t *testing.T) {
 			if d := math.Abs(sum - s); d > 2e-6*s {
 				t.Errorf("x in [%g, %g]: expSumMax returned %g, the float64 sum of its outputs is %g (relative %.2g > 2e-6)", c.lo, c.hi, sum, s, d/s)
 			}
+			// The bounded kernel (two vectors at a time) computes each value as the general one.
+			y2 := make([]float32, len(x))
+			expSum(y2, x, 0)
+			for i := range y {
+				if math.Float32bits(y[i]) != math.Float32bits(y2[i]) {
+					t.Fatalf("x in [%g, %g]: expSumMax element %d = %g, expSum %g", c.lo, c.hi, i, y[i], y2[i])
+				}
+			}
 		}
 	})
 }
@@ -302,6 +310,23 @@ func TestNonTemporalStores(t *testing.T) {
 		{"SiLUBackward", false, SiLUBackward},
 		{"ReLU", true, fwd(ReLU)},
 		{"ReLUBackward", false, ReLUBackward},
+	}
+	// Softmax writes an output that large from a scratch row of exponentials: the same bits as
+	// one row at a time (each far below the threshold), into a fresh buffer and in place.
+	const cols = 1000
+	rows := ntBytes/4/cols + 1
+	sx := sweep(-9, 9, rows*cols)
+	want := make([]float32, rows*cols)
+	for r := range rows {
+		Softmax(want[r*cols:(r+1)*cols], sx[r*cols:(r+1)*cols], 1, cols)
+	}
+	got := make([]float32, rows*cols)
+	Softmax(got, sx, rows, cols)
+	Softmax(sx, sx, rows, cols)
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(sx[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("Softmax: element %d: %g (in place %g), want %g", i, got[i], sx[i], want[i])
+		}
 	}
 	for _, k := range kernels {
 		want := make([]float32, n)
