@@ -137,6 +137,28 @@ func BenchmarkPacking(b *testing.B) {
 	}
 }
 
+// BenchmarkPanelPrefetch times each of benchShapes on one thread with and without the L2 prefetch
+// of the next B panel (noPanelPrefetch), alternately within each iteration, and reports
+// prefetch_speedup, the median over iterations of the time without over the time with:
+//
+//	go test -run '^$' -bench PanelPrefetch -benchtime 11x ./exec/kernels/gemm
+func BenchmarkPanelPrefetch(b *testing.B) {
+	for _, s := range benchShapes {
+		a, bb, c, lda, ldb := s.operands(0)
+		b.Run(s.name, func(b *testing.B) {
+			defer SetThreads(SetThreads(1))
+			defer func() { noPanelPrefetch = false }()
+			run := func(off bool) func() {
+				return func() {
+					noPanelPrefetch = off
+					Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
+				}
+			}
+			b.ReportMetric(medianRatio(b, run(false), run(true)), "prefetch_speedup")
+		})
+	}
+}
+
 // BenchmarkPaddedStride times each of benchShapes on one thread with C's row stride n and n+16,
 // alternately within each iteration, and reports padded_speedup, the median over iterations of the
 // first's time over the second's: with a stride of a multiple of 4 KiB, the six rows of a C tile

@@ -13,3 +13,7 @@ var useAsm = cpufeat.AVX2FMA
 // goPacking makes the amd64 build pack in Go, as under the race detector; BenchmarkPacking sets
 // it to time the assembly packing against Go's.
 var goPacking bool
+
+// noPanelPrefetch turns off the L2 prefetch of the next B panel (prefetchNext);
+// BenchmarkPanelPrefetch sets it to time the product without it.
+var noPanelPrefetch bool

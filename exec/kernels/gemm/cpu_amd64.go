@@ -30,6 +30,25 @@ func copyPanel6(dst, src *float32, lds, k int)
 //go:noescape
 func transposePanel6(dst, src *float32, lds, blocks int)
 
+// prefetchL2 issues PREFETCHT1 for lines 64-byte lines from p, lines >= 1.
+//
+//go:noescape
+func prefetchL2(p *float32, lines int)
+
+// prefetchNext fetches into L2 the part-th of parts slices of the packed panel next, where the
+// CPU runs the assembly kernel.
+func prefetchNext(next []float32, part, parts int) {
+	if !useAsm || len(next) == 0 || noPanelPrefetch {
+		return
+	}
+	lines := (len(next)*4 + 63) / 64
+	lo, hi := lines*part/parts, lines*(part+1)/parts
+	if hi > lo {
+		_ = next[min(len(next)-1, (hi*64-1)/4)]
+		prefetchL2(&next[lo*16], hi-lo)
+	}
+}
+
 // asmPacking is whether packing runs in assembly: with the kernels, and not under the race
 // detector, which sees the reads of A and B only when Go does them (nor with goPacking).
 func asmPacking() bool { return useAsm && !raceEnabled && !goPacking }

@@ -13,3 +13,5 @@ func packBTransPanel(dst, src []float32, lds, kcur int) {
 func packAPanel(dst, src []float32, lds, kcur int)      { packAPanelGo(dst, src, lds, 0, kcur) }
 func packATransPanel(dst, src []float32, lds, kcur int) { packATransGo(dst, src, lds, kcur) }
 func packBPanel(dst, src []float32, lds, kcur int)      { packBPanelGo(dst, src, lds, kcur) }
+
+func prefetchNext(next []float32, part, parts int) {}

@@ -418,3 +418,15 @@ t6block:
 	JNZ t6block
 	VZEROUPPER
 	RET
+
+// func prefetchL2(p *float32, lines int)
+// PREFETCHT1 of the lines 64-byte lines from p (lines >= 1).
+TEXT ·prefetchL2(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ lines+8(FP), CX
+pfl2_loop:
+	PREFETCHT1 (SI)
+	ADDQ $64, SI
+	DECQ CX
+	JNZ pfl2_loop
+	RET
