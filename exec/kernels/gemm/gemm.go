@@ -18,9 +18,12 @@ const (
 )
 
 // prefetchBlock is the packed B block size in bytes above which macro prefetches the next B
-// panel into L2. BenchmarkPanelPrefetch, median of 11 paired runs on this machine's 512 KiB-L2
-// cores: 4 MiB blocks (the MLP's forward, N = 4096) 1.08-1.14x faster with it, 2 MiB (sq2048)
-// 1.04-1.09x, 1 MiB (sq1024, N = 1024 at K >= 256) 0.97-1.01x, 256 KiB (sq256) 0.91x.
+// panel into L2. BenchmarkPanelPrefetch (median of 11 paired runs; this machine's cores have
+// 512 KiB of L2), with the prefetch for every block: 4 MiB blocks (the MLP's forward, N = 4096)
+// 1.08-1.14x faster, 2 MiB (sq2048) 1.04-1.09x, 1 MiB (sq1024, and N = 1024 at K >= 256)
+// 0.97-1.01x, 256 KiB (sq256) 0.91x. With this threshold: 1.06-1.11x and 1.02-1.08x; the shapes
+// below it, whose two runs are then the same code, read 0.90-1.00 (the benchmark's noise and its
+// order bias).
 const prefetchBlock = 1 << 20
 
 // minRowBlock is the smallest row block a parallel product is cut into beyond what MC needs: four
