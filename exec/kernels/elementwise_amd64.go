@@ -48,3 +48,9 @@ func expSumBoundedAVX(dst, x *float32, n int, shift float32) float64
 func scaleNTAVX(dst, src *float32, n int, a float32)
 
 func sfenceAVX()
+
+//go:noescape
+func sgdAVX(p, grad *float32, n int, lr float32)
+
+//go:noescape
+func adamAVX(p, grad, m, v *float32, n int, c *[7]float32)

@@ -1262,3 +1262,94 @@ scalent_done:
 TEXT ·sfenceAVX(SB), NOSPLIT, $0-0
 	SFENCE
 	RET
+
+// func sgdAVX(p, grad *float32, n int, lr float32)
+// p -= lr*g (a product, then a difference: the scalar code's two roundings, no FMA), n a multiple
+// of 8, two vectors an iteration.
+TEXT ·sgdAVX(SB), NOSPLIT, $0-28
+	MOVQ p+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS lr+24(FP), Y7
+	SHRQ $3, CX
+	MOVQ CX, DX
+	SHRQ $1, DX
+	JZ sgd_tail
+
+sgd_loop2:
+	VMULPS (SI), Y7, Y0
+	VMULPS 32(SI), Y7, Y1
+	VMOVUPS (DI), Y2
+	VMOVUPS 32(DI), Y3
+	VSUBPS Y0, Y2, Y2
+	VSUBPS Y1, Y3, Y3
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ DX
+	JNZ sgd_loop2
+
+sgd_tail:
+	ANDQ $1, CX
+	JZ sgd_done
+	VMULPS (SI), Y7, Y0
+	VMOVUPS (DI), Y2
+	VSUBPS Y0, Y2, Y2
+	VMOVUPS Y2, (DI)
+
+sgd_done:
+	VZEROUPPER
+	RET
+
+// func adamAVX(p, grad, m, v *float32, n int, c *[7]float32)
+// Adam.Step's loop, n a multiple of 8, with c = [β1, 1-β1, β2, 1-β2, ε, stepSize, 1/sqrt(bc2)]:
+// m = β1 m + (1-β1) g; v = β2 v + ((1-β2) g) g; p -= (stepSize m) / (sqrt(v) (1/sqrt(bc2)) + ε),
+// each product, sum and quotient rounded as the scalar code rounds it (no FMA; VSQRTPS is
+// correctly rounded, as float32(math.Sqrt(float64(v))) is).
+TEXT ·adamAVX(SB), NOSPLIT, $0-48
+	MOVQ p+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ m+16(FP), R8
+	MOVQ v+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ c+40(FP), AX
+	VBROADCASTSS 0(AX), Y8
+	VBROADCASTSS 4(AX), Y9
+	VBROADCASTSS 8(AX), Y10
+	VBROADCASTSS 12(AX), Y11
+	VBROADCASTSS 16(AX), Y12
+	VBROADCASTSS 20(AX), Y13
+	VBROADCASTSS 24(AX), Y14
+	SHRQ $3, CX
+	JZ adam_done
+
+adam_loop:
+	VMOVUPS (SI), Y0
+	VMULPS (R8), Y8, Y1
+	VMULPS Y0, Y9, Y2
+	VADDPS Y2, Y1, Y1
+	VMOVUPS Y1, (R8)
+	VMULPS (R9), Y10, Y3
+	VMULPS Y0, Y11, Y4
+	VMULPS Y0, Y4, Y4
+	VADDPS Y4, Y3, Y3
+	VMOVUPS Y3, (R9)
+	VSQRTPS Y3, Y3
+	VMULPS Y14, Y3, Y3
+	VADDPS Y12, Y3, Y3
+	VMULPS Y1, Y13, Y1
+	VDIVPS Y3, Y1, Y1
+	VMOVUPS (DI), Y5
+	VSUBPS Y1, Y5, Y5
+	VMOVUPS Y5, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ adam_loop
+
+adam_done:
+	VZEROUPPER
+	RET

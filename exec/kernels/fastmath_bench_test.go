@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// BenchmarkElementwise runs each activation kernel beside a plain copy of the same bytes, at a size
+// BenchmarkElementwise runs each activation kernel (and the optimizers' updates) beside a plain copy of the same bytes, at a size
 // that fits in this machine's L2 (4 Ki floats = 16 KiB per stream, the four buffers a little more
 // than the 32 KiB L1: mostly the kernels' arithmetic, reported as ns_per_8, the best time for each
 // 8 floats, one AVX2 vector), one that fits in its L3 (1 Mi floats = 4 MiB per stream) and one that
@@ -26,6 +26,9 @@ func BenchmarkElementwise(b *testing.B) {
 		FillUniform(dy, rng, -1, 1)
 		copy(out, dy) // fault the pages in before the first timed run
 		copy(cp, dy)
+		m, v := make([]float32, n), make([]float32, n) // Adam's moments
+		copy(m, dy)
+		copy(v, x)
 		kernels := []struct {
 			name    string
 			streams int // arrays read plus written
@@ -39,6 +42,8 @@ func BenchmarkElementwise(b *testing.B) {
 			{"silu_backward", 3, func() { SiLUBackward(out, dy, x) }},
 			{"softmax_1024", 2, func() { Softmax(out, x, n/1024, 1024) }},
 			{"add_in_place", 3, func() { AddInPlace(out, x) }},
+			{"sgd", 3, func() { SGD{LR: 1e-3}.Step(out, dy, nil) }},
+			{"adam", 7, func() { NewAdam(1e-3).Step(out, dy, m, v, 1) }},
 		}
 		for _, k := range kernels {
 			b.Run(fmt.Sprintf("n=%d/%s", n, k.name), func(b *testing.B) {

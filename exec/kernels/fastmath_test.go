@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -350,6 +351,40 @@ func TestNonTemporalStores(t *testing.T) {
 		for i := range want {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(in[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("%s: element %d: %g (in place %g), want %g", k.name, i, got[i], in[i], want[i])
+			}
+		}
+	}
+}
+
+// TestOptimizerVectorsMatchScalar checks that SGD and Adam give the same bits with the AVX2 loops
+// (eight elements at a time, then the scalar tail) as with the scalar code alone, over three
+// steps, on lengths that cover the two-vector loop, its one-vector tail and the scalar tail.
+func TestOptimizerVectorsMatchScalar(t *testing.T) {
+	if !useAVX {
+		t.Skip("without the AVX2 kernels there is only the scalar path (portable code, or -race)")
+	}
+	for _, n := range []int{1, 7, 8, 9, 16, 24, 33, 1000} {
+		rng := NewRand(uint64(n))
+		p0, g := make([]float32, n), make([]float32, n)
+		FillUniform(p0, rng, -1, 1)
+		FillUniform(g, rng, -3, 3)
+		g[0] = 0 // a zero gradient: v stays 0 and the update divides by eps
+		run := func(avx bool) (sgd, adam []float32) {
+			useAVX = avx
+			defer func() { useAVX = true }()
+			sgd, adam = slices.Clone(p0), slices.Clone(p0)
+			m, v := make([]float32, n), make([]float32, n)
+			for step := 1; step <= 3; step++ {
+				SGD{LR: 0.1}.Step(sgd, g, nil)
+				NewAdam(1e-3).Step(adam, g, m, v, step)
+			}
+			return sgd, adam
+		}
+		s1, a1 := run(true)
+		s0, a0 := run(false)
+		for i := range s0 {
+			if math.Float32bits(s1[i]) != math.Float32bits(s0[i]) || math.Float32bits(a1[i]) != math.Float32bits(a0[i]) {
+				t.Fatalf("n=%d element %d: SGD %g (scalar %g), Adam %g (scalar %g)", n, i, s1[i], s0[i], a1[i], a0[i])
 			}
 		}
 	}

@@ -23,8 +23,12 @@ func (o SGD) Step(param, grad, buf []float32) {
 	checkSame("SGD.Step", param, "grad", grad)
 	lr, mom := float32(o.LR), float32(o.Momentum)
 	if o.Momentum == 0 {
-		for i, g := range grad {
-			param[i] -= lr * g
+		v := vecLen(len(grad))
+		if v > 0 {
+			sgdAVX(&param[0], &grad[0], v, lr)
+		}
+		for i := v; i < len(grad); i++ {
+			param[i] -= lr * grad[i]
 		}
 		return
 	}
@@ -76,7 +80,14 @@ func (o Adam) Step(param, grad, m, v []float32, t int) {
 	b1, b2 := float32(o.Beta1), float32(o.Beta2)
 	ob1, ob2 := float32(1-o.Beta1), float32(1-o.Beta2)
 	eps := float32(o.Eps)
-	for i, g := range grad {
+	n := vecLen(len(grad))
+	if n > 0 {
+		// The same operations eight at a time, rounded the same way (adamAVX).
+		c := [7]float32{b1, ob1, b2, ob2, eps, stepSize, invSqrtBC2}
+		adamAVX(&param[0], &grad[0], &m[0], &v[0], n, &c)
+	}
+	for i := n; i < len(grad); i++ {
+		g := grad[i]
 		mi := b1*m[i] + ob1*g
 		vi := b2*v[i] + ob2*g*g
 		m[i], v[i] = mi, vi
