@@ -37,9 +37,9 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 		fwd, bwd float64
 		tol      float64
 	}{
-		{"", 7.7, 11.9, 0.065},                   // baseline, no recompute
-		{"sp=on", 7.2, 11.8, 0.015},              // sequence parallelism
-		{"recompute=full", 7.7, 19.5, 0.07},      // full recompute
+		{"", 7.7, 11.9, 0.065},                    // baseline, no recompute
+		{"sp=on", 7.2, 11.8, 0.015},               // sequence parallelism
+		{"recompute=full", 7.7, 19.5, 0.07},       // full recompute
 		{"recompute=selective", 7.7, 13.2, 0.045}, // selective recompute
 		{"sp=on,recompute=selective", 7.2, 13.1, 0.01},
 	} {
