@@ -369,7 +369,13 @@ func (c *Coster) Comm(op *program.Op) units.Seconds {
 	// On shared cores the ranks arrive from computing: a blocking collective also costs the
 	// measured meeting overhead of the ranks computing at once (hardware.MeetOverhead: the
 	// program's ranks, which share the cores whatever the group; 0 for devices of their own).
-	return CollectiveTime(c.HW, op.Kind, op.Group, stride, op.FullBytes) + c.HW.Meeting(mesh.Devices())
+	t := CollectiveTime(c.HW, op.Kind, op.Group, stride, op.FullBytes) + c.HW.Meeting(mesh.Devices())
+	if c.P.Strategy.TensorLists && op.Dim == strategies.DimDP && c.P.Strategy.ZeRO == 3 && op.Phase != program.Optimizer &&
+		(op.Kind == program.OpAllGather || op.Kind == program.OpReduceScatter) {
+		// DeepSpeed's ZeRO-3 of 2021: a list collective, one copy per rank for each parameter.
+		t += units.Seconds(float64(op.Group*len(op.Params)) * c.HW.Efficiency.ListCopyMicros * 1e-6)
+	}
+	return t
 }
 
 // Hidden is the part of comm, the time of collective ops[i] of a stage's backward, that runs under
@@ -468,6 +474,9 @@ func assumptions(st strategies.Strategy, hw *hardware.Hardware, peak units.FLOPs
 		a = append(a, fmt.Sprintf("eager attention: separate kernels for the products, softmax and dropout, the s x s probabilities recomputed in backward (recompute=%s)", st.Recompute))
 	}
 	a = append(a, fmt.Sprintf("schedule %s; %d microbatches of %d per pipeline; dp gradient overlap %v", st.Schedule, microbatches, st.MBS, st.Overlap))
+	if st.TensorLists && st.ZeRO == 3 {
+		a = append(a, fmt.Sprintf("ZeRO-3 collectives over tensor lists (tensorlists=on, DeepSpeed's ZeRO-3 of 2021): each gather and reduce-scatter also pays dp x its parameters copies of %.3g us", hw.Efficiency.ListCopyMicros))
+	}
 	if st.TPOverlap && st.Mesh.TP > 1 {
 		return append(a, "backward tensor-parallel collectives under the column-parallel linears' products (tpoverlap=on, Megatron-LM's asynchronous communication); the forward's tensor-parallel and the pipeline communication on the critical path")
 	}

@@ -119,6 +119,7 @@ func TestCheckSpec(t *testing.T) {
 		{"dp=2,overlap=on", "overlap=on is priced by 'tpsim predict', not executed"},
 		{"tp=2,tpoverlap=off", ""},
 		{"tp=2,tpoverlap=on", "tpoverlap=on is priced by 'tpsim predict', not executed"},
+		{"dp=2,zero=3,tensorlists=on", "tensorlists=on is priced by 'tpsim predict', not executed"},
 	} {
 		st, err := strategies.Parse(c.spec)
 		if err != nil {

@@ -77,6 +77,12 @@ type Efficiency struct {
 	// OpOverhead is a fixed time every op pays besides its roofline time (kernel launch on a GPU,
 	// dispatch and allocation on the host); 0 when not modelled.
 	OpOverhead units.Seconds `json:"op_overhead_s,omitempty"`
+	// ListCopyMicros is the time, in microseconds, of one per-rank copy of a torch.distributed
+	// collective over a list of tensors, as DeepSpeed's ZeRO-3 of 2021 ran its parameter
+	// gathers and gradient reduce-scatters (strategies.Strategy.TensorLists): PyTorch's dispatch
+	// and a CUDA launch for a small copy, paid group size x parameters times per collective. 0
+	// when not known (tensorlists=on then adds nothing).
+	ListCopyMicros float64 `json:"list_copy_us,omitempty"`
 	// KernelRates is, per kernel, the elements per second it reaches when it is slower than the
 	// roofline (CPU code computing tanh or exp is; GPU kernels are memory-bound and need none).
 	// Keys are the Kernel that costmodel.KernelKey names ("gelu", "gelu.backward", "layernorm",
@@ -306,6 +312,9 @@ func (h *Hardware) problems() []string {
 	}
 	if h.Cores > 0 && h.GEMMParallelMACs < 0 {
 		add("gemm_parallel_macs = %d must be zero or positive: the multiply-adds from which a product splits over cores", h.GEMMParallelMACs)
+	}
+	if e.ListCopyMicros < 0 || math.IsInf(e.ListCopyMicros, 0) || math.IsNaN(e.ListCopyMicros) {
+		add("efficiency.list_copy_us = %g must be zero or positive: microseconds per rank and tensor of a list collective, e.g. 10", e.ListCopyMicros)
 	}
 	if e.OpOverhead < 0 || math.IsInf(float64(e.OpOverhead), 0) || math.IsNaN(float64(e.OpOverhead)) {
 		add("efficiency.op_overhead_s = %g must be zero or positive: a fixed time per op, e.g. 5e-6", float64(e.OpOverhead))

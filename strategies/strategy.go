@@ -110,6 +110,14 @@ type Strategy struct {
 	// re-gather of the input under the input-gradient product. Off by default (PyTorch's
 	// parallelize_module runs them in order); exec does not execute it.
 	TPOverlap bool `json:"tp_overlap"`
+	// TensorLists runs ZeRO-3's parameter gathers and gradient reduce-scatters through
+	// torch.distributed's collectives over lists of tensors, one tensor per rank, as DeepSpeed's
+	// ZeRO-3 of 2021 did (deepspeed/runtime/zero/partition_parameters.py: _allgather_params
+	// copies each parameter's slice out of every rank's partition, _reduce_scatter_gradient hands
+	// a list of one slice per rank to reduce_scatter): each collective also pays group size x
+	// its parameters copies (hardware.Efficiency.ListCopyMicros each). Off by default (one flat
+	// buffer per collective, as FSDP and later DeepSpeed); exec does not execute it.
+	TensorLists bool `json:"tensor_lists"`
 	// Plan is the tensor-parallel plan; nil means the model family's Megatron plan when tp > 1.
 	Plan *Plan `json:"-"`
 }
@@ -126,7 +134,7 @@ func Default(mesh Mesh) Strategy {
 }
 
 // OptionKeys lists the keys Parse accepts besides the mesh dimensions.
-var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "attn", "overlap", "bucket_mb", "tpoverlap"}
+var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "attn", "overlap", "bucket_mb", "tpoverlap", "tensorlists"}
 
 // Parse reads a strategy such as "dp=24,tp=8,pp=8,mbs=1,gbs=2304,recompute=full,sp=off,zero=0".
 // Mesh dimensions and options may come in any order; what is not given keeps its Default value.
@@ -167,7 +175,7 @@ func Parse(s string) (Strategy, error) {
 // Short prints st completely and canonically in Parse's form, shorter than String: the mesh
 // dimensions above 1, mbs, gbs and seq always, and every other option where it differs from
 // Default (schedule, vpp, zero, recompute, sp, precision, optimizer, attn, overlap, bucket_mb,
-// tpoverlap).
+// tpoverlap, tensorlists).
 // Parse(st.Short()) is st for a resolved st without a tensor-parallel plan.
 func (st Strategy) Short() string {
 	d := Default(st.Mesh)
@@ -188,6 +196,7 @@ func (st Strategy) Short() string {
 	add(st.Overlap != d.Overlap, "overlap=off")
 	add(st.BucketBytes != d.BucketBytes, "bucket_mb="+strconv.Itoa(int(st.BucketBytes>>20)))
 	add(st.TPOverlap != d.TPOverlap, "tpoverlap=on")
+	add(st.TensorLists != d.TensorLists, "tensorlists=on")
 	return strings.Join(parts, ",")
 }
 
@@ -256,6 +265,8 @@ func (st *Strategy) set(k, v string) error {
 		st.Overlap, err = onOff(k, v)
 	case "tpoverlap":
 		st.TPOverlap, err = onOff(k, v)
+	case "tensorlists":
+		st.TensorLists, err = onOff(k, v)
 	default:
 		keys := append(DimNames(), OptionKeys...)
 		sort.Strings(keys)
@@ -267,9 +278,9 @@ func (st *Strategy) set(k, v string) error {
 // String prints every option, resolved, in the form Parse reads.
 func (st Strategy) String() string {
 	onoff := map[bool]string{true: "on", false: "off"}
-	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d,tpoverlap=%s",
+	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d,tpoverlap=%s,tensorlists=%s",
 		st.Mesh.PP, st.Mesh.DP, st.Mesh.CP, st.Mesh.TP, st.MBS, st.GBS, st.Seq, st.ZeRO, st.Recompute, onoff[st.SP],
-		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20, onoff[st.TPOverlap])
+		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20, onoff[st.TPOverlap], onoff[st.TensorLists])
 }
 
 // Resolve fills the options that depend on the model (global batch, sequence length) and returns

@@ -144,8 +144,13 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 		// modules off by one until PR #1170 (issue #1069, "Performance Degradation with ZERO
 		// Stage 3"). An overlapped prefetch came later, with the stage-3 rework of PR #1453
 		// (under review in November 2021).
-		keys = append(keys, "overlap=off")
-		assumed = append(assumed, "ZeRO-3 parameter gathers and gradient reduce-scatters not overlapped with compute (DeepSpeed's 2021 stage 3 synchronized each all-gather: DeepSpeed PR #1188, issue #1069)")
+		// Its collectives went through torch.distributed's tensor-list forms: _allgather_params
+		// gathered into one slice per rank and copied each parameter's piece out of each of them,
+		// _reduce_scatter_gradient gave reduce_scatter a list of one slice per rank, per parameter
+		// (deepspeed/runtime/zero/partition_parameters.py of that year).
+		keys = append(keys, "overlap=off", "tensorlists=on")
+		assumed = append(assumed, "ZeRO-3 parameter gathers and gradient reduce-scatters not overlapped with compute (DeepSpeed's 2021 stage 3 synchronized each all-gather: DeepSpeed PR #1188, issue #1069)",
+			"ZeRO-3 collectives over lists of one tensor per rank, a copy per rank and parameter (DeepSpeed 2021's partition_parameters.py: _allgather_params, _reduce_scatter_gradient)")
 	case fam == FamilyMegatron || fam == FamilyBLOOM:
 		keys = append(keys, "overlap=on")
 		assumed = append(assumed, "data-parallel reduction overlapped with backward (DeepSpeed ZeRO-3's default overlap_comm)")

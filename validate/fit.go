@@ -35,14 +35,16 @@ type Param struct {
 	Why string `json:"why"`
 }
 
-// Params is the declared parameter set: 9 parameters over 3 GPU types. The A100 rows decide the
+// Params is the declared parameter set: 10 parameters over 3 GPU types. The A100 rows decide the
 // A100's GEMM fraction for any stack (every row), and where the records say which software stack
 // ran, that stack's own: Megatron-LM's (its PTD-P runs) and llm-foundry's (its FSDP runs); and
 // FlashAttention-1's fraction (llm-foundry's Triton kernel, 139 rows). DeepSpeed's runs (MT-NLG,
-// BLOOM, Narayanan et al.'s ZeRO-3 rows) get no value of their own: fitted, it went to 0.42 of
-// the ceiling, absorbing the ZeRO-3 rows' missing mechanism (tpsim predicts them 1.3-3.5x too
-// fast) and leaving BLOOM and MT-NLG 78% slow when left out; they run at the A100's value for any
-// stack. The H100 SXM rows are NeMo's, all FP8: they decide the FP8 products' fraction and the
+// BLOOM, Narayanan et al.'s ZeRO-3 rows) get no GEMM fraction of their own: fitted, it went to
+// 0.42 of the ceiling, absorbing the ZeRO-3 rows' then missing mechanism (they were predicted
+// 1.3-3.5x too fast) and leaving BLOOM and MT-NLG 78% slow when left out; they run at the A100's
+// value for any stack. That mechanism is DeepSpeed 2021's list collectives (tensorlists=on): one
+// copy per rank and parameter in every ZeRO-3 gather and reduce-scatter, whose time per copy
+// (list_copy_us) Narayanan et al.'s six ZeRO-3 rows decide (the only rows that run them). The H100 SXM rows are NeMo's, all FP8: they decide the FP8 products' fraction and the
 // fused attention's (the long-sequence table, where attention is most of the step); their BF16
 // GEMMs (the head) stay at the sweep's ceiling, which no BF16 row of that part measures. The H100
 // 96 GB rows are torchtitan's, BF16 and Float8 at a 500 W limit: they decide all three. On H100
@@ -54,6 +56,8 @@ var Params = []Param{
 		Why: "Megatron-LM's own runs (Narayanan et al. 2021 PTD-P and weak scaling, Megatron-LM README 2020-2021)"},
 	{GPU: "a100", Stack: StackLLMFoundry, Field: "gemm_achieved_fraction_by_stack", Lo: 0.3, Hi: 1, Start: 1, StartWhy: "1: the matmul sweep's ceiling",
 		Why: "llm-foundry's A100 throughput tables (Composer + FSDP, 8-512 GPUs)"},
+	{GPU: "a100", Field: "list_copy_us", Lo: 0, Hi: 100, Start: 10, StartWhy: "10 us: PyTorch's dispatch of a small copy plus its CUDA launch, 5-20 us (NVIDIA's Nsight Systems guide measures about 20 us for a PyTorch elementwise kernel on V100)",
+		Why: "Narayanan et al.'s ZeRO-3 rows (DeepSpeed 2021, 384-2,240 GPUs), the only rows that run list collectives (tensorlists=on)"},
 	{GPU: "a100", Field: "flash1_attention_fraction", Lo: 0.1, Hi: 0.8, Start: 0.325, StartWhy: "0.325: Dao 2023 (arXiv:2307.08691) abstract, FlashAttention reaches 25-40% of peak on A100",
 		Why: "llm-foundry's A100 tables, which ran its Triton FlashAttention"},
 	{GPU: "h100-sxm", Field: "fp8_gemm_fraction", Lo: 0.2, Hi: 1, Start: 0.803, StartWhy: "0.803: the BF16 matmul sweep's fraction of peak (stas00/ml-engineering), taken for FP8 until fitted",
@@ -108,6 +112,8 @@ func setField(e *hardware.Efficiency, field, stack string, v float64) {
 		e.FlashMax = v
 	case "flash1_attention_fraction":
 		e.Flash1Max = v
+	case "list_copy_us":
+		e.ListCopyMicros = v
 	default:
 		panic("validate: no efficiency field " + field)
 	}

@@ -185,7 +185,7 @@ func WriteFitText(w io.Writer, res *FitResult, n int) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.3f\t%d\n", p.GPU, stack, p.Field, p.Start, res.Values[i], res.ParamRows[i])
 	}
 	tw.Flush()
-	ew.Printf("\n%d parameters over %d GPU types; the GEMM fractions are of the preset's gemm_max_fraction (the matmul sweep's ceiling), the others of peak.\n", len(Params), len(GPUPresets))
+	ew.Printf("\n%d parameters over %d GPU types; the GEMM fractions are of the preset's gemm_max_fraction (the matmul sweep's ceiling), list_copy_us is microseconds per copy, the others fractions of peak.\n", len(Params), len(GPUPresets))
 	ew.Printf("\nIn-sample MAPE %.1f%% (max %.1f%%) over %d rows; leave-one-source-out MAPE %.1f%% (max %.1f%%)\n",
 		100*res.InSample.MAPE, 100*res.InSample.MaxAPE, res.InSample.N, 100*res.LOSO.MAPE, 100*res.LOSO.MaxAPE)
 	ew.Printf("\nIn sample by GPU type\n")

@@ -15,7 +15,8 @@ Fit the presets' declared achieved fractions on the training split of published 
 (validate/data/runs.json and runs_h100.json): per GPU type, the fraction of the matmul sweep's
 ceiling that training GEMMs reach (and, on A100, where the records say which software stack ran,
 that stack's own), the FP8 products' fraction of the FP8 peak, and the fused attention kernel's
-fraction of peak; 9 parameters in all (validate.Params), never one per record, model or GPU
+fraction of peak, and on A100 the per-copy time of DeepSpeed 2021's list collectives
+(tensorlists=on); 10 parameters in all (validate.Params), never one per record, model or GPU
 count. The objective is the rows' mean absolute percentage error (MAPE); the search
 is deterministic, so running it again gives the same bytes.
 

@@ -29,8 +29,10 @@ Strategy keys: mesh dimensions pp, dp, cp, tp (their product is the device count
 mbs, gbs, seq, zero (0-3), recompute (none|selective|full|op), sp (on|off),
 schedule (gpipe|1f1b|interleaved), vpp, precision (mixed|fp32), optimizer (adam|sgd),
 attn (eager|flash|flash1), overlap (on|off), bucket_mb, tpoverlap (on|off: the backward's
-tensor-parallel collectives under the linears' products, as Megatron-LM runs them). Keys left out
-take their defaults; --json shows them resolved.
+tensor-parallel collectives under the linears' products, as Megatron-LM runs them), tensorlists
+(on|off: ZeRO-3's collectives over lists of one tensor per rank, a copy per rank and parameter, as
+DeepSpeed's ZeRO-3 of 2021 ran them). Keys left out take their defaults; --json shows them
+resolved.
 `
 
 // predictOptions are the flags of tpsim predict.

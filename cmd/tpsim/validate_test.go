@@ -130,7 +130,7 @@ func TestFitHelp(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, s := range []string{"Usage: tpsim fit", "9 parameters", "leave-one-source-out", "--write"} {
+	for _, s := range []string{"Usage: tpsim fit", "10 parameters", "leave-one-source-out", "--write"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("help lacks %q", s)
 		}
