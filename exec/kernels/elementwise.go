@@ -82,7 +82,7 @@ func AddBoth(x, y []float32) {
 func Scale(alpha float32, x []float32) {
 	v := vecLen(len(x))
 	if v > 0 {
-		scaleAVX(&x[0], v, alpha)
+		scaleAVX(&x[0], &x[0], v, alpha, 0)
 	}
 	for i := v; i < len(x); i++ {
 		x[i] *= alpha
@@ -271,7 +271,7 @@ func Softmax(y, x []float32, rows, cols int) {
 			continue
 		}
 		sum := expSumMax(scratch, xr, rowMax(xr))
-		scaleNTAVX(&yr[0], &scratch[0], cols, float32(1/sum))
+		scaleAVX(&yr[0], &scratch[0], cols, float32(1/sum), 1)
 	}
 	if scratch != nil {
 		sfenceAVX()

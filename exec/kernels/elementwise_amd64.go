@@ -30,7 +30,7 @@ func reluBackwardAVX(dx, dy, x *float32, n int, nt int)
 func maxAVX(x *float32, n int) float32
 
 //go:noescape
-func scaleAVX(x *float32, n int, a float32)
+func scaleAVX(dst, src *float32, n int, a float32, nt int)
 
 //go:noescape
 func addAVX(dst, a, b *float32, n int)
@@ -43,9 +43,6 @@ func prefetchAVX(x *float32, n int)
 
 //go:noescape
 func expSumBoundedAVX(dst, x *float32, n int, shift float32) float64
-
-//go:noescape
-func scaleNTAVX(dst, src *float32, n int, a float32)
 
 func sfenceAVX()
 

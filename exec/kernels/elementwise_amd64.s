@@ -961,42 +961,57 @@ max_reduce:
 	VZEROUPPER
 	RET
 
-// func scaleAVX(x *float32, n int, a float32)
-// x[:n] *= a, n a multiple of 8, four vectors an iteration.
-TEXT ·scaleAVX(SB), NOSPLIT, $0-20
-	MOVQ x+0(FP), SI
-	MOVQ n+8(FP), CX
-	VBROADCASTSS a+16(FP), Y0
+// SCALELOOP stores a times the vectors at SI to DI with the store STORE (VMOVUPS, or VMOVNTPS
+// for an aligned DI), four vectors an iteration for the DX groups of four, then one at a time for
+// the CX left; L4, LT, L1 and LD are its labels.
+#define SCALELOOP(STORE, L4, LT, L1, LD) \
+	TESTQ DX, DX; \
+	JZ LT; \
+L4: \
+	VMULPS (SI), Y0, Y1; \
+	VMULPS 32(SI), Y0, Y2; \
+	VMULPS 64(SI), Y0, Y3; \
+	VMULPS 96(SI), Y0, Y4; \
+	STORE Y1, (DI); \
+	STORE Y2, 32(DI); \
+	STORE Y3, 64(DI); \
+	STORE Y4, 96(DI); \
+	ADDQ $128, SI; \
+	ADDQ $128, DI; \
+	DECQ DX; \
+	JNZ L4; \
+LT: \
+	TESTQ CX, CX; \
+	JZ LD; \
+L1: \
+	VMULPS (SI), Y0, Y1; \
+	STORE Y1, (DI); \
+	ADDQ $32, SI; \
+	ADDQ $32, DI; \
+	DECQ CX; \
+	JNZ L1; \
+LD:
+
+// func scaleAVX(dst, src *float32, n int, a float32, nt int)
+// dst[:n] = a src[:n] (dst may be src), n a multiple of 8; with nt != 0 through non-temporal
+// stores (dst 32-byte aligned), the caller fencing (sfenceAVX) once after its last call.
+TEXT ·scaleAVX(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS a+24(FP), Y0
+	MOVQ nt+32(FP), R8
 	SHRQ $3, CX
 	MOVQ CX, DX
 	SHRQ $2, DX
-	JZ scale_tail
-
-scale_loop4:
-	VMULPS (SI), Y0, Y1
-	VMULPS 32(SI), Y0, Y2
-	VMULPS 64(SI), Y0, Y3
-	VMULPS 96(SI), Y0, Y4
-	VMOVUPS Y1, (SI)
-	VMOVUPS Y2, 32(SI)
-	VMOVUPS Y3, 64(SI)
-	VMOVUPS Y4, 96(SI)
-	ADDQ $128, SI
-	DECQ DX
-	JNZ scale_loop4
-
-scale_tail:
 	ANDQ $3, CX
-	JZ scale_done
-
-scale_loop:
-	VMULPS (SI), Y0, Y1
-	VMOVUPS Y1, (SI)
-	ADDQ $32, SI
-	DECQ CX
-	JNZ scale_loop
-
-scale_done:
+	TESTQ R8, R8
+	JNZ scale_nt
+	SCALELOOP(VMOVUPS, scale_loop4, scale_tail, scale_loop1, scale_done)
+	VZEROUPPER
+	RET
+scale_nt:
+	SCALELOOP(VMOVNTPS, scalent_loop4, scalent_tail, scalent_loop1, scalent_done)
 	VZEROUPPER
 	RET
 
@@ -1214,51 +1229,8 @@ expb_done:
 	VZEROUPPER
 	RET
 
-// func scaleNTAVX(dst, src *float32, n int, a float32)
-// dst[:n] = a src[:n] with non-temporal stores (dst 32-byte aligned), n a multiple of 8, four
-// vectors an iteration; the caller fences (sfenceAVX) once after its last call.
-TEXT ·scaleNTAVX(SB), NOSPLIT, $0-28
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-	VBROADCASTSS a+24(FP), Y0
-	SHRQ $3, CX
-	MOVQ CX, DX
-	SHRQ $2, DX
-	JZ scalent_tail
-
-scalent_loop4:
-	VMULPS (SI), Y0, Y1
-	VMULPS 32(SI), Y0, Y2
-	VMULPS 64(SI), Y0, Y3
-	VMULPS 96(SI), Y0, Y4
-	VMOVNTPS Y1, (DI)
-	VMOVNTPS Y2, 32(DI)
-	VMOVNTPS Y3, 64(DI)
-	VMOVNTPS Y4, 96(DI)
-	ADDQ $128, SI
-	ADDQ $128, DI
-	DECQ DX
-	JNZ scalent_loop4
-
-scalent_tail:
-	ANDQ $3, CX
-	JZ scalent_done
-
-scalent_loop:
-	VMULPS (SI), Y0, Y1
-	VMOVNTPS Y1, (DI)
-	ADDQ $32, SI
-	ADDQ $32, DI
-	DECQ CX
-	JNZ scalent_loop
-
-scalent_done:
-	VZEROUPPER
-	RET
-
 // func sfenceAVX()
-// Orders the non-temporal stores before it (scaleNTAVX's) before every store after it.
+// Orders the non-temporal stores before it (scaleAVX's with nt) before every store after it.
 TEXT ·sfenceAVX(SB), NOSPLIT, $0-0
 	SFENCE
 	RET

@@ -17,8 +17,7 @@ func expSumBoundedAVX(dst, x *float32, n int, shift float32) float64 {
 func reluAVX(dst, x *float32, n int, nt int)               { panic("kernels: no AVX2 kernels") }
 func reluBackwardAVX(dx, dy, x *float32, n int, nt int)    { panic("kernels: no AVX2 kernels") }
 func maxAVX(x *float32, n int) float32                     { panic("kernels: no AVX2 kernels") }
-func scaleAVX(x *float32, n int, a float32)                { panic("kernels: no AVX2 kernels") }
-func scaleNTAVX(dst, src *float32, n int, a float32)       { panic("kernels: no AVX2 kernels") }
+func scaleAVX(dst, src *float32, n int, a float32, nt int) { panic("kernels: no AVX2 kernels") }
 func sfenceAVX()                                           { panic("kernels: no AVX2 kernels") }
 func sgdAVX(p, grad *float32, n int, lr float32)           { panic("kernels: no AVX2 kernels") }
 func adamAVX(p, grad, m, v *float32, n int, c *[7]float32) { panic("kernels: no AVX2 kernels") }
