@@ -134,18 +134,26 @@ func TestPredictGPT3PTDPvsZeRO3(t *testing.T) {
 	if got := a.HardwareTFLOPsPerGPU; math.Abs(got-141)/141 > 0.2 {
 		t.Errorf("PTD-P hardware_tflops_per_gpu = %.1f, want 141 within 20%%", got)
 	}
-	// The paper measured ZeRO-3 3.2x slower (141/44 TFLOP/s). tpsim no longer reproduces that
-	// ordering: with the fitted A100 GEMM fraction PTD-P's compute takes longer, and ZeRO-3's
-	// gathers, priced at the bandwidth the hierarchical NCCL ring gives them, hide under compute
-	// as DeepSpeed's prefetch intends. The missing time is DeepSpeed 2021's ZeRO-3 itself, which no
-	// cited measurement gives (README, Limits); validate's Narayanan ZeRO-3 rows carry the gap and
-	// validate's headline test bounds it. What tpsim does model: the bytes ZeRO-3 moves.
+	// The paper measured ZeRO-3 3.2x slower (141/44 TFLOP/s). With today's ZeRO-3 (gathers
+	// prefetched under compute, one flat buffer per collective) tpsim does not price it that slow;
+	// with the DeepSpeed ZeRO-3 of 2021 the paper ran, gathers waiting for each other and
+	// collectives over lists of one tensor per rank (overlap=off,tensorlists=on, as validate
+	// infers for those rows), it does: measured 3.3x (133.3 against 40.1 hardware TFLOP/s per GPU),
+	// held within
+	// a quarter of the paper's 3.2x. What tpsim also models: the bytes ZeRO-3 moves.
 	// By hand (Rajbhandari et al. 2020 §7.2.2): every step each rank all-gathers the bf16
 	// parameters three times (forward, the recompute forward, backward) and reduce-scatters the
 	// gradients once, each sending (d-1)/d of the 2-byte tensor: 4 x (d-1) x its shard of params.
 	want := 4 * 1535 * float64(b.Memory.Params)
 	if got := float64(b.CommBytes[strategies.DimDP]); math.Abs(got-want) > 0.02*want {
 		t.Errorf("ZeRO-3 sends %v on dp, by hand 4 x 1535 x %v = %.4g bytes", b.CommBytes[strategies.DimDP], b.Memory.Params, want)
+	}
+	ds2021 := predictJSON(t, "--model", "gpt3-175b", "--hardware", "a100-80g", "--strategy", "dp=1536,zero=3,mbs=1,gbs=1536,recompute=full,overlap=off,tensorlists=on")
+	if r := a.HardwareTFLOPsPerGPU / ds2021.HardwareTFLOPsPerGPU; math.Abs(r/3.2-1) > 0.25 {
+		t.Errorf("PTD-P over DeepSpeed 2021's ZeRO-3: %.1f / %.1f TFLOP/s = %.2fx, the paper measured 3.2x (within 25%%)", a.HardwareTFLOPsPerGPU, ds2021.HardwareTFLOPsPerGPU, r)
+	}
+	if b.HardwareTFLOPsPerGPU <= ds2021.HardwareTFLOPsPerGPU {
+		t.Errorf("today's ZeRO-3 (%.1f TFLOP/s) is not faster than DeepSpeed 2021's (%.1f)", b.HardwareTFLOPsPerGPU, ds2021.HardwareTFLOPsPerGPU)
 	}
 	for d, x := range b.CommTime {
 		if d != strategies.DimDP && x >= b.CommTime[strategies.DimDP] {
