@@ -139,8 +139,7 @@ func TestPredictGPT3PTDPvsZeRO3(t *testing.T) {
 	// with the DeepSpeed ZeRO-3 of 2021 the paper ran, gathers waiting for each other and
 	// collectives over lists of one tensor per rank (overlap=off,tensorlists=on, as validate
 	// infers for those rows), it does: measured 3.3x (133.3 against 40.1 hardware TFLOP/s per GPU),
-	// held within
-	// a quarter of the paper's 3.2x. What tpsim also models: the bytes ZeRO-3 moves.
+	// held within a quarter of the paper's 3.2x. What tpsim also models: the bytes ZeRO-3 moves.
 	// By hand (Rajbhandari et al. 2020 §7.2.2): every step each rank all-gathers the bf16
 	// parameters three times (forward, the recompute forward, backward) and reduce-scatters the
 	// gradients once, each sending (d-1)/d of the 2-byte tensor: 4 x (d-1) x its shard of params.
