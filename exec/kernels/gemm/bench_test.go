@@ -120,19 +120,24 @@ func BenchmarkSgemm(b *testing.B) {
 // Go took 14% of a 1024³ product in a CPU profile):
 //
 //	go test -run '^$' -bench Packing -benchtime 15x ./exec/kernels/gemm
-func BenchmarkPacking(b *testing.B) {
+func BenchmarkPacking(b *testing.B) { flagSpeedup(b, &goPacking, "asm_speedup") }
+
+// flagSpeedup runs each of benchShapes on one thread with *flag false and true, alternately within
+// each iteration so that both see the same load, and reports metric, the median over iterations
+// of the time with the flag over the time without; the flag is false again afterwards.
+func flagSpeedup(b *testing.B, flag *bool, metric string) {
 	for _, s := range benchShapes {
 		a, bb, c, lda, ldb := s.operands(0)
 		b.Run(s.name, func(b *testing.B) {
 			defer SetThreads(SetThreads(1))
-			defer func() { goPacking = false }()
-			run := func(inGo bool) func() {
+			defer func() { *flag = false }()
+			run := func(on bool) func() {
 				return func() {
-					goPacking = inGo
+					*flag = on
 					Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
 				}
 			}
-			b.ReportMetric(medianRatio(b, run(false), run(true)), "asm_speedup")
+			b.ReportMetric(medianRatio(b, run(false), run(true)), metric)
 		})
 	}
 }
@@ -142,22 +147,7 @@ func BenchmarkPacking(b *testing.B) {
 // prefetch_speedup, the median over iterations of the time without over the time with:
 //
 //	go test -run '^$' -bench PanelPrefetch -benchtime 11x ./exec/kernels/gemm
-func BenchmarkPanelPrefetch(b *testing.B) {
-	for _, s := range benchShapes {
-		a, bb, c, lda, ldb := s.operands(0)
-		b.Run(s.name, func(b *testing.B) {
-			defer SetThreads(SetThreads(1))
-			defer func() { noPanelPrefetch = false }()
-			run := func(off bool) func() {
-				return func() {
-					noPanelPrefetch = off
-					Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
-				}
-			}
-			b.ReportMetric(medianRatio(b, run(false), run(true)), "prefetch_speedup")
-		})
-	}
-}
+func BenchmarkPanelPrefetch(b *testing.B) { flagSpeedup(b, &noPanelPrefetch, "prefetch_speedup") }
 
 // BenchmarkPaddedStride times each of benchShapes on one thread with C's row stride n and n+16,
 // alternately within each iteration, and reports padded_speedup, the median over iterations of the
