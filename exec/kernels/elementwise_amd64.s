@@ -728,6 +728,20 @@ silub_done:
 	VZEROUPPER
 	RET
 
+// WIDEN converts the eight float32 lanes of S (XS its low half) to float64 in T0 (low four) and
+// T1 (high four), XT1 being T1's low half.
+#define WIDEN(S, XS, T0, T1, XT1) \
+	VCVTPS2PD XS, T0; \
+	VEXTRACTF128 $1, S, XT1; \
+	VCVTPS2PD XT1, T1
+
+// HSUMY7 adds the four float64 lanes of Y7 into the low lane of X7 (X8 scratch).
+#define HSUMY7 \
+	VEXTRACTF128 $1, Y7, X8; \
+	VADDPD X8, X7, X7; \
+	VPERMILPD $1, X7, X8; \
+	VADDSD X8, X7, X7
+
 // func expSumAVX(dst, x *float32, n int, shift float32, bounded bool) float64
 // dst = exp(x - shift), returning the sum of dst accumulated in float64 lanes (Y7, Y8). With
 // bounded (the caller guarantees x <= shift, so every value is at most 1), each block's values are
@@ -775,9 +789,7 @@ exps_pass2:
 	VMOVUPS 0(SP)(R10*1), Y0
 	EXPPOLY(Y0, 1024(SP)(R10*1), Y1, Y2, Y3, Y4)
 	VMOVUPS Y1, (DI)
-	VCVTPS2PD X1, Y2
-	VEXTRACTF128 $1, Y1, X3
-	VCVTPS2PD X3, Y3
+	WIDEN(Y1, X1, Y2, Y3, X3)
 	VADDPD Y2, Y7, Y7
 	VADDPD Y3, Y8, Y8
 	ADDQ $32, DI
@@ -798,9 +810,7 @@ exps_pass2b_loop:
 	ADDQ $32, R10
 	DECQ R8
 	JNZ exps_pass2b_loop
-	VCVTPS2PD X6, Y2
-	VEXTRACTF128 $1, Y6, X3
-	VCVTPS2PD X3, Y3
+	WIDEN(Y6, X6, Y2, Y3, X3)
 	VADDPD Y2, Y7, Y7
 	VADDPD Y3, Y8, Y8
 
@@ -810,10 +820,7 @@ exps_next:
 
 exps_done:
 	VADDPD Y8, Y7, Y7
-	VEXTRACTF128 $1, Y7, X8
-	VADDPD X8, X7, X7
-	VPERMILPD $1, X7, X8
-	VADDSD X8, X7, X7
+	HSUMY7
 	VMOVSD X7, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -1208,9 +1215,7 @@ expb_loop:
 	ADDQ $64, DI
 	DECQ DX
 	JNZ expb_loop
-	VCVTPS2PD X15, Y0
-	VEXTRACTF128 $1, Y15, X1
-	VCVTPS2PD X1, Y1
+	WIDEN(Y15, X15, Y0, Y1, X1)
 	VADDPD 0(SP), Y0, Y0
 	VADDPD 32(SP), Y1, Y1
 	VMOVUPD Y0, 0(SP)
@@ -1221,10 +1226,7 @@ expb_loop:
 expb_done:
 	VMOVUPD 0(SP), Y7
 	VADDPD 32(SP), Y7, Y7
-	VEXTRACTF128 $1, Y7, X8
-	VADDPD X8, X7, X7
-	VPERMILPD $1, X7, X8
-	VADDSD X8, X7, X7
+	HSUMY7
 	VMOVSD X7, ret+32(FP)
 	VZEROUPPER
 	RET
