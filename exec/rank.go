@@ -889,7 +889,7 @@ func (r *rank) update(w, g, m, v []float32) {
 // ZeRO-3 the rank's chunk of it.
 func (r *rank) optGrad(name string) []float32 {
 	if r.z != nil && r.z.stage == 3 {
-		return r.z.z3Chunk(name, func(u *z3unit) []float32 { return u.gshard })
+		return r.z.z3GradChunk(name)
 	}
 	return r.grads[name]
 }

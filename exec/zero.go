@@ -151,16 +151,16 @@ func (r *rank) z3Init(s *program.Stage, local map[string][]float32) error {
 	return nil
 }
 
-// z3Chunk is the rank's chunk of parameter name within its unit's chunk buf (the unit's shard or
-// gradient shard): possibly empty.
-func (z *zeroState) z3Chunk(name string, pick func(u *z3unit) []float32) []float32 {
+// z3GradChunk is the rank's chunk of parameter name's gradient: the part of name within its
+// unit's reduced gradient chunk, possibly empty.
+func (z *zeroState) z3GradChunk(name string) []float32 {
 	u := z.z3of[name]
 	a, b := u.span(u.index(name))
 	a, b = max(a, u.lo), min(b, u.hi)
 	if a >= b {
 		return nil
 	}
-	return pick(u)[a-u.lo : b-u.lo]
+	return u.gshard[a-u.lo : b-u.lo]
 }
 
 // z12Init makes one unit of every gradient bucket that stage s reduce-scatters over dp.
