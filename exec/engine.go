@@ -87,7 +87,8 @@ type Result struct {
 	// counted from the slices), and GoHeapLiveBytes the Go runtime's live heap measured then
 	// (runtime/metrics /gc/heap/live:bytes after a collection), which must be at least as large.
 	TrackedBytes, GoHeapLiveBytes uint64
-	// UntrackedAllocBytesPerStep is what the Go heap allocated per step after the warm-up
+	// UntrackedAllocBytesPerStep is what the Go heap allocated per step from the warm-up to the
+	// last step (not the result built after it)
 	// (runtime/metrics /gc/heap/allocs:bytes), when the allocators only recycle: the bytes that
 	// bypass them (message copies, the timeline, any kernel buffer of its own); 0 with fewer than
 	// two steps after the warm-up.
@@ -237,6 +238,7 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 		}
 		return &Result{Program: p, Partial: true, Losses: losses(ranks, st, done)}, err
 	}
+	allocsEnd := heapAllocs() // before the result's own allocations (assemble copies every parameter)
 	res := &Result{Program: p, Params: map[string][]float32{}, Losses: losses(ranks, st, cfg.Steps)}
 	res.StepTimes = worldSteps(ranks, cfg.Steps)
 	res.StepTime = Median(res.StepTimes[cfg.Warmup:])
@@ -263,7 +265,7 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 		res.TrackedBytes += uint64(r.alloc.total + r.alloc.pooled)
 	}
 	if steps := cfg.Steps - cfg.Warmup - 1; steps > 0 && allocsAt > 0 {
-		res.UntrackedAllocBytesPerStep = (heapAllocs() - allocsAt) / uint64(steps)
+		res.UntrackedAllocBytesPerStep = (allocsEnd - allocsAt) / uint64(steps)
 	}
 	res.GoHeapLiveBytes = heapLive()
 	runtime.KeepAlive(ranks)

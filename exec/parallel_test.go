@@ -445,3 +445,28 @@ func TestZeROLoweringErrors(t *testing.T) {
 		t.Errorf("zero=1 over pp with a tied head: error %v", err)
 	}
 }
+
+// What the Go heap allocates per step outside the allocators is counted over the steps alone:
+// not the result that follows them, whose assembled parameters (a copy of every one) would
+// otherwise be spread over the steps and read as a per-step leak.
+func TestUntrackedAllocationsCountTheStepsOnly(t *testing.T) {
+	// Few ops (each appends one event to the timeline every step) and 263k parameters.
+	m, err := model.MLP("mlp", model.KindReLU, 8, 128, 1024, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := tenSteps(t, m, "dp=1,optimizer=sgd")
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var params uint64
+	for _, w := range res.Params {
+		params += 4 * uint64(len(w))
+	}
+	perStep := params / uint64(cfg.Steps)
+	t.Logf("untracked %d bytes per step; the assembled parameters are %d bytes (%d per step)", res.UntrackedAllocBytesPerStep, params, perStep)
+	if res.UntrackedAllocBytesPerStep >= perStep {
+		t.Errorf("untracked allocations %d bytes per step, at least the assembled parameters spread over the steps (%d): the count includes the result", res.UntrackedAllocBytesPerStep, perStep)
+	}
+}
