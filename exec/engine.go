@@ -88,10 +88,9 @@ type Result struct {
 	// (runtime/metrics /gc/heap/live:bytes after a collection), which must be at least as large.
 	TrackedBytes, GoHeapLiveBytes uint64
 	// UntrackedAllocBytesPerStep is what the Go heap allocated per step from the warm-up to the
-	// last step (not the result built after it)
-	// (runtime/metrics /gc/heap/allocs:bytes), when the allocators only recycle: the bytes that
-	// bypass them (message copies, the timeline, any kernel buffer of its own); 0 with fewer than
-	// two steps after the warm-up.
+	// last step, not counting the result built after it (runtime/metrics /gc/heap/allocs:bytes),
+	// when the allocators only recycle: the bytes that bypass them (message copies, the
+	// timeline, any kernel buffer of its own); 0 with fewer than two steps after the warm-up.
 	UntrackedAllocBytesPerStep uint64
 	// MemoryErrors are the places where the memory the ranks really held differs from what the
 	// Program declares (a lowering that forgets a saved tensor or frees one late); empty when
