@@ -108,6 +108,9 @@ type kindPieces struct {
 	// The bytes per element of parameters, gradients and optimizer state (program.Program's);
 	// the lowered Programs themselves are not kept (a search holds thousands of these).
 	pb, gb, ob int
+	// link is ZeRO-3's forward and backward of two layers for the link's walk (nil without
+	// ZeRO-3).
+	link *linkTemplate
 }
 
 // paramKey is what the parameters of each stage kind depend on.
@@ -376,6 +379,12 @@ func (d *Derived) lower(st strategies.Strategy, nk int) (*kindPieces, error) {
 		for i, s := range p.Stages {
 			pieces[i] = c.fbPiece(s)
 		}
+		if layers == 2 && nk == 1 && st.ZeRO == 3 {
+			kp.link, err = newLinkTemplate(c, p.Stages[0])
+			if err != nil {
+				return nil, nil, err
+			}
+		}
 		program.Recycle(p) // only its prices and bytes per element are kept
 		return p, pieces, nil
 	}
@@ -468,11 +477,9 @@ func addLayer(a, m1, m2 *Piece) Piece {
 		FCompute: sec(a.FCompute, m1.FCompute, m2.FCompute), BCompute: sec(a.BCompute, m1.BCompute, m2.BCompute),
 		FComm: sec(a.FComm, m1.FComm, m2.FComm), BComm: sec(a.BComm, m1.BComm, m2.BComm),
 		FOverlap: sec(a.FOverlap, m1.FOverlap, m2.FOverlap), BOverlap: sec(a.BOverlap, m1.BOverlap, m2.BOverlap),
-		// What no prefetch hides is at the stage's edges: a's.
-		FLead: a.FLead, BLead: a.BLead, FTrail: a.FTrail, BTrail: a.BTrail,
 		FLOPs: a.FLOPs + (m2.FLOPs - m1.FLOPs),
 		Act:   byt(a.Act, m1.Act, m2.Act), Live: byt(a.Live, m1.Live, m2.Live),
-		Work: max(a.Work, m2.Work), Gathers: max(a.Gathers, m2.Gathers),
+		Work: max(a.Work, m2.Work),
 	}
 	for i := range NumDims {
 		p.CommTime[i] = sec(a.CommTime[i], m1.CommTime[i], m2.CommTime[i])
@@ -503,6 +510,10 @@ func shorten(m *model.Model, k int) *model.Model {
 // backward extrapolated from one and two layers, its optimizer phase priced for its parameters.
 func (d *Derived) stagePiece(st strategies.Strategy, kp *kindPieces, k, n, nv int, p *Piece) error {
 	*p = extrapolate(&kp.one[k], &kp.two[k], n)
+	if kp.link != nil {
+		r := kp.link.walk(n, st)
+		p.FLink, p.BLink, p.Gathers = r.f, r.b, r.held
+	}
 	m := st.Microbatches()
 	for i := range NumDims {
 		p.CommTime[i] *= units.Seconds(m)
@@ -573,17 +584,15 @@ func extrapolate(a, b *Piece, n int) Piece {
 		FCompute: sec(a.FCompute, b.FCompute), BCompute: sec(a.BCompute, b.BCompute),
 		FComm: sec(a.FComm, b.FComm), BComm: sec(a.BComm, b.BComm),
 		FOverlap: sec(a.FOverlap, b.FOverlap), BOverlap: sec(a.BOverlap, b.BOverlap),
-		// What no prefetch hides is at the stage's edges, the same for any number of layers.
-		FLead: b.FLead, BLead: b.BLead, FTrail: b.FTrail, BTrail: b.BTrail,
 		FLOPs: a.FLOPs + units.FLOPs(k)*(b.FLOPs-a.FLOPs),
 		Act:   byt(a.Act, b.Act), Live: byt(a.Live, b.Live),
-		// The most transient bytes at once and ZeRO-3's gather buffers are maxima over one
-		// layer's ops and its neighbours': the same for any number of layers from two on.
-		Work: b.Work, Gathers: b.Gathers,
+		// The most transient bytes at once are a maximum over one layer's ops and its
+		// neighbours': the same for any number of layers from two on. (ZeRO-3's link and
+		// gather buffers are not affine in the layers: stagePiece walks them.)
+		Work: b.Work,
 	}
 	if n == 1 {
-		p.Work, p.Gathers = a.Work, a.Gathers
-		p.FLead, p.BLead, p.FTrail, p.BTrail = a.FLead, a.BLead, a.FTrail, a.BTrail
+		p.Work = a.Work
 	}
 	for i := range NumDims {
 		p.CommTime[i] = sec(a.CommTime[i], b.CommTime[i])

@@ -495,22 +495,34 @@ func TestVocabParallelLoss(t *testing.T) {
 	}
 }
 
-// ZeRO-3 gathers each module's parameters into a buffer that lives while the module runs, with the
-// next module's prefetched (DeepSpeed's prefetch, FSDP's backward_prefetch): tpsim counts two buffers
-// of the largest gather, beside the activations. For Llama-2-7B that is the token embedding (or the untied output head),
-// 32,000 x 4,096 bf16 values: 2 x 262,144,000 bytes per rank, whatever the dp degree.
+// ZeRO-3 gathers each unit's parameters (a transformer layer, as FSDP wraps each block) into
+// buffers that live while the unit runs, with the next Prefetch units' prefetched (FSDP's
+// backward prefetch and limit_all_gathers): at prefetch 1 two layers' gathered parameters, beside
+// the activations, with or without overlap; at prefetch 2 three. A Llama-2-7B layer
+// is 4 x 4,096^2 attention weights, 3 x 4,096 x 11,008 MLP weights and 2 x 4,096 norm weights,
+// 202,383,360 bf16 values (404,766,720 bytes) per rank, whatever the dp degree.
 func TestZeRO3GatherBuffers(t *testing.T) {
 	m := mustPreset(t, "llama2-7b")
 	hw := loadHW(t, "a100-80g")
+	const layer = 2 * (4*4096*4096 + 3*4096*11008 + 2*4096)
+	for _, c := range []struct {
+		knobs  string
+		layers int
+	}{{"", 2}, {",prefetch=2", 3}, {",overlap=off", 2}} {
+		r, err := Estimate(m, mustParse(t, "dp=8,zero=3,gbs=8"+c.knobs), hw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := units.Bytes(c.layers * layer); r.Memory.Comm != want {
+			t.Errorf("dp=8 zero=3%s: comm buffers %d bytes, want %d layers' gathered parameters, %d", c.knobs, int64(r.Memory.Comm), c.layers, int64(want))
+		}
+	}
 	for _, dp := range []int{8, 64} {
 		r, err := Estimate(m, mustParse(t, fmt.Sprintf("dp=%d,zero=3,gbs=%d", dp, dp)), hw)
 		if err != nil {
 			t.Fatal(err)
 		}
 		mem := r.Memory
-		if want := units.Bytes(2 * 32000 * 4096 * 2); mem.Comm != want {
-			t.Errorf("dp=%d zero=3: comm buffers %d bytes, want two gathers of the embedding, %d", dp, int64(mem.Comm), int64(want))
-		}
 		// The buffers live during forward and backward, beside the activations.
 		if floor := mem.Params + mem.Grads + mem.Optimizer + mem.Activations + mem.Comm; mem.Peak < floor {
 			t.Errorf("dp=%d zero=3: peak %d below state + activations + gather buffers %d", dp, int64(mem.Peak), int64(floor))

@@ -114,72 +114,64 @@ func TestHierarchicalCollectiveHandDerived(t *testing.T) {
 	}
 }
 
-// ZeRO-3's prefetch hides a phase's gathers and reduce-scatters behind its main sequence, but
-// not the gathers the first main op waits for nor the reduce-scatters after the last (Rajbhandari
-// et al. 2020 §5.3: parameters are gathered just before use; nothing runs before the first).
-// One stage, 3 microbatches of forward 10 and backward 20, data-parallel link time 4 forward
-// (1 of it in front) and 6 backward (1.5 in front, 0.5 behind): overlap hides all but
-// 3 x (1 + 1.5 + 0.5) = 9, step 3 x 30 + 9 = 99. A forward link of 15 is 5 more than its
-// compute: 3 x (5 + 2) = 21. Without overlap all of it shows: 3 x (4 + 6) = 30.
-func TestZeRO3LeadTrailHandDerived(t *testing.T) {
+// compose charges a ZeRO-3 stage's walked link time per microbatch under overlap and all of its
+// link time without: one stage, 3 microbatches of forward 10 and backward 20, link time 4
+// forward and 6 backward of which the walk leaves 1 and 2 exposed: 3 x (1 + 2) = 9, step
+// 3 x 30 + 9 = 99; without overlap 3 x (4 + 6) = 30, step 120.
+func TestZeRO3LinkComposedHandDerived(t *testing.T) {
 	for _, c := range []struct {
 		overlap       bool
-		fLink         units.Seconds
 		exposed, step units.Seconds
-	}{{true, 4, 9, 99}, {true, 15, 21, 111}, {false, 4, 30, 120}} {
+	}{{true, 9, 99}, {false, 30, 120}} {
 		st := strategies.Default(strategies.Mesh{PP: 1, DP: 2, CP: 1, TP: 1})
 		st.ZeRO, st.Overlap, st.GBS, st.MBS, st.Seq = 3, c.overlap, 6, 1, 1
-		p := Piece{FCompute: 10, BCompute: 20, FOverlap: c.fLink, BOverlap: 6, FLead: 1, BLead: 1.5, BTrail: 0.5}
+		p := Piece{FCompute: 10, BCompute: 20, FOverlap: 4, BOverlap: 6, FLink: 1, BLink: 2}
 		var tot Totals
 		if _, err := compose(st, 3, 2, 2, 12, []Piece{p}, &tot, composeOpts{}); err != nil {
 			t.Fatal(err)
 		}
 		if tot.Time.CommExposed != c.exposed || tot.Time.Step != c.step {
-			t.Errorf("overlap %v, forward link %v: exposed %v step %v, want %v and %v", c.overlap, c.fLink, tot.Time.CommExposed, tot.Time.Step, c.exposed, c.step)
+			t.Errorf("overlap %v: exposed %v step %v, want %v and %v", c.overlap, tot.Time.CommExposed, tot.Time.Step, c.exposed, c.step)
 		}
 	}
 }
 
-// The Coster finds the lead and trail in a lowered Program: on one stage of a ZeRO-3 GPT the
-// forward's first op is the embedding's gather, which nothing hides, and the backward ends with
-// the embedding's reduce-scatter after its last op; the backward starts with the loss, beside
-// which the head's gather runs, so its lead is what of that gather outlasts the loss.
-func TestZeRO3LeadTrailOfProgram(t *testing.T) {
-	m := testModels(t)["gpt"]
-	p, err := program.Lower(m, mustParse(t, "dp=2,zero=3,mbs=1,gbs=2"))
-	if err != nil {
-		t.Fatal(err)
+// The link's walk, by hand, on three units A, B, C of one gather and one main op each (gather 1,
+// compute 5; 1, 5; 6, 1), with a reduce-scatter of 4 after A's op or without. Prefetch 1: A's
+// gather runs [0, 1], A [1, 6]; B's gather is released as A starts, [1, 2]; B starts at 6 and
+// releases C's gather, [6, 12]; B [6, 11]; C waits for its gather, [12, 13]: 13 - 11 = 2
+// exposed. Prefetch 2: A's and B's gathers from 0, [0, 1] and [1, 2]; A's start (1) releases
+// C's, [2, 8]; B [6, 11], C [11, 12]: 1. With the reduce-scatter, ready when A ends (6):
+// prefetch 1 runs it [6, 10], before C's gather (released at B's start, also 6, but later in
+// the order: the simulator breaks the tie by node order), which then runs [10, 16]: C [16, 17],
+// 6 exposed; prefetch 2 runs it after C's gather, [8, 12]: C [11, 12], the link ends at 12: 1.
+// The held gather bytes (A 10, B 20, C 30 bytes) are those of a unit and the next one at
+// prefetch 1 (50), of three at prefetch 2 (60), of one alone without prefetch (30).
+func TestLinkWalkHandDerived(t *testing.T) {
+	items := func(reduce bool) []linkItem {
+		l := []linkItem{{d: 1, bytes: 10, kind: linkGather, unit: 0}, {d: 5, unit: 0}}
+		if reduce {
+			l = append(l, linkItem{d: 4, kind: linkReduce, unit: 0})
+		}
+		return append(l, linkItem{d: 1, bytes: 20, kind: linkGather, unit: 1}, linkItem{d: 5, unit: 1},
+			linkItem{d: 6, bytes: 30, kind: linkGather, unit: 2}, linkItem{d: 1, unit: 2})
 	}
-	c, err := NewCoster(p, loadHW(t, "a100-80g"))
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		reduce bool
+		depth  int
+		want   units.Seconds
+	}{{false, 1, 2}, {false, 2, 1}, {true, 1, 6}, {true, 2, 1}} {
+		it := items(c.reduce)
+		order, gathers := gatherUnits(it)
+		if got := linkWalk(it, order, gathers, c.depth); got != c.want {
+			t.Errorf("reduce-scatter %v, prefetch %d: %v exposed, by hand %v", c.reduce, c.depth, got, c.want)
+		}
 	}
-	s := p.Stages[0]
-	piece := c.Piece(s)
-	first := s.Forward[0]
-	if first.Kind != program.OpAllGather || first.Dim != strategies.DimDP {
-		t.Fatalf("the forward starts with %s over %s, want the embedding's gather", first.Kind, first.Dim)
-	}
-	if want := c.Comm(&first); piece.FLead != want || piece.FTrail != 0 {
-		t.Errorf("forward lead %v trail %v, want the gather's %v and 0", piece.FLead, piece.FTrail, want)
-	}
-	var trail units.Seconds
-	loss, gather := s.Backward[0], s.Backward[1]
-	if loss.Kind != program.OpLoss || gather.Kind != program.OpAllGather || s.Backward[2].Dim == strategies.DimDP {
-		t.Fatalf("the backward starts with %s, %s, %s; want the loss, the head's gather, the head", loss.Kind, gather.Kind, s.Backward[2].Kind)
-	}
-	lead := max(0, c.Comm(&gather)-c.Compute(&loss))
-	if lead == 0 {
-		t.Fatal("the loss hides the head's gather: the test checks nothing")
-	}
-	j := len(s.Backward) - 1
-	for ; s.Backward[j].Dim == strategies.DimDP; j-- {
-		trail += c.Comm(&s.Backward[j])
-	}
-	if last := s.Backward[len(s.Backward)-1]; last.Kind != program.OpReduceScatter || trail == 0 {
-		t.Fatalf("the backward ends with %s, want a reduce-scatter", last.Kind)
-	}
-	if piece.BLead != lead || piece.BTrail != trail {
-		t.Errorf("backward lead %v trail %v, want %v and %v", piece.BLead, piece.BTrail, lead, trail)
+	it := items(false)
+	_, gathers := gatherUnits(it)
+	for ahead, want := range []units.Bytes{30, 50, 60} {
+		if got := heldGathers(it, gathers, ahead); got != want {
+			t.Errorf("%d units ahead: %v bytes held, by hand %v", ahead, got, want)
+		}
 	}
 }

@@ -90,24 +90,6 @@ func gradBuffer(op *program.Op) units.Bytes {
 	return 0
 }
 
-// StageGathers is ZeRO-3's parameter buffers in s: a module's whole (tp-local) parameters are
-// gathered before it runs and kept until it has, while the next module's are prefetched
-// (DeepSpeed's prefetch, FSDP's backward_prefetch; tpsim's simulator prefetches one gather
-// ahead): two buffers, bounded by twice the largest gather. They live during forward and
-// backward, beside the activations (the gradient buckets, gradBuffer, live after them).
-func StageGathers(s *program.Stage) units.Bytes {
-	var n units.Bytes
-	for _, ops := range [][]program.Op{s.Forward, s.Backward} {
-		for i := range ops {
-			op := &ops[i]
-			if op.Kind == program.OpAllGather && op.Dim == strategies.DimDP && len(op.Params) > 0 && op.Group > 1 {
-				n = max(n, op.FullBytes)
-			}
-		}
-	}
-	return 2 * n
-}
-
 // InFlight is the number of microbatches whose activations pipeline rank r holds at once
 // (Narayanan et al. 2021 §2.2: GPipe keeps all m, 1F1B at most p - r), times Korthikanti et al.
 // 2022 §4.2.3's factor 1 + (p-1)/(p v) for the interleaved schedule.

@@ -21,10 +21,9 @@ type Piece struct {
 	// sends) and data-parallel communication that ZeRO-3 prefetch may hide (its gathers and
 	// reduce-scatters), forward and backward.
 	FCompute, BCompute, FComm, BComm, FOverlap, BOverlap units.Seconds
-	// Of that data-parallel time, per microbatch, what no prefetch hides: before a phase's first
-	// op that waits for the link, the gathers it waits for beyond the main sequence before it
-	// (Lead); after its last main op, the reduce-scatters still to run (Trail).
-	FLead, BLead, FTrail, BTrail units.Seconds
+	// Of that data-parallel time, per microbatch, what the main sequence does not hide when
+	// it overlaps (linkWalk, with Strategy.Prefetch units of prefetch).
+	FLink, BLink units.Seconds
 	// Once per step: the update, blocking optimizer-phase communication (tp gradient all-reduce,
 	// tied embedding over pp, ZeRO-1/2 gathers), the data-parallel gradient reduction and its
 	// last bucket (DDP overlap never hides that one).
@@ -39,7 +38,7 @@ type Piece struct {
 	// Params is the local parameter elements; Act the bytes saved for backward per microbatch
 	// (StageActivations); Live and Work the most bytes of one microbatch alive at once, all and
 	// transient (stageLiveness); Buckets the largest gradient bucket (gradBuffer);
-	// Gathers ZeRO-3's parameter buffers (StageGathers).
+	// Gathers ZeRO-3's parameter buffers (heldGathers).
 	Params                            int64
 	Act, Live, Work, Buckets, Gathers units.Bytes
 }
@@ -60,10 +59,8 @@ func (c *Coster) fbPiece(s *program.Stage) Piece {
 	var t Piece
 	m := units.Seconds(c.P.Microbatches)
 	mb := units.Bytes(c.P.Microbatches)
-	phase := func(ops []program.Op, comp, comm, over, lead, trail *units.Seconds) {
-		// link is the data-parallel time since the last main op, main the main sequence's so far.
-		var link, main units.Seconds
-		led := false
+	st := c.P.Strategy
+	phase := func(ops []program.Op, comp, comm, over, link *units.Seconds) {
 		for i := range ops {
 			op := &ops[i]
 			if op.Kind == program.OpLinear || op.Kind == program.OpAttention {
@@ -78,7 +75,6 @@ func (c *Coster) fbPiece(s *program.Stage) Piece {
 				t.CommTime[DimIndex(op.Dim)] += m * d
 				if op.Dim == strategies.DimDP {
 					*over += d
-					link += d
 					continue
 				}
 				d -= c.Hidden(ops, i, d)
@@ -87,21 +83,21 @@ func (c *Coster) fbPiece(s *program.Stage) Piece {
 				d = c.Compute(op)
 				*comp += d
 			}
-			if !led && link > 0 {
-				// The first main op that waits for the link: its gathers start with the phase,
-				// beside the main ops before it.
-				*lead, led = max(0, link-main), true
-			}
-			main += d
-			link = 0
 		}
-		*trail = link
+		if *over > 0 {
+			// ZeRO-3: the link's walk, and the gathered parameters held.
+			items := c.linkItems(ops, nil)
+			order, gathers := gatherUnits(items)
+			if st.Overlap {
+				*link = linkWalk(items, order, gathers, st.Prefetch)
+			}
+			t.Gathers = max(t.Gathers, heldGathers(items, gathers, st.Prefetch))
+		}
 	}
-	phase(s.Forward, &t.FCompute, &t.FComm, &t.FOverlap, &t.FLead, &t.FTrail)
-	phase(s.Backward, &t.BCompute, &t.BComm, &t.BOverlap, &t.BLead, &t.BTrail)
+	phase(s.Forward, &t.FCompute, &t.FComm, &t.FOverlap, &t.FLink)
+	phase(s.Backward, &t.BCompute, &t.BComm, &t.BOverlap, &t.BLink)
 	t.Act = StageActivations(s)
 	t.Work, t.Live = stageLiveness(s)
-	t.Gathers = StageGathers(s)
 	return t
 }
 
@@ -374,19 +370,15 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 // overlapExposed is what of stage piece s's data-parallel link time (ZeRO-3's gathers and
 // reduce-scatters) shows in its forward and backward of one microbatch: all of it without
 // overlap; with it, what the main sequence (compute and the blocking tensor- and
-// context-parallel collectives, which use links of their own) does not hide, and at least what
-// nothing can hide: the gathers the phase's first main op waits for (Lead; the phase's gathers
-// start with it, as the simulator's prefetch does) and the reduce-scatters after its last main
-// op (Trail). The gathers and reduce-scatters of a phase share the data-parallel link, so their
-// times add (NCCL serialises one communicator's collectives; sim's engine.tryStart cites the
-// sources), and the simulator hides them behind every op of the main sequence as this does. What
-// a backward leaves on the link delays the next forward's first gathers, and with them that
-// forward's compute, so it shows in full there too: no carry between microbatches.
+// context-parallel collectives, which use links of their own) does not hide, as the simulator
+// lays the phase out (linkWalk). What a backward leaves on the link delays the next forward's
+// first gathers, and with them that forward's compute, so it shows in full: no carry between
+// microbatches.
 func overlapExposed(st strategies.Strategy, s *Piece) (fe, be units.Seconds) {
 	if !st.Overlap {
 		return s.FOverlap, s.BOverlap
 	}
-	return max(s.FLead+s.FTrail, s.FOverlap-s.FCompute-s.FComm), max(s.BLead+s.BTrail, s.BOverlap-s.BCompute-s.BComm)
+	return s.FLink, s.BLink
 }
 
 // finish fills the figures that follow from the step time and the memory: MFU, HFU, TFLOP/s per

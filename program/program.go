@@ -1,6 +1,8 @@
 package program
 
 import (
+	"strings"
+
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
@@ -222,3 +224,21 @@ type Program struct {
 
 // Value returns the value with id in stage s.
 func (s *Stage) Value(id ValueID) *Value { return &s.Values[id] }
+
+// PrefetchUnit is the unit that ZeRO-3's prefetch counts for an op of module: its transformer
+// layer ("layers.3" for every module under it), as FSDP wraps each transformer block in one
+// unit whose parameters are gathered together (torchtitan's apply_fsdp calls fully_shard on
+// every TransformerBlock; llm-foundry's FSDP wraps each MPTBlock), and the top-level module
+// otherwise (the embedding, the final norm, the head). Strategy.Prefetch counts these units.
+func PrefetchUnit(module string) string {
+	if rest, ok := strings.CutPrefix(module, "layers."); ok {
+		if i := strings.IndexByte(rest, '.'); i >= 0 {
+			return module[:len("layers.")+i]
+		}
+		return module
+	}
+	if i := strings.IndexByte(module, '.'); i >= 0 {
+		return module[:i]
+	}
+	return module
+}

@@ -181,16 +181,13 @@ func TestPlanWinnerIsSimulatorsBestOfTopK(t *testing.T) {
 // overlap on and equal to it with overlap off, every candidate, with no exception for the ones
 // the planner re-ranks by the simulator: the two follow one set of overlap rules (DDP buckets
 // behind the last backward, each link taking the collective that became ready first, so a later
-// chunk's buckets go before an earlier chunk's under interleaving; ZeRO-3 gathers and
-// reduce-scatters adding up on the data-parallel link and hiding behind each task's main
-// sequence, its tensor- and context-parallel collectives included, but for the gathers the
-// task's first main op waits for and the reduce-scatters after its last). On small models here
-// (not on gpt-tiny-sized shapes, whose ops are all latency: ZeRO-3 there simulates up to 8%
-// slower, a gather in front of every op); measured worst: gpt3-1.3b dp=4,cp=2,zero=3 0.45%
-// (2.9% before the first gathers and last reduce-scatters were exposed), llama-mid interleaved
-// 0.0%. On the issue's five scenarios, by `tpsim plan --top 100 --sim on --sim-top 100 --json`,
-// the worst is 0.39% (gpt3-13b dp=16,tp=2,sp=on,zero=3; 2.0% before) and the closed form is
-// never more than 0.63% slower than the simulator.
+// chunk's buckets go before an earlier chunk's under interleaving; ZeRO-3's gathers and
+// reduce-scatters on the data-parallel link, one at a time in the order they become ready, the
+// gathers released Prefetch units ahead, laid out by the same walk, costmodel's linkWalk). On
+// small models here (not on gpt-tiny-sized shapes, whose ops are all latency); measured worst:
+// gpt3-1.3b dp=4,cp=2 (DDP) 0.09%, every ZeRO-3 candidate 0.0000% (the closed form walks the
+// link as the simulator does; 0.45% before, when it hid the link behind the whole phase but for
+// its edges), llama-mid interleaved 0.0%.
 func TestClosedFormNearSimulatorOverTop100(t *testing.T) {
 	mid, err := model.Transformer{Hidden: 256, Layers: 10, Heads: 8, KVHeads: 4, HeadDim: 32, FFN: 512, Vocab: 512, Seq: 64,
 		Gated: true, RMSNorm: true, Tied: true, Batch: 16}.Build("llama-mid", "llama")

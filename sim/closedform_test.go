@@ -357,3 +357,42 @@ func TestZeRO3LinkBoundClosedForm(t *testing.T) {
 		t.Errorf("closed form %v, simulated %v: %.1f%% apart", want.Time.Step, res.Step, 100*d)
 	}
 }
+
+// With ZeRO-3's gathers and reduce-scatters overlapping (overlap=on), a step of one microbatch
+// simulates to the closed form's step exactly, at every prefetch depth: the closed form walks
+// each phase's link as the simulator lays it out (costmodel's linkWalk: gathers released Prefetch
+// units ahead, one collective at a time on the link in the order they become ready), and with
+// one microbatch nothing carries between phases. Deeper prefetch never slows the step.
+func TestZeRO3PrefetchEqualsClosedForm(t *testing.T) {
+	gpt, err := model.Transformer{Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32,
+		Bias: true, Learned: true, Batch: 16}.Build("gpt", "gpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	llama, err := model.Transformer{Hidden: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128, Vocab: 256, Seq: 32,
+		Gated: true, RMSNorm: true, Batch: 16}.Build("llama", "llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw, err := hardware.Load("a100-80g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*model.Model{gpt, llama} {
+		for _, s := range []string{"dp=8,zero=3,mbs=2,gbs=16", "dp=4,tp=2,sp=on,zero=3,mbs=4,gbs=16", "dp=4,cp=2,zero=3,recompute=full,mbs=4,gbs=16",
+			"dp=8,zero=3,recompute=selective,mbs=2,gbs=16,attn=flash"} {
+			prev := units.Seconds(math.Inf(1))
+			for _, pf := range []string{"1", "2", "4"} {
+				p := lowerT(t, m, s+",prefetch="+pf)
+				res, want := simulateAndPredict(t, p, hw)
+				if !near(res.Step, want.Time.Step) || !near(res.CommExposed, want.Time.CommExposed) {
+					t.Errorf("%s %s,prefetch=%s: simulated step %v (exposed %v), closed form %v (%v)", m.Name, s, pf, res.Step, res.CommExposed, want.Time.Step, want.Time.CommExposed)
+				}
+				if want.Time.Step > prev*(1+1e-12) {
+					t.Errorf("%s %s: prefetch=%s is slower than less prefetch: %v after %v", m.Name, s, pf, want.Time.Step, prev)
+				}
+				prev = want.Time.Step
+			}
+		}
+	}
+}

@@ -22,7 +22,8 @@
 // collective at a time, the one that became ready first (ties in Program order): data-parallel
 // gradient buckets (when the strategy overlaps them, each starts once the last microbatch's
 // backward has produced its gradients; otherwise after the whole backward), ZeRO-3 parameter
-// gathers (prefetched from the start of their task when overlapping) and ZeRO-3 gradient
+// gathers (when overlapping, prefetched Strategy.Prefetch units ahead: a unit's gathers may start
+// once the unit that many before it has started, program.PrefetchUnit) and ZeRO-3 gradient
 // reduce-scatters (after the backward op that produces the gradients) all share the
 // data-parallel link, as NCCL serialises the collectives of one communicator (engine.tryStart
 // cites the sources). A pipeline receive waits for the matching send of the neighbouring stage;

@@ -247,6 +247,8 @@ func (b *builder) rank(r int, tasks []program.Task) {
 	p, st := b.p, b.p.Strategy
 	pp := st.Mesh.PP
 	var main, gathers, buckets []int
+	var unitStart [][]int
+	unitOf := map[string]int{}
 	prev := -1 // last main-sequence node
 	dep := func(n *node, d int) {
 		if d >= 0 {
@@ -300,7 +302,13 @@ func (b *builder) rank(r int, tasks []program.Task) {
 				continue
 			}
 		}
+		// ZeRO-3 prefetch (Strategy.Prefetch): the gathers of the task's k-th unit
+		// (program.PrefetchUnit, counted as their gathers appear) may start once unit k-Prefetch
+		// has started, its first op after the gathers it waits for (unitStart: the nodes that
+		// op waits for); the first Prefetch units' once the task has started.
 		taskStart := prev
+		unitStart = unitStart[:0]
+		clear(unitOf)
 		for i := range ops {
 			op := &ops[i]
 			n := b.alloc(node{op: op, rank: r, stage: s.Index, micro: t.Micro})
@@ -323,12 +331,28 @@ func (b *builder) rank(r int, tasks []program.Task) {
 				continue
 			}
 			if async {
-				// ZeRO-3 prefetch: the gather may start once its task has started; the next op of
-				// the main sequence (the one that uses the parameters) waits for it.
+				// ZeRO-3 prefetch: the gather may start once the unit Prefetch before its own has
+				// started; the next op of the main sequence (the one that uses the parameters)
+				// waits for it.
 				n.async = true
-				dep(n, taskStart)
+				u, ok := unitOf[program.PrefetchUnit(op.Module)]
+				if !ok {
+					u = len(unitStart)
+					unitOf[program.PrefetchUnit(op.Module)] = u
+					unitStart = append(unitStart, nil)
+				}
+				if k := u - st.Prefetch; k >= 0 {
+					for _, d := range unitStart[k] {
+						dep(n, d)
+					}
+				} else {
+					dep(n, taskStart)
+				}
 				gathers = append(gathers, id)
 				continue
+			}
+			if u, ok := unitOf[program.PrefetchUnit(op.Module)]; ok && unitStart[u] == nil {
+				unitStart[u] = append(append(make([]int, 0, 1+len(gathers)), prev), gathers...)
 			}
 			dep(n, prev)
 			for _, g := range gathers {

@@ -1,6 +1,7 @@
 package strategies
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tpsim/tpsim/model"
@@ -32,5 +33,42 @@ func TestMLPStrategyRoundTrip(t *testing.T) {
 	}
 	if _, err := Parse("seq=-1"); err == nil {
 		t.Error("seq=-1 parsed; want an error")
+	}
+}
+
+// prefetch counts ZeRO-3 units: 1 by default (FSDP's), printed by Short only when it differs,
+// parsed back from String and Short, and refused below 1 with the fix.
+func TestPrefetchRoundTrip(t *testing.T) {
+	m, err := model.Load("llama2-7b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		spec  string
+		want  int
+		short bool
+	}{{"dp=8,zero=3", 1, false}, {"dp=8,zero=3,prefetch=2", 2, true}} {
+		st, err := Parse(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = st.Resolve(m)
+		if st.Prefetch != c.want || strings.Contains(st.Short(), "prefetch=") != c.short {
+			t.Errorf("%s: prefetch %d, Short %q; want %d, printed %v", c.spec, st.Prefetch, st.Short(), c.want, c.short)
+		}
+		for _, s := range []string{st.String(), st.Short()} {
+			back, err := Parse(s)
+			if err != nil || back.Resolve(m) != st {
+				t.Errorf("Parse(%q) = %+v, %v; want %+v", s, back, err, st)
+			}
+		}
+	}
+	if _, err := Parse("dp=8,zero=3,prefetch=0"); err == nil || !strings.Contains(err.Error(), "positive") {
+		t.Errorf("prefetch=0: %v, want an error that asks for a positive count", err)
+	}
+	st := Default(Mesh{1, 8, 1, 1})
+	st.GBS, st.ZeRO, st.Prefetch = 8, 3, 0
+	if err := st.Validate(m); err == nil || !strings.Contains(err.Error(), "prefetch=1") {
+		t.Errorf("Validate with prefetch 0: %v, want an error naming prefetch=1", err)
 	}
 }

@@ -118,6 +118,15 @@ type Strategy struct {
 	// its parameters copies (hardware.Efficiency.ListCopyMicros each). Off by default (one flat
 	// buffer per collective, as FSDP and later DeepSpeed); exec does not execute it.
 	TensorLists bool `json:"tensor_lists"`
+	// Prefetch is how many ZeRO-3 units (program.PrefetchUnit: transformer layers, the
+	// embedding, the head) ahead of the one computing may have their parameter gathers in
+	// flight: the gathers of a unit may start once the unit Prefetch before it has started. The
+	// default, 1, is PyTorch FSDP's: its backward prefetch (BackwardPrefetch.BACKWARD_PRE) issues
+	// the next unit's all-gather as the current unit's backward starts, and limit_all_gathers
+	// holds the forward to the current and the next unit (torch/distributed/fsdp docs; FSDP2
+	// prefetches one unit in both). Each prefetched unit's gathered parameters are held while
+	// it waits.
+	Prefetch int `json:"prefetch"`
 	// Plan is the tensor-parallel plan; nil means the model family's Megatron plan when tp > 1.
 	Plan *Plan `json:"-"`
 }
@@ -130,11 +139,11 @@ const DefaultBucketBytes = 25 << 20
 // overlap on, eager attention, the Megatron plan.
 func Default(mesh Mesh) Strategy {
 	return Strategy{Mesh: mesh, MBS: 1, Recompute: RecomputeNone, Schedule: Schedule1F1B, VPP: 1,
-		Precision: PrecisionMixed, Optimizer: OptimizerAdam, Attention: AttentionEager, Overlap: true, BucketBytes: DefaultBucketBytes}
+		Precision: PrecisionMixed, Optimizer: OptimizerAdam, Attention: AttentionEager, Overlap: true, BucketBytes: DefaultBucketBytes, Prefetch: 1}
 }
 
 // OptionKeys lists the keys Parse accepts besides the mesh dimensions.
-var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "attn", "overlap", "bucket_mb", "tpoverlap", "tensorlists"}
+var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "attn", "overlap", "bucket_mb", "tpoverlap", "tensorlists", "prefetch"}
 
 // Parse reads a strategy such as "dp=24,tp=8,pp=8,mbs=1,gbs=2304,recompute=full,sp=off,zero=0".
 // Mesh dimensions and options may come in any order; what is not given keeps its Default value.
@@ -175,7 +184,7 @@ func Parse(s string) (Strategy, error) {
 // Short prints st completely and canonically in Parse's form, shorter than String: the mesh
 // dimensions above 1, mbs, gbs and seq always, and every other option where it differs from
 // Default (schedule, vpp, zero, recompute, sp, precision, optimizer, attn, overlap, bucket_mb,
-// tpoverlap, tensorlists).
+// tpoverlap, tensorlists, prefetch).
 // Parse(st.Short()) is st for a resolved st without a tensor-parallel plan.
 func (st Strategy) Short() string {
 	d := Default(st.Mesh)
@@ -197,6 +206,7 @@ func (st Strategy) Short() string {
 	add(st.BucketBytes != d.BucketBytes, "bucket_mb="+strconv.Itoa(int(st.BucketBytes>>20)))
 	add(st.TPOverlap != d.TPOverlap, "tpoverlap=on")
 	add(st.TensorLists != d.TensorLists, "tensorlists=on")
+	add(st.Prefetch != d.Prefetch, "prefetch="+strconv.Itoa(st.Prefetch))
 	return strings.Join(parts, ",")
 }
 
@@ -267,6 +277,8 @@ func (st *Strategy) set(k, v string) error {
 		st.TPOverlap, err = onOff(k, v)
 	case "tensorlists":
 		st.TensorLists, err = onOff(k, v)
+	case "prefetch":
+		st.Prefetch, err = positive(k, v)
 	default:
 		keys := append(DimNames(), OptionKeys...)
 		sort.Strings(keys)
@@ -278,9 +290,9 @@ func (st *Strategy) set(k, v string) error {
 // String prints every option, resolved, in the form Parse reads.
 func (st Strategy) String() string {
 	onoff := map[bool]string{true: "on", false: "off"}
-	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d,tpoverlap=%s,tensorlists=%s",
+	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d,tpoverlap=%s,tensorlists=%s,prefetch=%d",
 		st.Mesh.PP, st.Mesh.DP, st.Mesh.CP, st.Mesh.TP, st.MBS, st.GBS, st.Seq, st.ZeRO, st.Recompute, onoff[st.SP],
-		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20, onoff[st.TPOverlap], onoff[st.TensorLists])
+		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20, onoff[st.TPOverlap], onoff[st.TensorLists], st.Prefetch)
 }
 
 // Resolve fills the options that depend on the model (global batch, sequence length) and returns
@@ -317,6 +329,9 @@ func (st Strategy) Validate(m *model.Model) error {
 	if st.GBS%(ms.DP*st.MBS) != 0 {
 		return fmt.Errorf("strategies: global batch %d is not divisible by dp x mbs = %d x %d; use a global batch that is a multiple of %d, or dp x mbs among the divisors %s of %d",
 			st.GBS, ms.DP, st.MBS, ms.DP*st.MBS, intsString(divisors(st.GBS)), st.GBS)
+	}
+	if st.Prefetch < 1 {
+		return fmt.Errorf("strategies: prefetch=%d; ZeRO-3 prefetches at least the next unit: use prefetch=1 (FSDP's default) or more", st.Prefetch)
 	}
 	if st.ZeRO > 0 && ms.DP == 1 {
 		return fmt.Errorf("strategies: zero=%d shards over the data-parallel dimension, but dp=1; use dp>1 or zero=0", st.ZeRO)
