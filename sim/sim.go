@@ -351,8 +351,10 @@ func (b *builder) rank(r int, tasks []program.Task) {
 				gathers = append(gathers, id)
 				continue
 			}
-			if u, ok := unitOf[program.PrefetchUnit(op.Module)]; ok && unitStart[u] == nil {
-				unitStart[u] = append(append(make([]int, 0, 1+len(gathers)), prev), gathers...)
+			if len(unitOf) > 0 { // a ZeRO-3 unit has gathered: this op may start one
+				if u, ok := unitOf[program.PrefetchUnit(op.Module)]; ok && unitStart[u] == nil {
+					unitStart[u] = append(append(make([]int, 0, 1+len(gathers)), prev), gathers...)
+				}
 			}
 			dep(n, prev)
 			for _, g := range gathers {
