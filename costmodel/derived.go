@@ -377,13 +377,15 @@ func (d *Derived) lower(st strategies.Strategy, nk int) (*kindPieces, error) {
 		kp.peak = c.peak
 		pieces := make([]Piece, len(p.Stages))
 		for i, s := range p.Stages {
-			pieces[i] = c.fbPiece(s)
-		}
-		if layers == 2 && nk == 1 && st.ZeRO == 3 {
-			kp.link, err = newLinkTemplate(c, p.Stages[0])
-			if err != nil {
-				return nil, nil, err
+			if layers == 2 && nk == 1 && st.ZeRO == 3 {
+				var links [2][]linkItem
+				pieces[i] = c.fbPieceLinks(s, &links)
+				if kp.link, err = newLinkTemplate(links); err != nil {
+					return nil, nil, err
+				}
+				continue
 			}
+			pieces[i] = c.fbPiece(s)
 		}
 		program.Recycle(p) // only its prices and bytes per element are kept
 		return p, pieces, nil

@@ -162,15 +162,15 @@ func TestLinkWalkHandDerived(t *testing.T) {
 		want   units.Seconds
 	}{{false, 1, 2}, {false, 2, 1}, {true, 1, 6}, {true, 2, 1}} {
 		it := items(c.reduce)
-		order, gathers := gatherUnits(it)
-		if got := linkWalk(it, order, gathers, c.depth); got != c.want {
+		g := gatherUnits(it)
+		if got := linkWalk(it, &g, c.depth); got != c.want {
 			t.Errorf("reduce-scatter %v, prefetch %d: %v exposed, by hand %v", c.reduce, c.depth, got, c.want)
 		}
 	}
 	it := items(false)
-	_, gathers := gatherUnits(it)
+	g := gatherUnits(it)
 	for ahead, want := range []units.Bytes{30, 50, 60} {
-		if got := heldGathers(it, gathers, ahead); got != want {
+		if got := g.held(ahead); got != want {
 			t.Errorf("%d units ahead: %v bytes held, by hand %v", ahead, got, want)
 		}
 	}

@@ -2,6 +2,7 @@ package costmodel
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/tpsim/tpsim/program"
@@ -31,75 +32,80 @@ type linkItem struct {
 	unit  int32
 }
 
-// linkItems lists the ops of one phase of a ZeRO-3 stage for linkWalk.
-func (c *Coster) linkItems(ops []program.Op, items []linkItem) []linkItem {
-	ids := map[string]int32{}
-	for i := range ops {
-		op := &ops[i]
-		name := program.PrefetchUnit(op.Module)
-		u, ok := ids[name]
-		if !ok {
-			u = int32(len(ids))
-			ids[name] = u
-		}
-		it := linkItem{unit: u, layer: len(name) > len("layers.") && name[:len("layers.")] == "layers."}
-		switch {
-		case !op.Kind.IsComm():
-			it.d = c.Compute(op)
-		case op.Dim == strategies.DimDP:
-			it.d = c.Comm(op)
-			it.kind = linkReduce
-			if op.Kind == program.OpAllGather {
-				it.kind, it.bytes = linkGather, op.FullBytes
-			}
-		default:
-			d := c.Comm(op)
-			it.d = d - c.Hidden(ops, i, d)
-		}
-		items = append(items, it)
-	}
-	return items
+// linkItems collects the ops of one phase of a ZeRO-3 stage for linkWalk as fbPiece prices them.
+type linkItems struct {
+	ids   map[string]int32
+	items []linkItem
 }
 
-// gatherUnits groups a phase's gathers by prefetch unit, in the order the units first gather:
-// order[u] is unit u's rank among them (-1: it gathers nothing) and gathers[k] the indices of the
-// k-th unit's gathers.
-func gatherUnits(items []linkItem) (order []int, gathers [][]int) {
-	nu := 0
-	for i := range items {
-		nu = max(nu, int(items[i].unit)+1)
+// add appends op, which takes d on the main sequence or the link.
+func (l *linkItems) add(op *program.Op, d units.Seconds) {
+	name := program.PrefetchUnit(op.Module)
+	u, ok := l.ids[name]
+	if !ok {
+		u = int32(len(l.ids))
+		l.ids[name] = u
 	}
-	order = make([]int, nu)
-	for i := range order {
-		order[i] = -1
+	it := linkItem{d: d, unit: u, layer: strings.HasPrefix(name, "layers.")}
+	if op.Kind.IsComm() && op.Dim == strategies.DimDP {
+		it.kind = linkReduce
+		if op.Kind == program.OpAllGather {
+			it.kind, it.bytes = linkGather, op.FullBytes
+		}
+	}
+	l.items = append(l.items, it)
+}
+
+// unitGathers is a phase's gathers grouped by prefetch unit, in the order the units first
+// gather: order[u] is unit u's rank among them (-1: it gathers nothing), first[k] the index of
+// the k-th unit's first gather and bytes[k] what its gathers fill, next[i] the index of the
+// gather after gather i of the same unit (-1: the last).
+type unitGathers struct {
+	order, first, next []int32
+	bytes              []units.Bytes
+}
+
+func gatherUnits(items []linkItem) unitGathers {
+	nu := int32(0)
+	for i := range items {
+		nu = max(nu, items[i].unit+1)
+	}
+	g := unitGathers{order: make([]int32, nu), next: make([]int32, len(items))}
+	last := make([]int32, 0, nu) // per rank, its latest gather so far
+	for i := range g.order {
+		g.order[i] = -1
 	}
 	for i := range items {
+		g.next[i] = -1
 		if it := &items[i]; it.kind == linkGather {
-			if order[it.unit] < 0 {
-				order[it.unit] = len(gathers)
-				gathers = append(gathers, nil)
+			k := g.order[it.unit]
+			if k < 0 {
+				k = int32(len(g.first))
+				g.order[it.unit] = k
+				g.first = append(g.first, int32(i))
+				g.bytes = append(g.bytes, 0)
+				last = append(last, int32(i))
+			} else {
+				g.next[last[k]], last[k] = int32(i), int32(i)
 			}
-			k := order[it.unit]
-			gathers[k] = append(gathers[k], i)
+			g.bytes[k] += it.bytes
 		}
 	}
-	return order, gathers
+	return g
 }
 
-// heldGathers is ZeRO-3's parameter buffers in a phase: the most gathered (tp-local) parameter
-// bytes held at once, those of the unit computing (FSDP gathers a unit whole and frees it once
-// it has run) and of the ahead units after it whose gathers may already have run
-// (Strategy.Prefetch; counted with or without overlap, so that overlap changes time and never
-// memory, as the search assumes). They live during forward and backward, beside the
-// activations (the gradient buckets, gradBuffer, live after them).
-func heldGathers(items []linkItem, gathers [][]int, ahead int) units.Bytes {
-	var held units.Bytes
-	for k := range gathers {
-		var w units.Bytes
-		for _, g := range gathers[k:min(len(gathers), k+ahead+1)] {
-			for _, i := range g {
-				w += items[i].bytes
-			}
+// held is ZeRO-3's parameter buffers in a phase: the most gathered (tp-local) parameter bytes
+// held at once, those of the unit computing (FSDP gathers a unit whole and frees it once it has
+// run) and of the ahead units after it whose gathers may already have run (Strategy.Prefetch;
+// counted with or without overlap, so that overlap changes time and never memory, as the search
+// assumes). They live during forward and backward, beside the activations (the gradient
+// buckets, gradBuffer, live after them).
+func (g *unitGathers) held(ahead int) units.Bytes {
+	var held, w units.Bytes
+	for k := range g.bytes {
+		w += g.bytes[k]
+		if k > ahead {
+			w -= g.bytes[k-ahead-1]
 		}
 		held = max(held, w)
 	}
@@ -115,21 +121,58 @@ func heldGathers(items []linkItem, gathers [][]int, ahead int) units.Bytes {
 // after its first gather starts), those of the first depth units with the phase. The phase ends
 // when both the main sequence and the link are done: what the link adds is exposed, a
 // backward's last reduce-scatters included (nothing carries into the next microbatch).
-func linkWalk(items []linkItem, order []int, gathers [][]int, depth int) units.Seconds {
+func linkWalk(items []linkItem, g *unitGathers, depth int) units.Seconds {
+	e, _, _ := linkWalkBlocks(items, g, depth, linkBlocks{})
+	return e
+}
+
+// linkBlocks marks count repeated blocks of size items from start (Derived's layers, each its
+// own prefetch unit) for linkWalkBlocks.
+type linkBlocks struct{ start, size, count int }
+
+// linkWalkBlocks is linkWalk, and where the walk reaches a steady state among the blocks of b
+// (the link's and every released gather's times relative to the main sequence the same at two
+// block boundaries, with the gathers it has released all in blocks), what each block adds to
+// the exposed time: from there every block repeats, so a stage of more blocks is exposed that
+// much more per block (Derived walks a few layers and extrapolates).
+func linkWalkBlocks(items []linkItem, g *unitGathers, depth int, b linkBlocks) (exposed, perBlock units.Seconds, steady bool) {
 	ends := make([]units.Seconds, len(items)) // the gathers' ends, set when they are released
-	var link units.Seconds                    // when the link is free
+	for i := range ends {
+		ends[i] = -1
+	}
+	var link units.Seconds // when the link is free
 	release := func(k int, at units.Seconds) {
-		for _, i := range gathers[k] {
+		for i := g.first[k]; i >= 0; i = g.next[i] {
 			link = max(link, at) + items[i].d
 			ends[i] = link
 		}
 	}
-	for k := range min(depth, len(gathers)) {
+	n := len(g.first)
+	for k := range min(depth, n) {
 		release(k, 0)
 	}
-	started := make([]bool, len(gathers))
+	started := make([]bool, n)
 	var t, main, wait units.Seconds
+	// At the last block boundary: t - main, and the state (the link's and the released
+	// gathers' times relative to the main sequence).
+	var prevE units.Seconds
+	var prevState, state []units.Seconds
 	for i := range items {
+		if k := i - b.start; b.size > 0 && !steady && k >= 0 && k%b.size == 0 && (k/b.size+depth+1)*b.size <= b.count*b.size {
+			state = append(state[:0], link-t, wait)
+			for j := i; j < i+(depth+1)*b.size; j++ {
+				if ends[j] >= 0 {
+					state = append(state, units.Seconds(j-i), ends[j]-t)
+				}
+			}
+			if k > 0 && sameState(prevState, state, t) {
+				// Every block from here shifts the main sequence, the link and the released
+				// gathers alike: the exposed time grows by what this block added to t - main.
+				steady, perBlock = true, (t-main)-prevE
+			}
+			prevE = t - main
+			prevState, state = state, prevState
+		}
 		it := &items[i]
 		switch it.kind {
 		case linkGather:
@@ -139,9 +182,9 @@ func linkWalk(items []linkItem, order []int, gathers [][]int, depth int) units.S
 		default:
 			s := max(t, wait)
 			wait = 0
-			if k := order[it.unit]; k >= 0 && !started[k] && gathers[k][0] < i {
+			if k := int(g.order[it.unit]); k >= 0 && !started[k] && int(g.first[k]) < i {
 				started[k] = true
-				if k+depth < len(gathers) {
+				if k+depth < n {
 					release(k+depth, s)
 				}
 			}
@@ -149,7 +192,22 @@ func linkWalk(items []linkItem, order []int, gathers [][]int, depth int) units.S
 			main += it.d
 		}
 	}
-	return max(t, link) - main
+	return max(t, link) - main, perBlock, steady
+}
+
+// sameState reports whether two block-boundary states of linkWalkBlocks agree to rounding (a
+// relative 1e-12 of the main sequence's time t).
+func sameState(a, b []units.Seconds, t units.Seconds) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	tol := 1e-12 * max(t, 1e-9)
+	for i := range a {
+		if d := a[i] - b[i]; d > tol || d < -tol {
+			return false
+		}
+	}
+	return true
 }
 
 // linkTemplate is a ZeRO-3 stage of two layers, its forward and backward as linkItems lists
@@ -170,10 +228,7 @@ type linkTemplate struct {
 	memo map[linkKey]linkResult
 }
 
-type linkKey struct {
-	layers, prefetch int
-	overlap          bool
-}
+type linkKey struct{ layers, prefetch int }
 
 // linkResult is what the walk gives a stage: its forward's and backward's exposed link time and
 // its gather buffers.
@@ -182,11 +237,11 @@ type linkResult struct {
 	held units.Bytes
 }
 
-// newLinkTemplate lists stage s (of two layers) of Coster c's Program.
-func newLinkTemplate(c *Coster, s *program.Stage) (*linkTemplate, error) {
+// newLinkTemplate makes the template of a stage of two layers from its phases' items
+// (Coster.fbPieceLinks).
+func newLinkTemplate(phases [2][]linkItem) (*linkTemplate, error) {
 	lt := &linkTemplate{memo: map[linkKey]linkResult{}}
-	for ph, ops := range [2][]program.Op{s.Forward, s.Backward} {
-		items := c.linkItems(ops, nil)
+	for ph, items := range phases {
 		// The layers' items: two runs, one unit each, with nothing else between or among them.
 		runs := []int{}
 		for i := range items {
@@ -210,43 +265,59 @@ func newLinkTemplate(c *Coster, s *program.Stage) (*linkTemplate, error) {
 	return lt, nil
 }
 
-// walk is linkWalk and heldGathers of the stage of n layers under st's overlap and prefetch,
-// memoized.
+// walk is linkWalk and the held gathers of the stage of n layers at st's prefetch, memoized
+// (the exposed times serve only a strategy that overlaps; the buffers any). It walks a few
+// layers first: where the walk settles into a steady state among them, the stage of n layers is
+// exposed that much more per further layer and holds the same buffers (every window of
+// prefetched units is among them); else it walks all n.
 func (lt *linkTemplate) walk(n int, st strategies.Strategy) linkResult {
-	k := linkKey{layers: n, prefetch: st.Prefetch, overlap: st.Overlap}
+	k := linkKey{layers: n, prefetch: st.Prefetch}
 	lt.mu.Lock()
 	r, ok := lt.memo[k]
 	lt.mu.Unlock()
 	if ok {
 		return r
 	}
-	for ph, tmpl := range lt.phases {
-		mid, hi := lt.mid[ph], lt.hi[ph]
-		items := make([]linkItem, 0, len(tmpl)+(n-2)*(hi-mid))
-		items = append(items, tmpl[:mid]...)
-		for l := range n - 1 {
-			for _, it := range tmpl[mid:hi] {
-				if l > 0 {
-					it.unit = lt.units + int32(l-1) // the layer's own unit
-				}
-				items = append(items, it)
+	depth := st.Prefetch
+	short := depth + 8
+	for ph := range lt.phases {
+		e, held, perLayer, steady := lt.walkLayers(ph, min(n, short), depth)
+		if n > short {
+			if steady {
+				e += units.Seconds(n-short) * perLayer
+			} else {
+				e, held, _, _ = lt.walkLayers(ph, n, depth)
 			}
-		}
-		items = append(items, tmpl[hi:]...)
-		order, gathers := gatherUnits(items)
-		var e units.Seconds
-		if st.Overlap {
-			e = linkWalk(items, order, gathers, st.Prefetch)
 		}
 		if ph == 0 {
 			r.f = e
 		} else {
 			r.b = e
 		}
-		r.held = max(r.held, heldGathers(items, gathers, st.Prefetch))
+		r.held = max(r.held, held)
 	}
 	lt.mu.Lock()
 	lt.memo[k] = r
 	lt.mu.Unlock()
 	return r
+}
+
+// walkLayers walks phase ph (0 forward, 1 backward) of the stage of n layers: the template's
+// ops before its second layer, that layer's n-1 times (each its own unit), the ops after it.
+func (lt *linkTemplate) walkLayers(ph, n, depth int) (exposed units.Seconds, held units.Bytes, perLayer units.Seconds, steady bool) {
+	tmpl, mid, hi := lt.phases[ph], lt.mid[ph], lt.hi[ph]
+	items := make([]linkItem, 0, len(tmpl)+(n-2)*(hi-mid))
+	items = append(items, tmpl[:mid]...)
+	for l := range n - 1 {
+		for _, it := range tmpl[mid:hi] {
+			if l > 0 {
+				it.unit = lt.units + int32(l-1)
+			}
+			items = append(items, it)
+		}
+	}
+	items = append(items, tmpl[hi:]...)
+	g := gatherUnits(items)
+	exposed, perLayer, steady = linkWalkBlocks(items, &g, depth, linkBlocks{start: mid, size: hi - mid, count: n - 1})
+	return exposed, g.held(depth), perLayer, steady
 }

@@ -38,7 +38,7 @@ type Piece struct {
 	// Params is the local parameter elements; Act the bytes saved for backward per microbatch
 	// (StageActivations); Live and Work the most bytes of one microbatch alive at once, all and
 	// transient (stageLiveness); Buckets the largest gradient bucket (gradBuffer);
-	// Gathers ZeRO-3's parameter buffers (heldGathers).
+	// Gathers ZeRO-3's parameter buffers (unitGathers.held).
 	Params                            int64
 	Act, Live, Work, Buckets, Gathers units.Bytes
 }
@@ -55,12 +55,20 @@ func (c *Coster) Piece(s *program.Stage) Piece {
 
 // fbPiece prices the forward and backward of stage s: all of Piece but the optimizer phase and
 // the parameters.
-func (c *Coster) fbPiece(s *program.Stage) Piece {
+func (c *Coster) fbPiece(s *program.Stage) Piece { return c.fbPieceLinks(s, nil) }
+
+// fbPieceLinks is fbPiece, and on a ZeRO-3 stage it also leaves each phase's ops for the link's
+// walk in links (forward, backward) when links is not nil.
+func (c *Coster) fbPieceLinks(s *program.Stage, links *[2][]linkItem) Piece {
 	var t Piece
 	m := units.Seconds(c.P.Microbatches)
 	mb := units.Bytes(c.P.Microbatches)
 	st := c.P.Strategy
-	phase := func(ops []program.Op, comp, comm, over, link *units.Seconds) {
+	phase := func(ph int, ops []program.Op, comp, comm, over, link *units.Seconds) {
+		var items *linkItems
+		if st.ZeRO == 3 {
+			items = &linkItems{ids: map[string]int32{}, items: make([]linkItem, 0, len(ops))}
+		}
 		for i := range ops {
 			op := &ops[i]
 			if op.Kind == program.OpLinear || op.Kind == program.OpAttention {
@@ -75,27 +83,32 @@ func (c *Coster) fbPiece(s *program.Stage) Piece {
 				t.CommTime[DimIndex(op.Dim)] += m * d
 				if op.Dim == strategies.DimDP {
 					*over += d
-					continue
+				} else {
+					d -= c.Hidden(ops, i, d)
+					*comm += d
 				}
-				d -= c.Hidden(ops, i, d)
-				*comm += d
 			} else {
 				d = c.Compute(op)
 				*comp += d
 			}
-		}
-		if *over > 0 {
-			// ZeRO-3: the link's walk, and the gathered parameters held.
-			items := c.linkItems(ops, nil)
-			order, gathers := gatherUnits(items)
-			if st.Overlap {
-				*link = linkWalk(items, order, gathers, st.Prefetch)
+			if items != nil {
+				items.add(op, d)
 			}
-			t.Gathers = max(t.Gathers, heldGathers(items, gathers, st.Prefetch))
+		}
+		if items != nil && *over > 0 {
+			// ZeRO-3: the link's walk, and the gathered parameters held.
+			g := gatherUnits(items.items)
+			if st.Overlap {
+				*link = linkWalk(items.items, &g, st.Prefetch)
+			}
+			t.Gathers = max(t.Gathers, g.held(st.Prefetch))
+			if links != nil {
+				links[ph] = items.items
+			}
 		}
 	}
-	phase(s.Forward, &t.FCompute, &t.FComm, &t.FOverlap, &t.FLink)
-	phase(s.Backward, &t.BCompute, &t.BComm, &t.BOverlap, &t.BLink)
+	phase(0, s.Forward, &t.FCompute, &t.FComm, &t.FOverlap, &t.FLink)
+	phase(1, s.Backward, &t.BCompute, &t.BComm, &t.BOverlap, &t.BLink)
 	t.Act = StageActivations(s)
 	t.Work, t.Live = stageLiveness(s)
 	return t
