@@ -149,11 +149,20 @@ func flagSpeedup(b *testing.B, flag *bool, metric string) {
 //	go test -run '^$' -bench PanelPrefetch -benchtime 11x ./exec/kernels/gemm
 func BenchmarkPanelPrefetch(b *testing.B) { flagSpeedup(b, &noPanelPrefetch, "prefetch_speedup") }
 
+// BenchmarkStageC times each of benchShapes on one thread with C staged at a padded stride where
+// its own is a multiple of 4 KiB (stageC) and without (noStageC), alternately within each
+// iteration, and reports stage_speedup, the median over iterations of the time without over the
+// time with (1 where stageC does not apply):
+//
+//	go test -run '^$' -bench StageC -benchtime 11x ./exec/kernels/gemm
+func BenchmarkStageC(b *testing.B) { flagSpeedup(b, &noStageC, "stage_speedup") }
+
 // BenchmarkPaddedStride times each of benchShapes on one thread with C's row stride n and n+16,
 // alternately within each iteration, and reports padded_speedup, the median over iterations of the
 // first's time over the second's: with a stride of a multiple of 4 KiB, the six rows of a C tile
-// fall in one set of the 8-way L1 beside the B panel's lines, a cost this package does not yet
-// avoid (the products exec runs have the strides of their tensors):
+// fall in one set of the 8-way L1 beside the B panel's lines; large products avoid it by staging
+// C at a padded stride (stageC, BenchmarkStageC), so this compares the staged product with one
+// whose own stride is padded:
 //
 //	go test -run '^$' -bench PaddedStride -benchtime 11x ./exec/kernels/gemm
 func BenchmarkPaddedStride(b *testing.B) {

@@ -17,3 +17,6 @@ var goPacking bool
 // noPanelPrefetch turns off the L2 prefetch of the next B panel (prefetchNext);
 // BenchmarkPanelPrefetch sets it to time the product without it.
 var noPanelPrefetch bool
+
+// noStageC turns off the staging of C at a padded stride (stageC); BenchmarkStageC sets it.
+var noStageC bool
