@@ -158,7 +158,8 @@ func linkWalkBlocks(items []linkItem, g *unitGathers, depth int, b linkBlocks) (
 	var prevE units.Seconds
 	var prevState, state []units.Seconds
 	for i := range items {
-		if k := i - b.start; b.size > 0 && !steady && k >= 0 && k%b.size == 0 && (k/b.size+depth+1)*b.size <= b.count*b.size {
+		// A boundary whose released gathers (depth blocks ahead at most) all lie in blocks.
+		if k := i - b.start; b.size > 0 && !steady && k >= 0 && k%b.size == 0 && k/b.size+depth+1 <= b.count {
 			state = append(state[:0], link-t, wait)
 			for j := i; j < i+(depth+1)*b.size; j++ {
 				if ends[j] >= 0 {

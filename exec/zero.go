@@ -111,7 +111,7 @@ func (r *rank) z3Init(s *program.Stage, local map[string][]float32) error {
 		sets = append(sets, []string{s.Params[i].Name})
 	}
 	for _, names := range sets {
-		key := strings.Join(names, ",")
+		key := unitKey(names)
 		if _, ok := z.z3[key]; ok {
 			continue
 		}
@@ -180,7 +180,7 @@ func (r *rank) z12Init(s *program.Stage) error {
 		if r.p.Strategy.Optimizer == strategies.OptimizerAdam {
 			u.m, u.v = r.alloc.f32(CatOptimizer, u.hi-u.lo), r.alloc.f32(CatOptimizer, u.hi-u.lo)
 		}
-		z.units[strings.Join(op.Params, ",")] = u
+		z.units[unitKey(op.Params)] = u
 		z.byStage[s.Index] = append(z.byStage[s.Index], u)
 	}
 	if len(z.byStage[s.Index]) == 0 {
@@ -249,13 +249,17 @@ func (z *zeroState) afterOp(r *rank, op *program.Op) {
 	}
 }
 
+// unitKey names the unit (ZeRO-3) or bucket (ZeRO-1/2) of the parameters one collective moves, as
+// the Program lists them.
+func unitKey(names []string) string { return strings.Join(names, ",") }
+
 // collective runs a ZeRO collective over dp: a parameter all-gather or a gradient reduce-scatter.
 func (z *zeroState) collective(r *rank, op *program.Op) error {
 	switch {
 	case z.stage == 3 && op.Kind == program.OpAllGather:
-		u, ok := z.z3[strings.Join(op.Params, ",")]
+		u, ok := z.z3[unitKey(op.Params)]
 		if !ok {
-			return fmt.Errorf("exec: stage %d all-gathers %s over dp, which is no unit of its ZeRO-3 parameters: a lowering error", r.s.Index, strings.Join(op.Params, ","))
+			return fmt.Errorf("exec: stage %d all-gathers %s over dp, which is no unit of its ZeRO-3 parameters: a lowering error", r.s.Index, unitKey(op.Params))
 		}
 		if u.full == nil {
 			// A gathered unit is a collective's buffer (comm), not the rank's own parameters
@@ -271,9 +275,9 @@ func (z *zeroState) collective(r *rank, op *program.Op) error {
 		}
 		return z.dp.AllGather(u.full, u.shard)
 	case z.stage == 3 && op.Kind == program.OpReduceScatter:
-		u, ok := z.z3[strings.Join(op.Params, ",")]
+		u, ok := z.z3[unitKey(op.Params)]
 		if !ok || u.grad == nil {
-			return fmt.Errorf("exec: stage %d reduce-scatters the gradient of %s, which no backward wrote: a lowering error", r.s.Index, strings.Join(op.Params, ","))
+			return fmt.Errorf("exec: stage %d reduce-scatters the gradient of %s, which no backward wrote: a lowering error", r.s.Index, unitKey(op.Params))
 		}
 		part := r.alloc.f32Out(CatWorkspace, len(u.gshard)) // the reduce-scatter writes every element
 		err := z.dp.ReduceScatter(part, u.grad)
@@ -290,7 +294,7 @@ func (z *zeroState) collective(r *rank, op *program.Op) error {
 		}
 		return err
 	case op.Kind == program.OpReduceScatter:
-		u, ok := z.units[strings.Join(op.Params, ",")]
+		u, ok := z.units[unitKey(op.Params)]
 		if !ok {
 			return fmt.Errorf("exec: reduce-scatter of %d gradients over dp matches no bucket", len(op.Params))
 		}
