@@ -40,12 +40,14 @@ type zeroState struct {
 	z3      map[string]*z3unit
 	z3of    map[string]*z3unit
 	z3stage map[int][]*z3unit
+	// readers counts, for each ZeRO-3 gather of the Program, the ops that read what it gathers.
+	readers map[*program.Op]int
 }
 
 // z3unit is one flat unit of ZeRO-3: the parameters names at offsets offs of a flat tensor of n
 // elements (their whole tp-local values one after the other), the rank's chunk [lo, hi) of it
-// with its gradient and Adam moments, and while an op needs them the gathered whole (full, with
-// held of its parameters not yet released) and the whole gradient (grad).
+// with its gradient and Adam moments, and while ops need them the gathered whole (full, with
+// held of its readers still to run) and the whole gradient (grad).
 type z3unit struct {
 	names     []string
 	offs      []int
@@ -89,7 +91,7 @@ type zunit struct {
 func (r *rank) zero() *zeroState {
 	if r.z == nil {
 		r.z = &zeroState{stage: r.p.Strategy.ZeRO, dp: r.groups[strategies.DimDP], units: map[string]*zunit{}, byStage: map[int][]*zunit{},
-			z3: map[string]*z3unit{}, z3of: map[string]*z3unit{}, z3stage: map[int][]*z3unit{}}
+			z3: map[string]*z3unit{}, z3of: map[string]*z3unit{}, z3stage: map[int][]*z3unit{}, readers: map[*program.Op]int{}}
 	}
 	return r.z
 }
@@ -147,6 +149,28 @@ func (r *rank) z3Init(s *program.Stage, local map[string][]float32) error {
 		}
 		z.z3[key] = u
 		z.z3stage[s.Index] = append(z.z3stage[s.Index], u)
+	}
+	// Each gather's readers: the compute ops after it in its phase that read its unit's
+	// parameters before the unit is gathered again (under full recompute the recomputed forward
+	// op and then the backward op).
+	for _, ops := range [][]program.Op{s.Forward, s.Backward} {
+		last := map[*z3unit]*program.Op{}
+		for i := range ops {
+			op := &ops[i]
+			if op.Kind == program.OpAllGather && op.Dim == strategies.DimDP && len(op.Params) > 0 {
+				if u := z.z3[unitKey(op.Params)]; u != nil {
+					last[u] = op
+					z.readers[op] = 0
+				}
+				continue
+			}
+			if op.Kind.IsCollective() || op.Param == "" {
+				continue
+			}
+			if g := last[z.z3of[op.Param]]; g != nil {
+				z.readers[g]++
+			}
+		}
 	}
 	return nil
 }
@@ -229,23 +253,23 @@ func (z *zeroState) fullGrad(r *rank, name string) []float32 {
 	return r.grads[name]
 }
 
-// afterOp releases, under ZeRO-3, the whole parameters a compute op read once it has run; a
-// unit's gathered buffer is freed when the last of its parameters is.
+// afterOp counts, under ZeRO-3, a compute op that read a gathered unit's parameters; once the
+// last reader of the gather has run, the unit's gathered buffer is freed and its parameters are
+// no longer readable.
 func (z *zeroState) afterOp(r *rank, op *program.Op) {
 	if z.stage != 3 || op.Kind.IsCollective() || op.Param == "" {
 		return
 	}
-	for _, name := range []string{op.Param, op.Bias} {
-		if _, ok := r.params[name]; !ok || name == "" {
-			continue
+	u := z.z3of[op.Param]
+	if u == nil || u.full == nil {
+		return
+	}
+	if u.held--; u.held == 0 {
+		for _, name := range u.names {
+			delete(r.params, name)
 		}
-		delete(r.params, name)
-		if u := z.z3of[name]; u.full != nil {
-			if u.held--; u.held == 0 {
-				r.alloc.putF32(CatComm, u.full)
-				u.full = nil
-			}
-		}
+		r.alloc.putF32(CatComm, u.full)
+		u.full = nil
 	}
 }
 
@@ -261,17 +285,18 @@ func (z *zeroState) collective(r *rank, op *program.Op) error {
 		if !ok {
 			return fmt.Errorf("exec: stage %d all-gathers %s over dp, which is no unit of its ZeRO-3 parameters: a lowering error", r.s.Index, unitKey(op.Params))
 		}
-		if u.full == nil {
-			// A gathered unit is a collective's buffer (comm), not the rank's own parameters
-			// (its shard), as the cost model counts it.
-			u.full = r.alloc.f32Out(CatComm, u.n) // the gather writes every element
+		if u.full != nil {
+			return fmt.Errorf("exec: stage %d gathers %s over dp again before its last reader ran: a lowering error", r.s.Index, unitKey(op.Params))
+		}
+		// A gathered unit is a collective's buffer (comm), not the rank's own parameters (its
+		// shard), as the cost model counts it; it lives until the gather's last reader has run.
+		u.full = r.alloc.f32Out(CatComm, u.n) // the gather writes every element
+		if u.held = z.readers[op]; u.held == 0 {
+			return fmt.Errorf("exec: stage %d gathers %s over dp, which no op reads before the next gather: a lowering error", r.s.Index, unitKey(op.Params))
 		}
 		for i, name := range u.names {
-			if _, ok := r.params[name]; !ok {
-				a, b := u.span(i)
-				r.params[name] = u.full[a:b]
-				u.held++
-			}
+			a, b := u.span(i)
+			r.params[name] = u.full[a:b]
 		}
 		return z.dp.AllGather(u.full, u.shard)
 	case z.stage == 3 && op.Kind == program.OpReduceScatter:

@@ -30,6 +30,10 @@
 //   - Data-parallel gradient reductions are Optimizer ops in DDP buckets, filled in reverse
 //     parameter registration order until they hold Strategy.BucketBytes (OptimizerOps, the one
 //     place that builds the optimizer phase); ZeRO-3's gathers and reduce-scatters are Forward
-//     and Backward ops on "dp" next to the ops that use the parameters.
+//     and Backward ops on "dp" next to the ops that use the parameters. Under full or per-op
+//     recompute a layer's recomputed forward gathers its parameters and its backward ops read
+//     them without a gather of their own (with tensorlists=on they gather again). A gather's
+//     parameters serve the ops after it in its phase up to the unit's next gather; its prefetch
+//     unit is PrefetchUnit of its module.
 //   - Lower is deterministic: the same model and strategy give the same Program.
 package program

@@ -19,6 +19,7 @@ type contrib struct {
 // recomputation under full recompute, and ZeRO-3 gathers.
 func (b *builder) differentiate() {
 	grads := make(perStage[[]contrib], len(b.p.Stages))
+	b.recomputeGathered = map[paramLoc]bool{}
 	// Full recompute: the forward ops of each layer are replayed just before its backward.
 	layerEnd := map[tapeEntry]layerRange{}
 	for _, r := range b.layerOps {
@@ -105,6 +106,17 @@ func (b *builder) differentiate() {
 				}
 				op.Out = outs
 				s.Backward = append(s.Backward, op)
+				if op.Kind == OpAllGather && op.Dim == strategies.DimDP && !b.st.TensorLists {
+					// ZeRO-3: the recomputed forward's gather also serves the backward ops
+					// (FSDP unshards a checkpointed unit once in its backward and recomputes
+					// with those parameters; DeepSpeed since ZeRO-Infinity keeps a parameter it
+					// reuses soon, stage3_max_reuse_distance), which then gather nothing. The
+					// ZeRO-3 of 2021 (tensorlists=on) released every submodule's parameters
+					// after its forward and fetched them again in its backward hook.
+					for _, name := range op.Params {
+						b.recomputeGathered[paramLoc{s.Index, name}] = true
+					}
+				}
 			}
 		}
 		switch fop.Kind {
@@ -394,7 +406,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 	op := Op{Kind: fop.Kind, Module: fop.Module, Fwd: fi, In: b.ids(g), Param: fop.Param, Bias: fop.Bias, Act: fop.Act, Norm: fop.Norm, Elems: fop.Elems, M: fop.M, N: fop.N, K: fop.K,
 		VocabLo: fop.VocabLo, VocabHi: fop.VocabHi, Heads: fop.Heads, KVHeads: fop.KVHeads, HeadDim: fop.HeadDim}
 	needIn := func(i int) bool { return i < len(fop.In) && b.needsGrad.get(vkey{s.Index, fop.In[i]}) }
-	if b.st.ZeRO == 3 && fop.Param != "" {
+	if b.st.ZeRO == 3 && fop.Param != "" && !b.recomputeGathered[paramLoc{s.Index, fop.Param}] {
 		b.zeroGather(fop, emitB)
 	}
 	switch fop.Kind {

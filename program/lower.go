@@ -145,6 +145,9 @@ type builder struct {
 	// index of that all-gather in its stage's Forward; regathered to its all-gather in backward.
 	seqGather  map[vkey]int
 	regathered map[vkey]ValueID
+	// recomputeGathered marks the parameters whose ZeRO-3 gather a recomputed forward reran in
+	// backward: their backward ops gather nothing more (differentiate).
+	recomputeGathered map[paramLoc]bool
 	// paramAt is the index of each parameter in its stage's Params (builder.param).
 	paramAt map[paramLoc]int
 }

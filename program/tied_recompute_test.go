@@ -260,3 +260,40 @@ func TestRecomputeOpKeepsEveryOtherProduct(t *testing.T) {
 		}
 	}
 }
+
+// Under ZeRO-3 with full or per-op recompute, the recomputed forward's gathers also serve the
+// backward ops, as FSDP unshards a checkpointed unit once in its backward: each parameter op
+// of a layer is gathered once in the backward (and once in the forward). DeepSpeed's ZeRO-3 of
+// 2021 (tensorlists=on) released the parameters after the recomputed forward and gathered them
+// again for the backward: twice. Without recompute the backward gathers once.
+func TestZeRO3RecomputeGathersOncePerBackward(t *testing.T) {
+	m := tinyLlama(t, 2)
+	for _, c := range []struct {
+		knobs string
+		want  int // gathers of layers.1's attention output projection in the backward
+	}{
+		{"", 1}, {",recompute=full", 1}, {",recompute=op", 1}, {",recompute=selective", 1},
+		{",recompute=full,tensorlists=on", 2},
+	} {
+		st, err := strategies.Parse("dp=2,zero=3,mbs=1,gbs=2" + c.knobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Lower(m, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := func(ops []Op) (n int) {
+			for _, op := range ops {
+				if op.Kind == OpAllGather && op.Dim == strategies.DimDP && op.Module == "layers.1.attn.proj" {
+					n++
+				}
+			}
+			return n
+		}
+		s := p.Stages[0]
+		if f, b := count(s.Forward), count(s.Backward); f != 1 || b != c.want {
+			t.Errorf("%s: layers.1.attn.proj gathered %d times in the forward, %d in the backward; want 1 and %d", c.knobs, f, b, c.want)
+		}
+	}
+}

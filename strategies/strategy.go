@@ -115,8 +115,11 @@ type Strategy struct {
 	// ZeRO-3 of 2021 did (deepspeed/runtime/zero/partition_parameters.py: _allgather_params
 	// copies each parameter's slice out of every rank's partition, _reduce_scatter_gradient hands
 	// a list of one slice per rank to reduce_scatter): each collective also pays group size x
-	// its parameters copies (hardware.Efficiency.ListCopyMicros each). Off by default (one flat
-	// buffer per collective, as FSDP and later DeepSpeed); exec does not execute it.
+	// its parameters copies (hardware.Efficiency.ListCopyMicros each). That engine also released
+	// a submodule's parameters after every forward, so under recompute the recomputed forward and
+	// the backward gather them once each (program.Lower), where FSDP and later DeepSpeed gather
+	// once for both. Off by default (one flat buffer per collective, as FSDP and later
+	// DeepSpeed); exec does not execute it.
 	TensorLists bool `json:"tensor_lists"`
 	// Prefetch is how many ZeRO-3 units (program.PrefetchUnit: transformer layers, the
 	// embedding, the head) ahead of the one computing may have their parameter gathers in
