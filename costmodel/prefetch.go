@@ -96,10 +96,9 @@ func gatherUnits(items []linkItem) unitGathers {
 
 // held is ZeRO-3's parameter buffers in a phase: the most gathered (tp-local) parameter bytes
 // held at once, those of the unit computing (FSDP gathers a unit whole and frees it once it has
-// run) and of the ahead units after it whose gathers may already have run (Strategy.Prefetch;
-// counted with or without overlap, so that overlap changes time and never memory, as the search
-// assumes). They live during forward and backward, beside the activations (the gradient
-// buckets, gradBuffer, live after them).
+// run) and of the ahead units after it whose gathers may already have run (prefetchAhead). They
+// live during forward and backward, beside the activations (the gradient buckets, gradBuffer,
+// live after them).
 func (g *unitGathers) held(ahead int) units.Bytes {
 	var held, w units.Bytes
 	for k := range g.bytes {
@@ -110,6 +109,16 @@ func (g *unitGathers) held(ahead int) units.Bytes {
 		held = max(held, w)
 	}
 	return held
+}
+
+// prefetchAhead is how many units' gathers may run ahead of the unit computing under st:
+// Strategy.Prefetch when the gathers overlap compute, none when each blocks (overlap=off, as
+// DeepSpeed's ZeRO-3 of 2021 and exec run them).
+func prefetchAhead(st strategies.Strategy) int {
+	if st.Overlap {
+		return st.Prefetch
+	}
+	return 0
 }
 
 // linkWalk lays one microbatch's forward or backward out as the simulator does (sim's builder
@@ -229,7 +238,10 @@ type linkTemplate struct {
 	memo map[linkKey]linkResult
 }
 
-type linkKey struct{ layers, prefetch int }
+type linkKey struct {
+	layers, prefetch int
+	overlap          bool
+}
 
 // linkResult is what the walk gives a stage: its forward's and backward's exposed link time and
 // its gather buffers.
@@ -266,28 +278,28 @@ func newLinkTemplate(phases [2][]linkItem) (*linkTemplate, error) {
 	return lt, nil
 }
 
-// walk is linkWalk and the held gathers of the stage of n layers at st's prefetch, memoized
-// (the exposed times serve only a strategy that overlaps; the buffers any). It walks a few
+// walk is linkWalk and the held gathers of the stage of n layers at st's prefetch and overlap,
+// memoized (the exposed times serve only a strategy that overlaps; the buffers any). It walks a few
 // layers first: where the walk settles into a steady state among them, the stage of n layers is
 // exposed that much more per further layer and holds the same buffers (every window of
 // prefetched units is among them); else it walks all n.
 func (lt *linkTemplate) walk(n int, st strategies.Strategy) linkResult {
-	k := linkKey{layers: n, prefetch: st.Prefetch}
+	k := linkKey{layers: n, prefetch: st.Prefetch, overlap: st.Overlap}
 	lt.mu.Lock()
 	r, ok := lt.memo[k]
 	lt.mu.Unlock()
 	if ok {
 		return r
 	}
-	depth := st.Prefetch
+	depth, ahead := st.Prefetch, prefetchAhead(st)
 	short := depth + 8
 	for ph := range lt.phases {
-		e, held, perLayer, steady := lt.walkLayers(ph, min(n, short), depth)
+		e, held, perLayer, steady := lt.walkLayers(ph, min(n, short), depth, ahead)
 		if n > short {
 			if steady {
 				e += units.Seconds(n-short) * perLayer
 			} else {
-				e, held, _, _ = lt.walkLayers(ph, n, depth)
+				e, held, _, _ = lt.walkLayers(ph, n, depth, ahead)
 			}
 		}
 		if ph == 0 {
@@ -305,7 +317,7 @@ func (lt *linkTemplate) walk(n int, st strategies.Strategy) linkResult {
 
 // walkLayers walks phase ph (0 forward, 1 backward) of the stage of n layers: the template's
 // ops before its second layer, that layer's n-1 times (each its own unit), the ops after it.
-func (lt *linkTemplate) walkLayers(ph, n, depth int) (exposed units.Seconds, held units.Bytes, perLayer units.Seconds, steady bool) {
+func (lt *linkTemplate) walkLayers(ph, n, depth, ahead int) (exposed units.Seconds, held units.Bytes, perLayer units.Seconds, steady bool) {
 	tmpl, mid, hi := lt.phases[ph], lt.mid[ph], lt.hi[ph]
 	items := make([]linkItem, 0, len(tmpl)+(n-2)*(hi-mid))
 	items = append(items, tmpl[:mid]...)
@@ -320,5 +332,5 @@ func (lt *linkTemplate) walkLayers(ph, n, depth int) (exposed units.Seconds, hel
 	items = append(items, tmpl[hi:]...)
 	g := gatherUnits(items)
 	exposed, perLayer, steady = linkWalkBlocks(items, &g, depth, linkBlocks{start: mid, size: hi - mid, count: n - 1})
-	return exposed, g.held(depth), perLayer, steady
+	return exposed, g.held(ahead), perLayer, steady
 }

@@ -40,7 +40,7 @@ func TestLinkWalkExtrapolationEqualsFullWalk(t *testing.T) {
 				got := kp.link.walk(n, st)
 				var held units.Bytes
 				for ph, want := range []float64{float64(got.f), float64(got.b)} {
-					e, h, _, _ := kp.link.walkLayers(ph, n, st.Prefetch)
+					e, h, _, _ := kp.link.walkLayers(ph, n, st.Prefetch, prefetchAhead(st))
 					held = max(held, h)
 					if math.Abs(want-float64(e)) > 1e-9*float64(e)+1e-15 {
 						t.Errorf("%s %s prefetch %s, %d layers, phase %d: walked %v exposed, extrapolated %v", c.model, c.strategy, pf, n, ph, e, want)
@@ -50,7 +50,7 @@ func TestLinkWalkExtrapolationEqualsFullWalk(t *testing.T) {
 					t.Errorf("%s %s prefetch %s, %d layers: walked %v held, extrapolated %v", c.model, c.strategy, pf, n, held, got.held)
 				}
 				for ph := range kp.link.phases {
-					if _, _, _, steady := kp.link.walkLayers(ph, st.Prefetch+8, st.Prefetch); steady {
+					if _, _, _, steady := kp.link.walkLayers(ph, st.Prefetch+8, st.Prefetch, prefetchAhead(st)); steady {
 						shortcut++
 					} else {
 						full++

@@ -101,7 +101,7 @@ func (c *Coster) fbPieceLinks(s *program.Stage, links *[2][]linkItem) Piece {
 			if st.Overlap {
 				*link = linkWalk(items.items, &g, st.Prefetch)
 			}
-			t.Gathers = max(t.Gathers, g.held(st.Prefetch))
+			t.Gathers = max(t.Gathers, g.held(prefetchAhead(st)))
 			if links != nil {
 				links[ph] = items.items
 			}

@@ -133,12 +133,13 @@ func levels(hw *hardware.Hardware, ms strategies.Mesh) [costmodel.NumDims]int {
 // is a lower bound of its timeline (Eval.Bound; Refine and RankExact make it exact).
 //
 // A candidate that does not fit in memory keeps only its memory: Priced, not Feasible, Peak
-// (step time and bytes stay zero). Overlap changes time, never memory (costmodel prices the same
-// bytes live either way), so an overlap=off candidate right after its overlap=on twin, which
-// did not fit, does not fit either, with the same peak, and is not priced again: most of a large
-// search is out of memory, and this halves the work for it. The result does not depend on where
-// a range starts: a twin whose overlap=on candidate lies before lo is priced, and kept the same
-// way.
+// (step time and bytes stay zero). Below ZeRO-3 overlap changes time, never memory (costmodel
+// prices the same bytes live either way), so an overlap=off candidate right after its
+// overlap=on twin, which did not fit, does not fit either, with the same peak, and is not priced
+// again: most of a large search is out of memory, and this halves the work for it. (Under ZeRO-3
+// the overlapping twin also holds its prefetched units' parameters, so both are priced.) The
+// result does not depend on where a range starts: a twin whose overlap=on candidate lies before
+// lo is priced, and kept the same way.
 //
 // It panics if the range is out of the space or out is shorter than the range.
 func (ev *Evaluator) EvaluateRange(lo, hi int, out []Eval) {
@@ -150,7 +151,7 @@ func (ev *Evaluator) EvaluateRange(lo, hi int, out []Eval) {
 	for i := lo; i < hi; i++ {
 		c := cands[i]
 		o := &out[i-lo]
-		if i > lo && isTwin(cands[i-1], c) {
+		if i > lo && c.ZeRO != 3 && isTwin(cands[i-1], c) {
 			if prev := &out[i-1-lo]; prev.Priced && !prev.Feasible {
 				*o = Eval{Priced: true, Peak: prev.Peak, PeakBound: prev.PeakBound}
 				continue
