@@ -514,7 +514,7 @@ func (d *Derived) stagePiece(st strategies.Strategy, kp *kindPieces, k, n, nv in
 	*p = extrapolate(&kp.one[k], &kp.two[k], n)
 	if kp.link != nil {
 		r := kp.link.walk(n, st)
-		p.FLink, p.BLink, p.Gathers = r.f, r.b, r.held
+		p.FLink, p.BLink, p.Gathers = r.f, r.b, r.held(st)
 	}
 	m := st.Microbatches()
 	for i := range NumDims {

@@ -238,16 +238,13 @@ type linkTemplate struct {
 	memo map[linkKey]linkResult
 }
 
-type linkKey struct {
-	layers, prefetch int
-	overlap          bool
-}
+type linkKey struct{ layers, prefetch int }
 
-// linkResult is what the walk gives a stage: its forward's and backward's exposed link time and
-// its gather buffers.
+// linkResult is what the walk gives a stage: its forward's and backward's exposed link time
+// (under overlap) and its gather buffers with and without overlap (prefetchAhead).
 type linkResult struct {
-	f, b units.Seconds
-	held units.Bytes
+	f, b                  units.Seconds
+	heldOverlap, heldNone units.Bytes
 }
 
 // newLinkTemplate makes the template of a stage of two layers from its phases' items
@@ -278,36 +275,36 @@ func newLinkTemplate(phases [2][]linkItem) (*linkTemplate, error) {
 	return lt, nil
 }
 
-// walk is linkWalk and the held gathers of the stage of n layers at st's prefetch and overlap,
-// memoized (the exposed times serve only a strategy that overlaps; the buffers any). It walks a few
+// walk is linkWalk and the held gathers of the stage of n layers at st's prefetch, memoized
+// (the exposed times serve only a strategy that overlaps; the buffers either). It walks a few
 // layers first: where the walk settles into a steady state among them, the stage of n layers is
 // exposed that much more per further layer and holds the same buffers (every window of
 // prefetched units is among them); else it walks all n.
 func (lt *linkTemplate) walk(n int, st strategies.Strategy) linkResult {
-	k := linkKey{layers: n, prefetch: st.Prefetch, overlap: st.Overlap}
+	k := linkKey{layers: n, prefetch: st.Prefetch}
 	lt.mu.Lock()
 	r, ok := lt.memo[k]
 	lt.mu.Unlock()
 	if ok {
 		return r
 	}
-	depth, ahead := st.Prefetch, prefetchAhead(st)
+	depth := st.Prefetch
 	short := depth + 8
 	for ph := range lt.phases {
-		e, held, perLayer, steady := lt.walkLayers(ph, min(n, short), depth, ahead)
+		w := lt.walkLayers(ph, min(n, short), depth)
 		if n > short {
-			if steady {
-				e += units.Seconds(n-short) * perLayer
+			if w.steady {
+				w.exposed += units.Seconds(n-short) * w.perLayer
 			} else {
-				e, held, _, _ = lt.walkLayers(ph, n, depth, ahead)
+				w = lt.walkLayers(ph, n, depth)
 			}
 		}
 		if ph == 0 {
-			r.f = e
+			r.f = w.exposed
 		} else {
-			r.b = e
+			r.b = w.exposed
 		}
-		r.held = max(r.held, held)
+		r.heldOverlap, r.heldNone = max(r.heldOverlap, w.heldOverlap), max(r.heldNone, w.heldNone)
 	}
 	lt.mu.Lock()
 	lt.memo[k] = r
@@ -315,9 +312,25 @@ func (lt *linkTemplate) walk(n int, st strategies.Strategy) linkResult {
 	return r
 }
 
+// held is the result's gather buffers under st (prefetchAhead).
+func (r linkResult) held(st strategies.Strategy) units.Bytes {
+	if prefetchAhead(st) > 0 {
+		return r.heldOverlap
+	}
+	return r.heldNone
+}
+
+// phaseWalk is one phase's walk: exposed link time, and where it settled, what each further
+// layer adds; its gather buffers with prefetch and without.
+type phaseWalk struct {
+	exposed, perLayer     units.Seconds
+	steady                bool
+	heldOverlap, heldNone units.Bytes
+}
+
 // walkLayers walks phase ph (0 forward, 1 backward) of the stage of n layers: the template's
 // ops before its second layer, that layer's n-1 times (each its own unit), the ops after it.
-func (lt *linkTemplate) walkLayers(ph, n, depth, ahead int) (exposed units.Seconds, held units.Bytes, perLayer units.Seconds, steady bool) {
+func (lt *linkTemplate) walkLayers(ph, n, depth int) phaseWalk {
 	tmpl, mid, hi := lt.phases[ph], lt.mid[ph], lt.hi[ph]
 	items := make([]linkItem, 0, len(tmpl)+(n-2)*(hi-mid))
 	items = append(items, tmpl[:mid]...)
@@ -331,6 +344,8 @@ func (lt *linkTemplate) walkLayers(ph, n, depth, ahead int) (exposed units.Secon
 	}
 	items = append(items, tmpl[hi:]...)
 	g := gatherUnits(items)
-	exposed, perLayer, steady = linkWalkBlocks(items, &g, depth, linkBlocks{start: mid, size: hi - mid, count: n - 1})
-	return exposed, g.held(ahead), perLayer, steady
+	var w phaseWalk
+	w.exposed, w.perLayer, w.steady = linkWalkBlocks(items, &g, depth, linkBlocks{start: mid, size: hi - mid, count: n - 1})
+	w.heldOverlap, w.heldNone = g.held(depth), g.held(0)
+	return w
 }

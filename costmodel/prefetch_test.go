@@ -38,19 +38,19 @@ func TestLinkWalkExtrapolationEqualsFullWalk(t *testing.T) {
 			}
 			for _, n := range []int{12, 24, 40} {
 				got := kp.link.walk(n, st)
-				var held units.Bytes
+				var held, none units.Bytes
 				for ph, want := range []float64{float64(got.f), float64(got.b)} {
-					e, h, _, _ := kp.link.walkLayers(ph, n, st.Prefetch, prefetchAhead(st))
-					held = max(held, h)
-					if math.Abs(want-float64(e)) > 1e-9*float64(e)+1e-15 {
-						t.Errorf("%s %s prefetch %s, %d layers, phase %d: walked %v exposed, extrapolated %v", c.model, c.strategy, pf, n, ph, e, want)
+					w := kp.link.walkLayers(ph, n, st.Prefetch)
+					held, none = max(held, w.heldOverlap), max(none, w.heldNone)
+					if math.Abs(want-float64(w.exposed)) > 1e-9*float64(w.exposed)+1e-15 {
+						t.Errorf("%s %s prefetch %s, %d layers, phase %d: walked %v exposed, extrapolated %v", c.model, c.strategy, pf, n, ph, w.exposed, want)
 					}
 				}
-				if held != got.held {
-					t.Errorf("%s %s prefetch %s, %d layers: walked %v held, extrapolated %v", c.model, c.strategy, pf, n, held, got.held)
+				if held != got.heldOverlap || none != got.heldNone {
+					t.Errorf("%s %s prefetch %s, %d layers: walked %v and %v held, extrapolated %v and %v", c.model, c.strategy, pf, n, held, none, got.heldOverlap, got.heldNone)
 				}
 				for ph := range kp.link.phases {
-					if _, _, _, steady := kp.link.walkLayers(ph, st.Prefetch+8, st.Prefetch, prefetchAhead(st)); steady {
+					if kp.link.walkLayers(ph, st.Prefetch+8, st.Prefetch).steady {
 						shortcut++
 					} else {
 						full++
