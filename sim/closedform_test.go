@@ -26,6 +26,23 @@ func lowerT(t testing.TB, m *model.Model, s string) *program.Program {
 	return p
 }
 
+// smallTransformers are a GPT (biases, learned positions) and a Llama (gated MLP, RMSNorm,
+// grouped-query attention) of four layers of width 64.
+func smallTransformers(t *testing.T) (gpt, llama *model.Model) {
+	t.Helper()
+	gpt, err := model.Transformer{Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32,
+		Bias: true, Learned: true, Batch: 16}.Build("gpt", "gpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	llama, err = model.Transformer{Hidden: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128, Vocab: 256, Seq: 32,
+		Gated: true, RMSNorm: true, Batch: 16}.Build("llama", "llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gpt, llama
+}
+
 // simulateAndPredict simulates p on hw (no spans) and prices it with the closed form.
 func simulateAndPredict(t *testing.T, p *program.Program, hw *hardware.Hardware) (*Result, *costmodel.Result) {
 	t.Helper()
@@ -54,16 +71,7 @@ func near(a, b units.Seconds) bool {
 // schedule's tasks out as the simulator does (uneven stages, the embedding and head stages,
 // sends, GPipe, 1F1B and interleaved, with every other family inside the stages).
 func TestOverlapOffEqualsClosedForm(t *testing.T) {
-	gpt, err := model.Transformer{Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32,
-		Bias: true, Learned: true, Batch: 16}.Build("gpt", "gpt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	llama, err := model.Transformer{Hidden: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128, Vocab: 256, Seq: 32,
-		Gated: true, RMSNorm: true, Batch: 16}.Build("llama", "llama")
-	if err != nil {
-		t.Fatal(err)
-	}
+	gpt, llama := smallTransformers(t)
 	mlp, err := model.MLP("mlp", model.KindReLU, 16, 100, 1000, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -364,16 +372,7 @@ func TestZeRO3LinkBoundClosedForm(t *testing.T) {
 // units ahead, one collective at a time on the link in the order they become ready), and with
 // one microbatch nothing carries between phases. Deeper prefetch never slows the step.
 func TestZeRO3PrefetchEqualsClosedForm(t *testing.T) {
-	gpt, err := model.Transformer{Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32,
-		Bias: true, Learned: true, Batch: 16}.Build("gpt", "gpt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	llama, err := model.Transformer{Hidden: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128, Vocab: 256, Seq: 32,
-		Gated: true, RMSNorm: true, Batch: 16}.Build("llama", "llama")
-	if err != nil {
-		t.Fatal(err)
-	}
+	gpt, llama := smallTransformers(t)
 	hw, err := hardware.Load("a100-80g")
 	if err != nil {
 		t.Fatal(err)

@@ -128,7 +128,7 @@ type Strategy struct {
 	// the next unit's all-gather as the current unit's backward starts, and limit_all_gathers
 	// holds the forward to the current and the next unit (torch/distributed/fsdp docs; FSDP2
 	// prefetches one unit in both). Each prefetched unit's gathered parameters are held while
-	// it waits.
+	// it waits; without overlap every gather blocks and nothing is prefetched.
 	Prefetch int `json:"prefetch"`
 	// Plan is the tensor-parallel plan; nil means the model family's Megatron plan when tp > 1.
 	Plan *Plan `json:"-"`

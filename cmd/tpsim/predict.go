@@ -31,8 +31,9 @@ schedule (gpipe|1f1b|interleaved), vpp, precision (mixed|fp32), optimizer (adam|
 attn (eager|flash|flash1), overlap (on|off), bucket_mb, tpoverlap (on|off: the backward's
 tensor-parallel collectives under the linears' products, as Megatron-LM runs them), tensorlists
 (on|off: ZeRO-3's collectives over lists of one tensor per rank, a copy per rank and parameter, as
-DeepSpeed's ZeRO-3 of 2021 ran them). Keys left out take their defaults; --json shows them
-resolved.
+DeepSpeed's ZeRO-3 of 2021 ran them), prefetch (ZeRO-3 units, transformer layers, whose gathers
+may run ahead of the one computing; 1, FSDP's default). Keys left out take their defaults; --json
+shows them resolved.
 `
 
 // predictOptions are the flags of tpsim predict.
