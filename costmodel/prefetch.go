@@ -47,11 +47,11 @@ func (l *linkItems) add(op *program.Op, d units.Seconds) {
 		l.ids[name] = u
 	}
 	it := linkItem{d: d, unit: u, layer: strings.HasPrefix(name, "layers.")}
-	if op.Kind.IsComm() && op.Dim == strategies.DimDP {
+	switch {
+	case op.IsParamGather():
+		it.kind, it.bytes = linkGather, op.FullBytes
+	case op.Kind.IsComm() && op.Dim == strategies.DimDP:
 		it.kind = linkReduce
-		if op.Kind == program.OpAllGather {
-			it.kind, it.bytes = linkGather, op.FullBytes
-		}
 	}
 	l.items = append(l.items, it)
 }

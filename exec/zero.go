@@ -104,7 +104,7 @@ func (r *rank) z3Init(s *program.Stage, local map[string][]float32) error {
 	var sets [][]string
 	for _, ops := range [][]program.Op{s.Forward, s.Backward} {
 		for i := range ops {
-			if op := &ops[i]; op.Kind == program.OpAllGather && op.Dim == strategies.DimDP && len(op.Params) > 0 {
+			if op := &ops[i]; op.IsParamGather() {
 				sets = append(sets, op.Params)
 			}
 		}
@@ -157,7 +157,7 @@ func (r *rank) z3Init(s *program.Stage, local map[string][]float32) error {
 		last := map[*z3unit]*program.Op{}
 		for i := range ops {
 			op := &ops[i]
-			if op.Kind == program.OpAllGather && op.Dim == strategies.DimDP && len(op.Params) > 0 {
+			if op.IsParamGather() {
 				if u := z.z3[unitKey(op.Params)]; u != nil {
 					last[u] = op
 					z.readers[op] = 0

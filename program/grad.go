@@ -106,7 +106,7 @@ func (b *builder) differentiate() {
 				}
 				op.Out = outs
 				s.Backward = append(s.Backward, op)
-				if op.Kind == OpAllGather && op.Dim == strategies.DimDP && !b.st.TensorLists {
+				if op.IsParamGather() && !b.st.TensorLists {
 					// ZeRO-3: the recomputed forward's gather also serves the backward ops
 					// (FSDP unshards a checkpointed unit once in its backward and recomputes
 					// with those parameters; DeepSpeed since ZeRO-Infinity keeps a parameter it

@@ -225,6 +225,13 @@ type Program struct {
 // Value returns the value with id in stage s.
 func (s *Stage) Value(id ValueID) *Value { return &s.Values[id] }
 
+// IsParamGather reports whether op is a ZeRO-3 gather of parameters for the forward or backward
+// ops that use them: an all-gather over dp that lists parameters, outside the optimizer phase
+// (where ZeRO-1/2 gather the updated shards).
+func (op *Op) IsParamGather() bool {
+	return op.Kind == OpAllGather && op.Dim == strategies.DimDP && op.Phase != Optimizer && len(op.Params) > 0
+}
+
 // PrefetchUnit is the unit that ZeRO-3's prefetch counts for an op of module: its transformer
 // layer ("layers.3" for every module under it), as FSDP wraps each transformer block in one
 // unit whose parameters are gathered together (torchtitan's apply_fsdp calls fully_shard on
