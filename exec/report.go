@@ -245,8 +245,9 @@ func (r *Report) CommKinds() []string {
 // CheckSpec refuses the options strategy string spec (parsed as st) sets that exec prices but
 // does not execute: a precision other than fp32 (exec trains in fp32), overlap=on and
 // tpoverlap=on (every collective here blocks its rank), tensorlists=on (ZeRO-3 here gathers flat
-// units), a prefetch depth other than 1 (exec gathers each op's parameters as the op runs). A
-// precision left out is not refused: exec runs fp32.
+// units), a prefetch depth other than 1 (exec gathers each op's parameters as the op runs),
+// fusion=on (exec runs the bias, dropout and add as separate kernels). A precision left out is
+// not refused: exec runs fp32.
 func CheckSpec(spec string, st strategies.Strategy) error {
 	for _, part := range strings.Split(spec, ",") {
 		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
@@ -260,6 +261,8 @@ func CheckSpec(spec string, st strategies.Strategy) error {
 			return fmt.Errorf("--strategy: tpoverlap=%s is priced by 'tpsim predict', not executed: every collective in exec blocks its rank; use tpoverlap=off or leave tpoverlap out", v)
 		case k == "prefetch" && st.Prefetch != 1:
 			return fmt.Errorf("--strategy: prefetch=%s is priced by 'tpsim predict', not executed: exec gathers each op's parameters as the op runs; leave prefetch out", v)
+		case k == "fusion" && st.Fusion:
+			return fmt.Errorf("--strategy: fusion=%s is priced by 'tpsim predict', not executed: exec runs the bias, dropout and residual add as separate kernels; use fusion=off or leave fusion out", v)
 		case k == "tensorlists" && st.TensorLists:
 			return fmt.Errorf("--strategy: tensorlists=%s is priced by 'tpsim predict', not executed: exec gathers each op's parameters as one flat unit; use tensorlists=off or leave tensorlists out", v)
 		}

@@ -282,7 +282,7 @@ func (b *builder) block(prefix string, blk *model.Module, x ValueID) (ValueID, e
 	if err != nil {
 		return 0, err
 	}
-	x = b.add(prefix+".attn", x, b.hiddenDropout(prefix+".attn.dropout", a))
+	x = b.residual(prefix+".attn", x, a)
 	h, err = b.norm(prefix+".norm2", blk.Child("norm2"), x)
 	if err != nil {
 		return 0, err
@@ -291,7 +291,52 @@ func (b *builder) block(prefix string, blk *model.Module, x ValueID) (ValueID, e
 	if err != nil {
 		return 0, err
 	}
-	return b.add(prefix+".mlp", x, b.hiddenDropout(prefix+".mlp.dropout", f)), nil
+	return b.residual(prefix+".mlp", x, f), nil
+}
+
+// residual closes a block: dropout on its output y (when the model has it) added to the residual
+// stream x. Under Strategy.Fusion the row-parallel bias, the dropout and the add run as one kernel
+// (Megatron-LM's bias_dropout_add_fused_train): it reads y before its bias and x, and writes the
+// sum and the 1-byte mask, so the ops keep their FLOPs and their order (exec and the gradients
+// are unchanged) but their bytes are split as the one kernel moves them: the bias reads y, the
+// dropout writes its mask, the add reads x and writes the sum.
+func (b *builder) residual(fqn string, x, y ValueID) ValueID {
+	out := b.add(fqn, x, b.hiddenDropout(fqn+".dropout", y))
+	if !b.st.Fusion {
+		return out
+	}
+	ops := b.stage.Forward
+	add := &ops[len(ops)-1]
+	n := elems(b.v(out).Shape)
+	a := int64(b.p.ActBytes)
+	in := add.In[1]
+	// producer finds the forward op that wrote v, among the ops of this block's tail.
+	producer := func(v ValueID, kind OpKind) *Op {
+		for i := len(ops) - 2; i >= 0; i-- {
+			if slices.Contains(ops[i].Out, v) {
+				if ops[i].Kind == kind && elems(b.v(v).Shape) == n {
+					return &ops[i]
+				}
+				return nil
+			}
+		}
+		return nil
+	}
+	read := units.Bytes(n * a) // the branch, read once by the first op of the chain
+	if d := producer(in, OpDropout); d != nil {
+		d.MemBytes = units.Bytes(n) // writes the mask
+		if bias := producer(d.In[0], OpBias); bias != nil {
+			bias.MemBytes = read
+		} else {
+			d.MemBytes += read
+		}
+	} else if bias := producer(in, OpBias); bias != nil {
+		bias.MemBytes = read
+	} else {
+		return out // a lone add is one kernel already
+	}
+	add.MemBytes = units.Bytes(2 * n * a) // reads the residual, writes the sum
+	return out
 }
 
 func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, error) {

@@ -439,7 +439,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 			emitB(op)
 		}
 	case OpBias:
-		op.FLOPs, op.MemBytes = fop.FLOPs, fop.MemBytes
+		op.FLOPs, op.MemBytes = fop.FLOPs, backwardTraffic(s, fop)
 		emitB(op)
 		addGrad(fop.In[0], g, outPl)
 	case OpEmbedding:
@@ -465,9 +465,11 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 			op.Saved = append(op.Saved, sv(fop.Out[1:]...)...)
 			op.P = fop.P
 		}
-		// Backward of elementwise ops and of attention costs twice the forward (two products per
-		// forward product for attention; Narayanan et al. 2021 §5.1 takes backward = 2 x forward).
-		op.FLOPs, op.MemBytes = 2*fop.FLOPs, 2*fop.MemBytes
+		// Backward of elementwise ops and of attention costs twice the forward's FLOPs (two
+		// products per forward product for attention; Narayanan et al. 2021 §5.1 takes backward =
+		// 2 x forward). Its memory traffic is what the backward kernels read and write
+		// (backwardTraffic).
+		op.FLOPs, op.MemBytes = 2*fop.FLOPs, backwardTraffic(s, fop)
 		if fop.Kind == OpAttention && b.st.FusedAttention() {
 			// FlashAttention's backward recomputes the scores: 5 products for the forward's 2
 			// (Dao 2023 §4.1: backward FLOPs = 2.5 x forward). It reads q, k, v, the output, its
@@ -685,4 +687,36 @@ func keptByOpCheckpoint(k OpKind, products *int) bool {
 		return true
 	}
 	return false
+}
+
+// backwardTraffic is the bytes the backward kernels of the bias, elementwise, norm or attention
+// op fop read and write, counted in tensors of its output's size (n elements of a bytes) from
+// the shapes, not from fop.MemBytes, which a fused forward splits (builder.residual):
+//   - bias: the input's gradient is the output's (no kernel); the bias gradient sums it over the
+//     rows, reading it once (PyTorch's AddBackward passes the gradient through): 1.
+//   - dropout: reads dy and the 1-byte mask, writes dx (native_dropout_backward, one masked
+//     scale): 2 and the mask, as its forward.
+//   - activation (GELU, SiLU, ReLU): reads dy and x, writes dx (gelu_backward, silu_backward,
+//     threshold_backward): 3, where the forward moves 2.
+//   - norm (LayerNorm, RMSNorm): two kernels, the weight (and bias) gradient reading dy and x,
+//     the input gradient reading dy and x and writing dx (PyTorch's layer_norm_backward:
+//     GammaBetaBackward and the dX kernel; apex's FusedLayerNorm: cuComputePartGradGammaBeta
+//     and cuComputeGradInput): 5, where the forward moves 2.
+//   - mul (SwiGLU's gate) and eager attention: twice the forward (MulBackward's da = dy b and
+//     db = dy a as two kernels; attention's two products and passes over the scores per
+//     forward one).
+func backwardTraffic(s *Stage, fop Op) units.Bytes {
+	y := s.Values[fop.Out[0]]
+	n, a := elems(y.Shape), int64(y.Elem)
+	switch fop.Kind {
+	case OpBias:
+		return units.Bytes(n * a)
+	case OpDropout:
+		return units.Bytes(n * (2*a + 1))
+	case OpAct:
+		return units.Bytes(3 * n * a)
+	case OpNorm:
+		return units.Bytes(5 * n * a)
+	}
+	return 2 * fop.MemBytes
 }

@@ -130,6 +130,14 @@ type Strategy struct {
 	// prefetches one unit in both). Each prefetched unit's gathered parameters are held while
 	// it waits; without overlap every gather blocks and nothing is prefetched.
 	Prefetch int `json:"prefetch"`
+	// Fusion runs the bias, dropout and residual add that close each attention and MLP block as
+	// one kernel, as Megatron-LM does by default (--bias-dropout-fusion: bias_dropout_add_fused_train,
+	// a torch.jit.script function in megatron/model/transformer.py; Megatron-Core keeps it): it
+	// reads the branch and the residual once and writes the sum and the dropout mask, where
+	// separate kernels write and read back two intermediate tensors. The backward is unchanged
+	// (the masked scale and the bias gradient's sum are the same kernels). Off by default
+	// (PyTorch eager); exec does not execute it.
+	Fusion bool `json:"fusion"`
 	// Plan is the tensor-parallel plan; nil means the model family's Megatron plan when tp > 1.
 	Plan *Plan `json:"-"`
 }
@@ -146,7 +154,7 @@ func Default(mesh Mesh) Strategy {
 }
 
 // OptionKeys lists the keys Parse accepts besides the mesh dimensions.
-var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "attn", "overlap", "bucket_mb", "tpoverlap", "tensorlists", "prefetch"}
+var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "attn", "overlap", "bucket_mb", "tpoverlap", "tensorlists", "prefetch", "fusion"}
 
 // Parse reads a strategy such as "dp=24,tp=8,pp=8,mbs=1,gbs=2304,recompute=full,sp=off,zero=0".
 // Mesh dimensions and options may come in any order; what is not given keeps its Default value.
@@ -187,7 +195,7 @@ func Parse(s string) (Strategy, error) {
 // Short prints st completely and canonically in Parse's form, shorter than String: the mesh
 // dimensions above 1, mbs, gbs and seq always, and every other option where it differs from
 // Default (schedule, vpp, zero, recompute, sp, precision, optimizer, attn, overlap, bucket_mb,
-// tpoverlap, tensorlists, prefetch).
+// tpoverlap, tensorlists, prefetch, fusion).
 // Parse(st.Short()) is st for a resolved st without a tensor-parallel plan.
 func (st Strategy) Short() string {
 	d := Default(st.Mesh)
@@ -210,6 +218,7 @@ func (st Strategy) Short() string {
 	add(st.TPOverlap != d.TPOverlap, "tpoverlap=on")
 	add(st.TensorLists != d.TensorLists, "tensorlists=on")
 	add(st.Prefetch != d.Prefetch, "prefetch="+strconv.Itoa(st.Prefetch))
+	add(st.Fusion != d.Fusion, "fusion=on")
 	return strings.Join(parts, ",")
 }
 
@@ -282,6 +291,8 @@ func (st *Strategy) set(k, v string) error {
 		st.TensorLists, err = onOff(k, v)
 	case "prefetch":
 		st.Prefetch, err = positive(k, v)
+	case "fusion":
+		st.Fusion, err = onOff(k, v)
 	default:
 		keys := append(DimNames(), OptionKeys...)
 		sort.Strings(keys)
@@ -293,9 +304,9 @@ func (st *Strategy) set(k, v string) error {
 // String prints every option, resolved, in the form Parse reads.
 func (st Strategy) String() string {
 	onoff := map[bool]string{true: "on", false: "off"}
-	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d,tpoverlap=%s,tensorlists=%s,prefetch=%d",
+	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d,tpoverlap=%s,tensorlists=%s,prefetch=%d,fusion=%s",
 		st.Mesh.PP, st.Mesh.DP, st.Mesh.CP, st.Mesh.TP, st.MBS, st.GBS, st.Seq, st.ZeRO, st.Recompute, onoff[st.SP],
-		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20, onoff[st.TPOverlap], onoff[st.TensorLists], st.Prefetch)
+		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20, onoff[st.TPOverlap], onoff[st.TensorLists], st.Prefetch, onoff[st.Fusion])
 }
 
 // Resolve fills the options that depend on the model (global batch, sequence length) and returns

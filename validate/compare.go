@@ -176,6 +176,13 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 			assumed = append(assumed, "AsyncTP, as the record says: the backward's tensor-parallel collectives under the linears' products (its forward overlap is not modelled)")
 		}
 	}
+	if fam == FamilyMegatron || fam == FamilyBLOOM || fam == FamilyNeMo {
+		// Megatron-LM's --bias-dropout-fusion is on unless disabled (megatron/arguments.py:
+		// --no-bias-dropout-fusion, store_false), in Megatron-DeepSpeed (BLOOM, MT-NLG) and in
+		// Megatron-Core (NeMo) too.
+		keys = append(keys, "fusion=on")
+		assumed = append(assumed, "bias, dropout and residual add in one kernel (Megatron-LM's default --bias-dropout-fusion)")
+	}
 	attn, why := attention(r)
 	keys = append(keys, "attn="+string(attn))
 	assumed = append(assumed, why)

@@ -32,8 +32,9 @@ attn (eager|flash|flash1), overlap (on|off), bucket_mb, tpoverlap (on|off: the b
 tensor-parallel collectives under the linears' products, as Megatron-LM runs them), tensorlists
 (on|off: ZeRO-3's collectives over lists of one tensor per rank, a copy per rank and parameter, as
 DeepSpeed's ZeRO-3 of 2021 ran them), prefetch (ZeRO-3 units, transformer layers, whose gathers
-may run ahead of the one computing; 1, FSDP's default). Keys left out take their defaults; --json
-shows them resolved.
+may run ahead of the one computing; 1, FSDP's default), fusion (on|off: each block's bias, dropout
+and residual add as one kernel, Megatron-LM's --bias-dropout-fusion). Keys left out take their
+defaults; --json shows them resolved.
 `
 
 // predictOptions are the flags of tpsim predict.

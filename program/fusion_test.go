@@ -1,0 +1,120 @@
+package program
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/strategies"
+	"github.com/tpsim/tpsim/units"
+)
+
+// Megatron-LM's bias_dropout_add_fused_train reads the branch before its bias and the residual
+// and writes the sum and the 1-byte dropout mask. By hand, for n elements of 2 bytes (bf16):
+// separate kernels move bias (read, write) 4n + dropout (read, write, mask) 5n + add (read two,
+// write one) 6n = 15n; the fused kernel 2n + 2n + 2n + n = 7n. The ops, their FLOPs and the
+// whole backward are the same either way.
+func TestFusionBiasDropoutAddBytes(t *testing.T) {
+	m, err := model.Transformer{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32,
+		Bias: true, Learned: true, Dropout: 0.1, Batch: 8}.Build("gpt-dropout", "gpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mesh := range []string{"dp=1", "tp=2", "tp=2,sp=on", "dp=2,zero=3", "tp=2,recompute=full"} {
+		lower := func(fusion string) *Program {
+			st, err := strategies.Parse(mesh + ",mbs=2,gbs=4,fusion=" + fusion)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Lower(m, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		off, on := lower("off"), lower("on")
+		// The residual branch of layer 1's MLP: its bias, dropout and add, forward ops only.
+		branch := func(p *Program) (sum units.Bytes, kinds string) {
+			for _, op := range p.Stages[0].Forward {
+				if (op.Module == "layers.1.mlp.fc2" && op.Kind == OpBias) || op.Module == "layers.1.mlp.dropout" || (op.Module == "layers.1.mlp" && op.Kind == OpAdd) {
+					sum += op.MemBytes
+					kinds += string(op.Kind) + " "
+				}
+			}
+			return sum, kinds
+		}
+		so, ko := branch(off)
+		sn, kn := branch(on)
+		n := units.Bytes(2 * 32 * 64) // mbs x seq x hidden
+		if strings.Contains(mesh, "sp=on") {
+			n /= 2 // the branch runs on the sequence shard
+		}
+		// Without tensor parallelism the Linear adds its bias itself (no bias op): 11n unfused.
+		want, kinds := 11*n, "dropout add "
+		if strings.Contains(mesh, "tp=") {
+			want, kinds = 15*n, "bias dropout add "
+		}
+		if ko != kinds || kn != ko {
+			t.Fatalf("%s: branch ops %q unfused, %q fused; want %q", mesh, ko, kn, kinds)
+		}
+		if so != want || sn != 7*n {
+			t.Errorf("%s: the residual branch moves %d bytes unfused and %d fused, want %d and 7n = %d", mesh, int64(so), int64(sn), int64(want), int64(7*n))
+		}
+		for si := range off.Stages {
+			a, b := off.Stages[si], on.Stages[si]
+			if len(a.Forward) != len(b.Forward) || len(a.Backward) != len(b.Backward) {
+				t.Fatalf("%s: fusion changed the op count", mesh)
+			}
+			for i := range a.Backward {
+				if a.Backward[i].Recompute {
+					continue // a recomputed forward op is fused as the forward is
+				}
+				if a.Backward[i].MemBytes != b.Backward[i].MemBytes || a.Backward[i].FLOPs != b.Backward[i].FLOPs {
+					t.Errorf("%s: backward op %d (%s %s) moves %d bytes unfused, %d fused; the backward is the same kernels",
+						mesh, i, a.Backward[i].Kind, a.Backward[i].Module, int64(a.Backward[i].MemBytes), int64(b.Backward[i].MemBytes))
+				}
+			}
+		}
+	}
+}
+
+// The backward kernels' bytes by hand, for n = mbs x seq x hidden elements of a = 2 bytes
+// (backwardTraffic): a LayerNorm's gradient reads dy and x twice (weight and input gradients) and
+// writes dx, 5na; GELU's reads dy and x and writes dx over the 4h-wide MLP activation, 3 x 4na;
+// dropout's reads dy and the mask and writes dx, n(2a + 1); a row-parallel bias's sums dy, na.
+func TestBackwardTrafficByKind(t *testing.T) {
+	m, err := model.Transformer{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32,
+		Bias: true, Learned: true, Dropout: 0.1, Batch: 8}.Build("gpt-dropout", "gpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := strategies.Parse("tp=2,mbs=2,gbs=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Lower(m, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const a = 2
+	n := units.Bytes(2 * 32 * 64)
+	want := map[string]units.Bytes{
+		"norm layers.1.norm2":           5 * n * a,
+		"act layers.1.mlp.act":          3 * (4 * n / 2) * a, // the MLP activation is column-sharded over tp = 2
+		"dropout layers.1.mlp.dropout":  n * (2*a + 1),
+		"bias layers.1.mlp.fc2":         n * a,
+		"dropout layers.1.attn.dropout": n * (2*a + 1),
+	}
+	for _, op := range p.Stages[0].Backward {
+		k := string(op.Kind) + " " + op.Module
+		if w, ok := want[k]; ok {
+			if op.MemBytes != w {
+				t.Errorf("backward %s moves %d bytes, want %d", k, int64(op.MemBytes), int64(w))
+			}
+			delete(want, k)
+		}
+	}
+	for k := range want {
+		t.Errorf("no backward op %s", k)
+	}
+}
