@@ -178,3 +178,11 @@ func BenchmarkPaddedStride(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPanels4 times each of benchShapes on one thread with an untransposed B packed four
+// panels a pass and panel by panel (noPanels4), alternately, and reports panels4_speedup, the
+// median over iterations of the second's time over the first's (only the NN products pack B
+// this way):
+//
+//	go test -run '^$' -bench Panels4 -benchtime 11x ./exec/kernels/gemm
+func BenchmarkPanels4(b *testing.B) { flagSpeedup(b, &noPanels4, "panels4_speedup") }

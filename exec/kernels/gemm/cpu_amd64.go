@@ -20,6 +20,12 @@ func transposePanel16(dst, src *float32, lds, blocks int)
 //go:noescape
 func copyPanel16(dst, src *float32, lds, k int)
 
+// copyPanels16x4 writes dst[q*dstride+l*16+j] = src[l*lds+q*16+j] for q < 4, j < 16 and l < k,
+// k >= 1: four adjacent full panels of an untransposed B.
+//
+//go:noescape
+func copyPanels16x4(dst, src *float32, lds, k, dstride int)
+
 // copyPanel6 writes dst[l*6+r] = src[l*lds+r] for r < 6 and l < k, k >= 1.
 //
 //go:noescape
@@ -93,6 +99,20 @@ func packBPanel(dst, src []float32, lds, kcur int) {
 	_ = src[(kcur-1)*lds+15]
 	_ = dst[16*kcur-1]
 	copyPanel16(&dst[0], &src[0], lds, kcur)
+}
+
+// packBPanels4 packs four adjacent full NR-column panels of an untransposed B, panel q at
+// dst[q*NR*kcur:], reading each row's 4*NR columns in one pass; it reports false where the
+// assembly may not run (the caller packs panel by panel).
+func packBPanels4(dst, src []float32, lds, kcur int) bool {
+	if !asmPacking() || kcur == 0 {
+		return false
+	}
+	// The assembly reads src[l*lds : l*lds+64] for l < kcur and writes dst[:4*16*kcur].
+	_ = src[(kcur-1)*lds+63]
+	_ = dst[4*nr*kcur-1]
+	copyPanels16x4(&dst[0], &src[0], lds, kcur, nr*kcur)
+	return true
 }
 
 // packBTransPanel packs a full NR-column panel of op(B) = bᵀ: dst[l*NR+j] = src[j*lds+l] for

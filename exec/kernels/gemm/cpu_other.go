@@ -14,4 +14,6 @@ func packAPanel(dst, src []float32, lds, kcur int)      { packAPanelGo(dst, src,
 func packATransPanel(dst, src []float32, lds, kcur int) { packATransGo(dst, src, lds, kcur) }
 func packBPanel(dst, src []float32, lds, kcur int)      { packBPanelGo(dst, src, lds, kcur) }
 
+func packBPanels4(dst, src []float32, lds, kcur int) bool { return false }
+
 func prefetchNext(next []float32, part, parts int) {}

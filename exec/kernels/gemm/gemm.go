@@ -447,6 +447,10 @@ func (p *problem) packB(bp []float32, pc, kcur, jc, ncur, p0, p1 int) {
 		if !p.transB {
 			// op(B)[p, j] = b[p*ldb + j]: a contiguous run of columns per p.
 			src := p.b[pc*p.ldb+j0:]
+			if q+4 <= p1 && (q+4)*nr <= ncur && !noPanels4 && packBPanels4(bp[q*nr*kcur:(q+4)*nr*kcur], src, p.ldb, kcur) {
+				q += 3 // four full panels in one pass over the rows
+				continue
+			}
 			if cols == nr {
 				packBPanel(dst, src, p.ldb, kcur)
 				continue

@@ -355,6 +355,49 @@ c16loop:
 	VZEROUPPER
 	RET
 
+// func copyPanels16x4(dst, src *float32, lds, k, dstride int)
+// For the four 16-column panels q < 4: dst[q*dstride + l*16 + j] = src[l*lds + q*16 + j] for
+// j < 16 and l < k (k >= 1): four adjacent panels of an untransposed B in one pass, so that each
+// row of B is read as 256 contiguous bytes (four lines) instead of one line per pass.
+TEXT ·copyPanels16x4(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	MOVQ k+24(FP), CX
+	MOVQ dstride+32(FP), R9
+	SHLQ $2, R8
+	SHLQ $2, R9
+	LEAQ (DI)(R9*1), R10
+	LEAQ (R10)(R9*1), R11
+	LEAQ (R11)(R9*1), R12
+
+c16x4loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VMOVUPS 128(SI), Y4
+	VMOVUPS 160(SI), Y5
+	VMOVUPS 192(SI), Y6
+	VMOVUPS 224(SI), Y7
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, (R10)
+	VMOVUPS Y3, 32(R10)
+	VMOVUPS Y4, (R11)
+	VMOVUPS Y5, 32(R11)
+	VMOVUPS Y6, (R12)
+	VMOVUPS Y7, 32(R12)
+	ADDQ R8, SI
+	ADDQ $64, DI
+	ADDQ $64, R10
+	ADDQ $64, R11
+	ADDQ $64, R12
+	DECQ CX
+	JNZ c16x4loop
+	VZEROUPPER
+	RET
+
 // func copyPanel6(dst, src *float32, lds, k int)
 // dst[l*6 + r] = src[l*lds + r] for r < 6 and l < k (k >= 1): packing a full 6-row panel of a
 // transposed A, 24 bytes per l (16 in an xmm, 8 in a general register).
