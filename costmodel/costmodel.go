@@ -378,18 +378,23 @@ func (c *Coster) Comm(op *program.Op) units.Seconds {
 	return t
 }
 
-// Hidden is the part of comm, the time of collective ops[i] of a stage's backward, that runs under
-// a product of a neighbouring linear op with Strategy.TPOverlap, as Megatron-LM's
-// LinearWithGradAccumulationAndAsyncCommunication overlaps them (megatron/core/tensor_parallel/
-// layers.py): the backward of a column-parallel linear computes the input gradient, launches its
-// all-reduce over tp (reduce-scatter under sequence parallel) and computes the weight gradient
-// while it runs; under sequence parallel it launches the all-gather of its saved input shard
-// before the input gradient's product and waits for it before the weight gradient's. A linear's
-// backward with an input gradient is two products of its FLOPs' halves, each half its time
-// (Compute prices them at one product's efficiency). 0 for every other op; what the overlap costs
-// the products (the collective's kernels share the device) is not modelled.
+// Hidden is the part of comm, the time of collective ops[i] of a stage, that runs under compute
+// beside it: a context-parallel ring under its attention (ringHidden), and with
+// Strategy.TPOverlap a backward tensor-parallel collective under a product of a neighbouring
+// linear op, as Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication overlaps them
+// (megatron/core/tensor_parallel/layers.py): the backward of a column-parallel linear computes the
+// input gradient, launches its all-reduce over tp (reduce-scatter under sequence parallel) and
+// computes the weight gradient while it runs; under sequence parallel it launches the all-gather
+// of its saved input shard before the input gradient's product and waits for it before the weight
+// gradient's. A linear's backward with an input gradient is two products of its FLOPs' halves,
+// each half its time (Compute prices them at one product's efficiency). 0 for every other op;
+// what the overlap costs the products (the collective's kernels share the device) is not
+// modelled.
 func (c *Coster) Hidden(ops []program.Op, i int, comm units.Seconds) units.Seconds {
 	op := &ops[i]
+	if op.Dim == strategies.DimCP {
+		return c.ringHidden(ops, i, comm)
+	}
 	if !c.P.Strategy.TPOverlap || op.Phase != program.Backward || op.Dim != strategies.DimTP || len(op.In) == 0 || len(op.Out) == 0 {
 		return 0
 	}
@@ -408,6 +413,56 @@ func (c *Coster) Hidden(ops []program.Op, i int, comm units.Seconds) units.Secon
 		return 0
 	}
 	return min(comm, c.Compute(l)/2)
+}
+
+// ringHidden is the part of comm, the time of context-parallel collective ops[i], that a ring
+// attention runs under its blockwise products. The Program gathers the keys and values over cp
+// before the attention, again before its backward (program's seqGathers: the ring keeps only its
+// own chunk), and reduce-scatters their gradients after it; ring attention passes them around
+// the ring in cp - 1 steps instead, each step's transfer under the products of the block received
+// before it, so only the last block's products have no transfer to hide (Liu et al. 2023, "Ring
+// Attention with Blockwise Transformers", arXiv:2310.01889, §3; Transformer Engine's context
+// parallel, which Megatron-Core and NeMo run, exchanges KV chunks point to point overlapped with
+// the attention of the previous chunk, and PyTorch's context_parallel rotates them with
+// asynchronous send/receive). A forward gather hides min(comm, (cp-1)/cp of the attention's
+// time); in backward the keys' and values' gather and their gradients' reduce-scatter share
+// (cp-1)/cp of the attention backward's time, the gather first (the ring carries both in each
+// step). Only with a blockwise (flash) kernel, and not on a CPU profile: exec gathers the keys
+// and values, then attends.
+func (c *Coster) ringHidden(ops []program.Op, i int, comm units.Seconds) units.Seconds {
+	op := &ops[i]
+	if !c.P.Strategy.FusedAttention() || c.HW.GEMMParallelMACs > 0 || op.Group <= 1 {
+		return 0
+	}
+	share := func(att *program.Op) units.Seconds {
+		return c.Compute(att) * units.Seconds(op.Group-1) / units.Seconds(op.Group)
+	}
+	// gathers reports whether g is a context-parallel gather that attention att reads next.
+	gathers := func(g, att *program.Op) bool {
+		if g.Kind != program.OpAllGather || g.Dim != strategies.DimCP || att.Kind != program.OpAttention || len(g.Out) == 0 {
+			return false
+		}
+		if att.Differentiates() {
+			return slices.Contains(att.Saved, g.Out[0])
+		}
+		return slices.Contains(att.In, g.Out[0])
+	}
+	switch op.Kind {
+	case program.OpAllGather: // the forward's, the recomputed forward's and the backward's
+		if i+1 < len(ops) && gathers(op, &ops[i+1]) {
+			return min(comm, share(&ops[i+1]))
+		}
+	case program.OpReduceScatter: // the KV gradients of the attention's backward just before
+		if i > 0 && ops[i-1].Kind == program.OpAttention && ops[i-1].Differentiates() {
+			att := &ops[i-1]
+			left := share(att)
+			if i > 1 && gathers(&ops[i-2], att) {
+				left -= min(c.Comm(&ops[i-2]), left)
+			}
+			return min(comm, left)
+		}
+	}
+	return 0
 }
 
 // linearWithInputGrad reports whether op is a linear's backward that computes its input's gradient.

@@ -462,6 +462,13 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 			op.Saved = sv(fop.In[0], fop.In[1])
 		case OpAttention:
 			op.Saved = sv(fop.In...)
+			for j := 1; j < len(fop.In); j++ {
+				if gi, ok := b.seqGather[vkey{s.Index, fop.In[j]}]; ok && op.Saved[j] == fop.In[j] {
+					// Context parallel's ring: the keys and values of the other ranks pass
+					// around the ring again (seqGathers).
+					op.Saved[j] = b.regather(gi, fop.Module)
+				}
+			}
 			op.Saved = append(op.Saved, sv(fop.Out[1:]...)...)
 			op.P = fop.P
 		}
@@ -517,32 +524,39 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 	}
 }
 
-// seqGathers finds, on every stage, the sequence-parallel all-gathers whose output only Linears
-// read: forward all-gathers over tp along the sequence axis of a [batch, seq, feature] value. Their
-// outputs are not saved for backward; the backward gathers the input shard again (regather).
+// seqGathers finds, on every stage, the all-gathers along the sequence whose outputs are not
+// saved for backward, the backward gathering the input shard again (regather):
+//   - sequence parallel's: forward all-gathers over tp along the sequence axis of a [batch, seq,
+//     feature] value whose output only Linears read (Korthikanti et al. 2022 §4.2.2);
+//   - context parallel's, with a blockwise (flash) attention: the keys and values gathered over cp
+//     that only the attention reads. Ring attention keeps its own chunk and passes the others
+//     around the ring again in backward (Liu et al. 2023, arXiv:2310.01889, §3; Transformer
+//     Engine's context parallel saves the local K and V only), so the gathered sequence is never
+//     held from the forward to the backward.
 func (b *builder) seqGathers() {
 	b.seqGather = map[vkey]int{}
 	b.regathered = map[vkey]ValueID{}
 	for _, s := range b.p.Stages {
-		onlyLinear := map[ValueID]bool{}
+		reader := map[ValueID]OpKind{} // the one op kind that may read each candidate's output
 		for i, op := range s.Forward {
-			if op.Kind == OpAllGather && op.Dim == strategies.DimTP && len(op.In) == 1 && len(op.Out) == 1 {
-				if sh := s.Values[op.Out[0]].Shape; len(sh) == 3 && axisOf(sh, op.Axis) == 1 {
+			if op.Kind == OpAllGather && len(op.In) == 1 && len(op.Out) == 1 {
+				sh := s.Values[op.Out[0]].Shape
+				seq := len(sh) == 3 && axisOf(sh, op.Axis) == 1
+				switch {
+				case seq && op.Dim == strategies.DimTP:
+					reader[op.Out[0]] = OpLinear
+				case seq && op.Dim == strategies.DimCP && b.st.FusedAttention():
+					reader[op.Out[0]] = OpAttention
+				}
+				if _, ok := reader[op.Out[0]]; ok {
 					b.seqGather[vkey{s.Index, op.Out[0]}] = i
-					onlyLinear[op.Out[0]] = true
 				}
 			}
-			if op.Kind != OpLinear {
-				for _, id := range op.In {
-					if onlyLinear[id] {
-						onlyLinear[id] = false
-					}
+			for _, id := range op.In {
+				if k, ok := reader[id]; ok && k != op.Kind {
+					delete(reader, id)
+					delete(b.seqGather, vkey{s.Index, id})
 				}
-			}
-		}
-		for id, ok := range onlyLinear {
-			if !ok {
-				delete(b.seqGather, vkey{s.Index, id})
 			}
 		}
 	}

@@ -142,8 +142,8 @@ func TestMPTParams(t *testing.T) {
 
 // The headline figures of tpsim validate over the training split with the fitted presets, each
 // within a stated band around what it measured when the presets were fitted (in-sample MAPE
-// 7.5% over 224 rows, per GPU type 6.7% a100, 10.8% h100-sxm, 11.3% h100-96g; measured-memory
-// median APE 4.5%, issue 12's target 10%). A change to the cost model or the presets that moves them out of the band fails here
+// 6.2% over 224 rows, per GPU type 5.5% a100, 7.6% h100-sxm, 11.3% h100-96g; measured-memory
+// median APE 5.2%, issue 12's target 10%). A change to the cost model or the presets that moves them out of the band fails here
 // and must say why in the README's accuracy section.
 func TestHeadlineFigures(t *testing.T) {
 	recs, skips := training(t)
@@ -157,8 +157,8 @@ func TestHeadlineFigures(t *testing.T) {
 	if out.Summary.N < 220 {
 		t.Errorf("%d rows compared, want at least 220 of %d records", out.Summary.N, len(recs)+len(skips))
 	}
-	band("in-sample MAPE", out.Summary.MAPE, 0.065, 0.01)
-	want := map[string]float64{"a100": 0.055, "h100-sxm": 0.108, "h100-96g": 0.113}
+	band("in-sample MAPE", out.Summary.MAPE, 0.062, 0.01)
+	want := map[string]float64{"a100": 0.055, "h100-sxm": 0.076, "h100-96g": 0.113}
 	for _, g := range out.ByGPU {
 		w, ok := want[g.Name]
 		if !ok {
@@ -170,7 +170,7 @@ func TestHeadlineFigures(t *testing.T) {
 	if out.Memory.N < 10 {
 		t.Errorf("%d rows with measured memory, want the 11 torchtitan rows", out.Memory.N)
 	}
-	band("measured-memory median APE", out.Memory.MedianAPE, 0.045, 0.03)
+	band("measured-memory median APE", out.Memory.MedianAPE, 0.052, 0.03)
 }
 
 // DeepSpeed's ZeRO-3 of 2021 did not overlap its parameter gathers with compute (DeepSpeed PR
