@@ -15,11 +15,7 @@ import (
 // write one) 6n = 15n; the fused kernel 2n + 2n + 2n + n = 7n. The ops, their FLOPs and the
 // whole backward are the same either way.
 func TestFusionBiasDropoutAddBytes(t *testing.T) {
-	m, err := model.Transformer{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32,
-		Bias: true, Learned: true, Dropout: 0.1, Batch: 8}.Build("gpt-dropout", "gpt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := dropoutGPT(t)
 	for _, mesh := range []string{"dp=1", "tp=2", "tp=2,sp=on", "dp=2,zero=3", "tp=2,recompute=full"} {
 		lower := func(fusion string) *Program {
 			st, err := strategies.Parse(mesh + ",mbs=2,gbs=4,fusion=" + fusion)
@@ -83,11 +79,7 @@ func TestFusionBiasDropoutAddBytes(t *testing.T) {
 // writes dx, 5na; GELU's reads dy and x and writes dx over the 4h-wide MLP activation, 3 x 4na;
 // dropout's reads dy and the mask and writes dx, n(2a + 1); a row-parallel bias's sums dy, na.
 func TestBackwardTrafficByKind(t *testing.T) {
-	m, err := model.Transformer{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32,
-		Bias: true, Learned: true, Dropout: 0.1, Batch: 8}.Build("gpt-dropout", "gpt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := dropoutGPT(t)
 	st, err := strategies.Parse("tp=2,mbs=2,gbs=2")
 	if err != nil {
 		t.Fatal(err)
@@ -117,4 +109,16 @@ func TestBackwardTrafficByKind(t *testing.T) {
 	for k := range want {
 		t.Errorf("no backward op %s", k)
 	}
+}
+
+// dropoutGPT is the tiny GPT with dropout 0.1 after each block, so that its residual branches are
+// a bias, a dropout and an add under tensor parallelism.
+func dropoutGPT(t *testing.T) *model.Model {
+	t.Helper()
+	m, err := model.Transformer{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32,
+		Bias: true, Learned: true, Dropout: 0.1, Batch: 8}.Build("gpt-dropout", "gpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
