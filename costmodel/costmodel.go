@@ -427,11 +427,10 @@ func (c *Coster) Hidden(ops []program.Op, i int, comm units.Seconds) units.Secon
 // asynchronous send/receive). A forward gather hides min(comm, (cp-1)/cp of the attention's
 // time); in backward the keys' and values' gather and their gradients' reduce-scatter share
 // (cp-1)/cp of the attention backward's time, the gather first (the ring carries both in each
-// step). Only with a blockwise (flash) kernel, and not on a CPU profile: exec gathers the keys
-// and values, then attends.
+// step). Only with a blockwise (flash) kernel; exec does not run context parallel.
 func (c *Coster) ringHidden(ops []program.Op, i int, comm units.Seconds) units.Seconds {
 	op := &ops[i]
-	if !c.P.Strategy.FusedAttention() || c.HW.GEMMParallelMACs > 0 || op.Group <= 1 {
+	if !c.P.Strategy.FusedAttention() || op.Group <= 1 {
 		return 0
 	}
 	share := func(att *program.Op) units.Seconds {

@@ -13,27 +13,21 @@ import (
 // blockwise products of the block before it. By hand from the ops' own prices, with share =
 // (cp-1)/cp x the attention's time: the forward's (and the recomputed forward's) gather hides
 // min(comm, share); in backward the keys' and values' gather hides min(comm, share of the
-// attention's backward) and their gradients' reduce-scatter what that leaves. Eager attention and
-// a CPU profile (exec gathers, then attends) hide nothing; with eager attention the gathered keys
-// and values are saved, with flash they are gathered again in backward (the ring keeps its own
-// chunk).
+// attention's backward) and their gradients' reduce-scatter what that leaves. Eager attention
+// hides nothing; with it the gathered keys and values are saved, with flash they are gathered
+// again in backward (the ring keeps its own chunk).
 func TestRingAttentionHidesCPCollectives(t *testing.T) {
 	m := testmodels.Llama(t, 2)
 	for _, c := range []struct {
-		s          string
-		host, ring bool
-		perLayer   int // context-parallel collectives per layer
+		s        string
+		ring     bool
+		perLayer int // context-parallel collectives per layer
 	}{
-		{"cp=2,mbs=1,gbs=8,attn=flash", false, true, 3},
-		{"cp=4,mbs=1,gbs=8,attn=flash,recompute=full", false, true, 3}, // the backward reads the recomputed gather
-		{"cp=2,mbs=1,gbs=8,attn=eager", false, false, 2},
-		{"cp=2,mbs=1,gbs=8,attn=flash", true, false, 3},
+		{"cp=2,mbs=1,gbs=8,attn=flash", true, 3},
+		{"cp=4,mbs=1,gbs=8,attn=flash,recompute=full", true, 3}, // the backward reads the recomputed gather
+		{"cp=2,mbs=1,gbs=8,attn=eager", false, 2},
 	} {
-		hw := loadHW(t, "a100-80g")
-		if c.host {
-			hw = cpuProfile(t)
-		}
-		p, co := lowerCost(t, m, c.s, hw)
+		p, co := lowerCost(t, m, c.s, loadHW(t, "a100-80g"))
 		cp := units.Seconds(p.Strategy.Mesh.CP)
 		share := func(att *program.Op) units.Seconds { return co.Compute(att) * (cp - 1) / cp }
 		seen := 0
