@@ -72,3 +72,33 @@ func TestPrefetchRoundTrip(t *testing.T) {
 		t.Errorf("Validate with prefetch 0: %v, want an error naming prefetch=1", err)
 	}
 }
+
+// The options of the user's software stack (never searched, printed by Short when they differ
+// from the default, so that a plan's strategy pastes back): each parses back from String and
+// Short to the same strategy (prefetch: TestPrefetchRoundTrip).
+func TestStackOptionsRoundTrip(t *testing.T) {
+	m, err := model.Load("llama2-7b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ spec, key string }{
+		{"tp=2,tpoverlap=on", "tpoverlap=on"},
+		{"dp=8,zero=3,overlap=off,tensorlists=on", "tensorlists=on"},
+		{"tp=2,fusion=on", "fusion=on"},
+	} {
+		st, err := Parse(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = st.Resolve(m)
+		if !strings.Contains(st.Short(), c.key) {
+			t.Errorf("%s: Short %q does not print %s", c.spec, st.Short(), c.key)
+		}
+		for _, s := range []string{st.String(), st.Short()} {
+			back, err := Parse(s)
+			if err != nil || back.Resolve(m) != st {
+				t.Errorf("Parse(%q) = %+v, %v; want %+v", s, back, err, st)
+			}
+		}
+	}
+}
