@@ -124,6 +124,8 @@ func TestCheckSpec(t *testing.T) {
 		{"dp=2,zero=3,prefetch=2", "prefetch=2 is priced by 'tpsim predict', not executed"},
 		{"tp=2,fusion=off", ""},
 		{"tp=2,fusion=on", "fusion=on is priced by 'tpsim predict', not executed"},
+		{"tp=2,compile=off", ""},
+		{"tp=2,compile=on", "compile=on is priced by 'tpsim predict', not executed"},
 	} {
 		st, err := strategies.Parse(c.spec)
 		if err != nil {

@@ -1,6 +1,7 @@
 package program
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,4 +122,91 @@ func dropoutGPT(t *testing.T) *model.Model {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// Under compile=on each chain of pointwise ops and norms is one kernel: it reads what it takes
+// from outside the chain once and writes only what later ops read. In a Llama layer, by hand in
+// tensors of one size (B: [mbs, seq, ffn]; H: [mbs, seq, hidden]):
+//   - the MLP's silu and product: eager, silu reads the gate's output and writes a (2B), the
+//     product reads a and the up projection's output and writes their product (3B): 5B; fused,
+//     it reads the gate's and the up projection's outputs and writes the product and a, which
+//     the product's backward reads: 4B;
+//   - the attention block's residual add and the next norm: eager, the add reads x and the
+//     projection's output and writes the sum (3H), the norm reads the sum and writes its output
+//     (2H: a norm alone is priced without its per-row statistics S); fused: x and the projection's output in, the sum (the MLP's
+//     residual add and the norm's backward read it), the norm's output and its statistics out:
+//     4H + S.
+//
+// The ops, their FLOPs and the activations are the same; the step is faster.
+func TestCompileFusesPointwiseChains(t *testing.T) {
+	m := tinyLlama(t, 2)
+	lower := func(opts string) *Program {
+		st, err := strategies.Parse("dp=1,mbs=2,gbs=2" + opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Lower(m, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	off, on := lower(""), lower(",compile=on")
+	fwd := func(p *Program, module string, kinds ...OpKind) (sum units.Bytes, ops []Op) {
+		for _, op := range p.Stages[0].Forward {
+			if op.Module == module && slices.Contains(kinds, op.Kind) {
+				sum += op.MemBytes
+				ops = append(ops, op)
+			}
+		}
+		return sum, ops
+	}
+	s := off.Stages[0]
+	_, mlp := fwd(off, "layers.1.mlp", OpMul)
+	B := s.Values[mlp[0].Out[0]].Bytes()
+	offMLP, _ := fwd(off, "layers.1.mlp.silu", OpAct)
+	offMul, _ := fwd(off, "layers.1.mlp", OpMul)
+	onMLP, _ := fwd(on, "layers.1.mlp.silu", OpAct)
+	onMul, _ := fwd(on, "layers.1.mlp", OpMul)
+	if got := offMLP + offMul; got != 5*B {
+		t.Errorf("eager silu and product move %d bytes, want 5B = %d", int64(got), int64(5*B))
+	}
+	if got := onMLP + onMul; got != 4*B {
+		t.Errorf("compiled silu and product move %d bytes, want 4B = %d", int64(got), int64(4*B))
+	}
+	_, add := fwd(off, "layers.1.attn", OpAdd)
+	_, norm := fwd(off, "layers.1.norm2", OpNorm)
+	H, S := s.Values[add[0].Out[0]].Bytes(), s.Values[norm[0].Out[1]].Bytes()
+	offAdd, _ := fwd(off, "layers.1.attn", OpAdd)
+	offNorm, _ := fwd(off, "layers.1.norm2", OpNorm)
+	onAdd, _ := fwd(on, "layers.1.attn", OpAdd)
+	onNorm, _ := fwd(on, "layers.1.norm2", OpNorm)
+	if got := offAdd + offNorm; got != 5*H {
+		t.Errorf("eager residual add and norm move %d bytes, want 5H = %d", int64(got), int64(5*H))
+	}
+	if got := onAdd + onNorm; got != 4*H+S {
+		t.Errorf("compiled residual add and norm move %d bytes, want 4H + S = %d", int64(got), int64(4*H+S))
+	}
+	var offBytes, onBytes units.Bytes
+	for si := range off.Stages {
+		a, b := off.Stages[si], on.Stages[si]
+		if len(a.Forward) != len(b.Forward) || len(a.Backward) != len(b.Backward) || len(a.Values) != len(b.Values) {
+			t.Fatalf("compile changed the ops or values of stage %d", si)
+		}
+		for _, l := range [2][2][]Op{{a.Forward, b.Forward}, {a.Backward, b.Backward}} {
+			for i := range l[0] {
+				if l[0][i].Kind != l[1][i].Kind || l[0][i].FLOPs != l[1][i].FLOPs {
+					t.Errorf("compile changed op %d (%s %s)", i, l[0][i].Kind, l[0][i].Module)
+				}
+				if !fusible(l[0][i].Kind) && l[0][i].MemBytes != l[1][i].MemBytes {
+					t.Errorf("compile changed the bytes of %s %s, which Inductor does not fuse", l[0][i].Kind, l[0][i].Module)
+				}
+				offBytes += l[0][i].MemBytes
+				onBytes += l[1][i].MemBytes
+			}
+		}
+	}
+	if onBytes >= offBytes {
+		t.Errorf("compile moves %d bytes a microbatch, eager %d: fusion should move less", int64(onBytes), int64(offBytes))
+	}
 }

@@ -115,6 +115,9 @@ func (l *Lowerer) lower(st strategies.Strategy, optimizer bool) (*Program, error
 		return nil, err
 	}
 	for _, s := range p.Stages {
+		if st.Compile {
+			s.compileFusion()
+		}
 		s.computeFree()
 	}
 	return p, nil

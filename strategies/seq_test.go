@@ -85,6 +85,7 @@ func TestStackOptionsRoundTrip(t *testing.T) {
 		{"tp=2,tpoverlap=on", "tpoverlap=on"},
 		{"dp=8,zero=3,overlap=off,tensorlists=on", "tensorlists=on"},
 		{"tp=2,fusion=on", "fusion=on"},
+		{"dp=2,compile=on", "compile=on"},
 	} {
 		st, err := Parse(c.spec)
 		if err != nil {

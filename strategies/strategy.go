@@ -138,6 +138,13 @@ type Strategy struct {
 	// (the masked scale and the bias gradient's sum are the same kernels). Off by default
 	// (PyTorch eager); exec does not execute it.
 	Fusion bool `json:"fusion"`
+	// Compile runs the model under torch.compile: Inductor fuses each chain of pointwise ops and
+	// normalizations between the matrix products, attention and collectives into one kernel, in
+	// forward and backward (Ansel et al. 2024, PyTorch 2, ASPLOS '24), which reads its inputs
+	// once and writes only what later ops read (program.Stage's compileFusion); it subsumes
+	// Fusion. torchtitan's recipes turn it on (--training.compile). Off by default (PyTorch
+	// eager); exec does not execute it.
+	Compile bool `json:"compile"`
 	// Plan is the tensor-parallel plan; nil means the model family's Megatron plan when tp > 1.
 	Plan *Plan `json:"-"`
 }
@@ -154,7 +161,7 @@ func Default(mesh Mesh) Strategy {
 }
 
 // OptionKeys lists the keys Parse accepts besides the mesh dimensions.
-var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "attn", "overlap", "bucket_mb", "tpoverlap", "tensorlists", "prefetch", "fusion"}
+var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "attn", "overlap", "bucket_mb", "tpoverlap", "tensorlists", "prefetch", "fusion", "compile"}
 
 // Parse reads a strategy such as "dp=24,tp=8,pp=8,mbs=1,gbs=2304,recompute=full,sp=off,zero=0".
 // Mesh dimensions and options may come in any order; what is not given keeps its Default value.
@@ -219,6 +226,7 @@ func (st Strategy) Short() string {
 	add(st.TensorLists != d.TensorLists, "tensorlists=on")
 	add(st.Prefetch != d.Prefetch, "prefetch="+strconv.Itoa(st.Prefetch))
 	add(st.Fusion != d.Fusion, "fusion=on")
+	add(st.Compile != d.Compile, "compile=on")
 	return strings.Join(parts, ",")
 }
 
@@ -293,6 +301,8 @@ func (st *Strategy) set(k, v string) error {
 		st.Prefetch, err = positive(k, v)
 	case "fusion":
 		st.Fusion, err = onOff(k, v)
+	case "compile":
+		st.Compile, err = onOff(k, v)
 	default:
 		keys := append(DimNames(), OptionKeys...)
 		sort.Strings(keys)
@@ -304,9 +314,9 @@ func (st *Strategy) set(k, v string) error {
 // String prints every option, resolved, in the form Parse reads.
 func (st Strategy) String() string {
 	onoff := map[bool]string{true: "on", false: "off"}
-	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d,tpoverlap=%s,tensorlists=%s,prefetch=%d,fusion=%s",
+	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d,tpoverlap=%s,tensorlists=%s,prefetch=%d,fusion=%s,compile=%s",
 		st.Mesh.PP, st.Mesh.DP, st.Mesh.CP, st.Mesh.TP, st.MBS, st.GBS, st.Seq, st.ZeRO, st.Recompute, onoff[st.SP],
-		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20, onoff[st.TPOverlap], onoff[st.TensorLists], st.Prefetch, onoff[st.Fusion])
+		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20, onoff[st.TPOverlap], onoff[st.TensorLists], st.Prefetch, onoff[st.Fusion], onoff[st.Compile])
 }
 
 // Resolve fills the options that depend on the model (global batch, sequence length) and returns

@@ -183,6 +183,11 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 		keys = append(keys, "fusion=on")
 		assumed = append(assumed, "bias, dropout and residual add in one kernel (Megatron-LM's default --bias-dropout-fusion)")
 	}
+	if strings.Contains(strings.ToLower(r.Notes), "torch.compile") {
+		// torchtitan's tables say which runs compiled the model (--training.compile).
+		keys = append(keys, "compile=on")
+		assumed = append(assumed, "torch.compile, as the record says: each chain of pointwise ops and norms one kernel")
+	}
 	attn, why := attention(r)
 	keys = append(keys, "attn="+string(attn))
 	assumed = append(assumed, why)

@@ -33,7 +33,8 @@ tensor-parallel collectives under the linears' products, as Megatron-LM runs the
 (on|off: ZeRO-3's collectives over lists of one tensor per rank, a copy per rank and parameter, as
 DeepSpeed's ZeRO-3 of 2021 ran them), prefetch (ZeRO-3 units, transformer layers, whose gathers
 may run ahead of the one computing; 1, FSDP's default), fusion (on|off: each block's bias, dropout
-and residual add as one kernel, Megatron-LM's --bias-dropout-fusion). Keys left out take their
+and residual add as one kernel, Megatron-LM's --bias-dropout-fusion), compile (on|off: each chain
+of pointwise ops and norms as one kernel, torch.compile's Inductor). Keys left out take their
 defaults; --json shows them resolved.
 `
 
