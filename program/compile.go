@@ -25,7 +25,8 @@ func fusible(k OpKind) bool {
 // op, a backward op, a send), instead of every op writing its output to memory and the next
 // reading it back. The ops keep their kinds, FLOPs and order (exec, the gradients and the
 // activation memory are unchanged); the chain's bytes are shared among its ops in proportion to
-// what each moved alone, so the chain's time is that one kernel's.
+// what each moved alone, so the chain's memory time is that one kernel's (a hardware file's fixed
+// time per op, op_overhead_s, which no preset sets, is still paid per op).
 func (s *Stage) compileFusion() {
 	// readers counts, for each value, the ops of the stage that read it (In or Saved).
 	readers := make([]int32, len(s.Values))
