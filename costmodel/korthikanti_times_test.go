@@ -17,6 +17,11 @@ import (
 // preset on), so they check the model from outside; the tolerances say how
 // well it does, and a change that makes it worse fails here.
 
+// megatron2022 is what the Megatron-LM of Korthikanti et al. 2022 runs beside the mesh: the
+// backward's tensor-parallel collectives under the linears' products and its bias-dropout-add
+// fusion.
+const megatron2022 = "tpoverlap=on,fusion=on"
+
 // Table 4: forward and backward time of one transformer layer of the 22B model (h 6144, 64 heads,
 // tp 8, microbatch 4, sequence 2048), in ms. tpsim's layer is the ops of one layer of the
 // Program, compute and tensor-parallel communication one after the other except what the
@@ -30,11 +35,6 @@ import (
 // parallel with selective (+6.1%, +1.2%, +6.7%, +4.2%, -0.4% before the fusion and the backward
 // kernels' own traffic, program.backwardTraffic, with the fraction then fitted, 0.780).
 // Each tolerance sits just above its error.
-// megatron2022 is what the Megatron-LM of Korthikanti et al. 2022 runs beside the mesh: the
-// backward's tensor-parallel collectives under the linears' products and its bias-dropout-add
-// fusion.
-const megatron2022 = "tpoverlap=on,fusion=on"
-
 func TestKorthikantiLayerTimes(t *testing.T) {
 	m := mustPreset(t, "megatron-22b")
 	hw := loadHW(t, "a100-80g")
