@@ -18,18 +18,7 @@ import (
 func TestFusionBiasDropoutAddBytes(t *testing.T) {
 	m := dropoutGPT(t)
 	for _, mesh := range []string{"dp=1", "tp=2", "tp=2,sp=on", "dp=2,zero=3", "tp=2,recompute=full"} {
-		lower := func(fusion string) *Program {
-			st, err := strategies.Parse(mesh + ",mbs=2,gbs=4,fusion=" + fusion)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := Lower(m, st)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}
-		off, on := lower("off"), lower("on")
+		off, on := lowerSpec(t, m, mesh+",mbs=2,gbs=4,fusion=off"), lowerSpec(t, m, mesh+",mbs=2,gbs=4,fusion=on")
 		// The residual branch of layer 1's MLP: its bias, dropout and add, forward ops only.
 		branch := func(p *Program) (sum units.Bytes, kinds string) {
 			for _, op := range p.Stages[0].Forward {
@@ -112,6 +101,20 @@ func TestBackwardTrafficByKind(t *testing.T) {
 	}
 }
 
+// lowerSpec lowers m with the strategy spec, failing the test on an error.
+func lowerSpec(t *testing.T, m *model.Model, spec string) *Program {
+	t.Helper()
+	st, err := strategies.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Lower(m, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // dropoutGPT is the tiny GPT with dropout 0.1 after each block, so that its residual branches are
 // a bias, a dropout and an add under tensor parallelism.
 func dropoutGPT(t *testing.T) *model.Model {
@@ -140,18 +143,7 @@ func dropoutGPT(t *testing.T) *model.Model {
 // The ops, their FLOPs and the activations are the same; the step is faster.
 func TestCompileFusesPointwiseChains(t *testing.T) {
 	m := tinyLlama(t, 2)
-	lower := func(opts string) *Program {
-		st, err := strategies.Parse("dp=1,mbs=2,gbs=2" + opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := Lower(m, st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	off, on := lower(""), lower(",compile=on")
+	off, on := lowerSpec(t, m, "dp=1,mbs=2,gbs=2"), lowerSpec(t, m, "dp=1,mbs=2,gbs=2,compile=on")
 	fwd := func(p *Program, module string, kinds ...OpKind) (sum units.Bytes, ops []Op) {
 		for _, op := range p.Stages[0].Forward {
 			if op.Module == module && slices.Contains(kinds, op.Kind) {

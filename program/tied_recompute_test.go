@@ -118,14 +118,7 @@ func TestRecomputeAttentionProbs(t *testing.T) {
 		m := tinyTransformer(t, model.Transformer{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256,
 			Seq: 32, Bias: true, Learned: true, Batch: 8, Dropout: dropout}, "gpt")
 		for _, rc := range []string{"none", "selective", "full"} {
-			st, err := strategies.Parse("tp=2,mbs=2,gbs=8,recompute=" + rc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := Lower(m, st)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := lowerSpec(t, m, "tp=2,mbs=2,gbs=8,recompute="+rc)
 			s := p.Stages[0]
 			name := fmt.Sprintf("dropout=%v recompute=%s", dropout, rc)
 			// [b, a/t, s, s] scores: 2 x 2 x 32 x 32.
