@@ -43,6 +43,7 @@ func (s *Stage) compileFusion() {
 	}
 	inside := make([]int32, len(s.Values)) // reads within the current chain
 	wrote := make([]bool, len(s.Values))   // written by the current chain
+	seen := make([]bool, len(s.Values))    // read by the current chain from outside it
 	for _, ops := range [2][]Op{s.Forward, s.Backward} {
 		for i := 0; i < len(ops); {
 			j := i + 1
@@ -53,7 +54,7 @@ func (s *Stage) compileFusion() {
 					j++
 				}
 				if j-i > 1 {
-					s.priceChain(ops[i:j], readers, inside, wrote)
+					s.priceChain(ops[i:j], readers, inside, wrote, seen)
 				}
 				for k := i; k < j; k++ {
 					unmark(ops[k].Out, wrote)
@@ -65,10 +66,9 @@ func (s *Stage) compileFusion() {
 }
 
 // priceChain sets the MemBytes of the ops of one fused chain (compileFusion); wrote marks the
-// values the chain writes, inside is zero on entry and on return.
-func (s *Stage) priceChain(chain []Op, readers, inside []int32, wrote []bool) {
+// values the chain writes; inside and seen are zero on entry and on return.
+func (s *Stage) priceChain(chain []Op, readers, inside []int32, wrote, seen []bool) {
 	var bytes, alone int64
-	seen := map[ValueID]bool{}
 	for k := range chain {
 		op := &chain[k]
 		alone += int64(op.MemBytes)
@@ -96,7 +96,7 @@ func (s *Stage) priceChain(chain []Op, readers, inside []int32, wrote []bool) {
 		for _, list := range [2][]ValueID{chain[k].In, chain[k].Saved} {
 			for _, id := range list {
 				if id >= 0 {
-					inside[id] = 0
+					inside[id], seen[id] = 0, false
 				}
 			}
 		}
