@@ -125,7 +125,10 @@ func BenchmarkPacking(b *testing.B) { flagSpeedup(b, &goPacking, "asm_speedup") 
 // flagSpeedup runs each of benchShapes on one thread with *flag false and true, alternately within
 // each iteration so that both see the same load, and reports metric, the median over iterations
 // of the time with the flag over the time without; the flag is false again afterwards.
-func flagSpeedup(b *testing.B, flag *bool, metric string) {
+func flagSpeedup(b *testing.B, flag *bool, metric string) { flagSpeedupBeta(b, flag, metric, 0) }
+
+// flagSpeedupBeta is flagSpeedup with products C = op(A)·op(B) + beta·C.
+func flagSpeedupBeta(b *testing.B, flag *bool, metric string, beta float32) {
 	for _, s := range benchShapes {
 		a, bb, c, lda, ldb := s.operands(0)
 		b.Run(s.name, func(b *testing.B) {
@@ -134,7 +137,7 @@ func flagSpeedup(b *testing.B, flag *bool, metric string) {
 			run := func(on bool) func() {
 				return func() {
 					*flag = on
-					Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
+					Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, beta, c, s.n)
 				}
 			}
 			b.ReportMetric(medianRatio(b, run(false), run(true)), metric)
@@ -156,6 +159,16 @@ func BenchmarkPanelPrefetch(b *testing.B) { flagSpeedup(b, &noPanelPrefetch, "pr
 //
 //	go test -run '^$' -bench StageC -benchtime 11x ./exec/kernels/gemm
 func BenchmarkStageC(b *testing.B) { flagSpeedup(b, &noStageC, "stage_speedup") }
+
+// BenchmarkStageCAccumulate is BenchmarkStageC for products that accumulate into C (beta = 1, as
+// the weight gradients of a training step): it times each of benchShapes staged (stageAccumulate)
+// and not, and reports unstaged_speedup, the median over iterations of the staged time over the
+// unstaged:
+//
+//	go test -run '^$' -bench StageCAccumulate -benchtime 11x ./exec/kernels/gemm
+func BenchmarkStageCAccumulate(b *testing.B) {
+	flagSpeedupBeta(b, &stageAccumulate, "unstaged_speedup", 1)
+}
 
 // BenchmarkPaddedStride times each of benchShapes on one thread with C's row stride n and n+16,
 // alternately within each iteration, and reports padded_speedup, the median over iterations of the

@@ -21,6 +21,10 @@ var noPanelPrefetch bool
 // noStageC turns off the staging of C at a padded stride (stageC); BenchmarkStageC sets it.
 var noStageC bool
 
+// stageAccumulate stages C (stageC) for products with beta != 0 too; BenchmarkStageCAccumulate
+// sets it.
+var stageAccumulate bool
+
 // noPanels4 packs an untransposed B panel by panel instead of four panels a pass
 // (packBPanels4); BenchmarkPanels4 sets it.
 var noPanels4 bool

@@ -159,10 +159,15 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 // 1 KiB floats (4 KiB) and the product is large, and returns the copy (nil otherwise; unstageC
 // writes it back). At such a stride the six rows of a C tile fall in one set of the 8-way L1d
 // (its set index repeats every 4 KiB), beside the B panel's lines that the micro-kernel reuses;
-// padding the stride by 16 floats spreads them over six sets. Copying C costs one pass over it
-// (two with beta != 0), against products 1.06-1.12x faster (BenchmarkPaddedStride).
+// padding the stride by 16 floats spreads them over six sets. Copying C back costs one pass over
+// it, against products 1.06-1.12x faster on a loaded machine (BenchmarkPaddedStride) and 0.97-1.01x
+// on a quiet one (BenchmarkStageC). With beta != 0 C must be copied in as well, and the two passes
+// cost more than they gain: the products of a training step that accumulate into their gradients
+// run 1.01-1.06x faster unstaged (BenchmarkStageCAccumulate, quiet machine; 1.06x the MLP's weight
+// gradient), so only products that
+// overwrite C are staged.
 func stageC(p *problem) []float32 {
-	if noStageC || p.ldc%1024 != 0 || p.n < 4*nr || p.m*p.n*p.k < parallelFrom {
+	if noStageC || p.ldc%1024 != 0 || p.n < 4*nr || p.m*p.n*p.k < parallelFrom || (p.beta != 0 && !stageAccumulate) {
 		return nil
 	}
 	ld := p.n + nr
