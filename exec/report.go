@@ -246,7 +246,8 @@ func (r *Report) CommKinds() []string {
 // does not execute: a precision other than fp32 (exec trains in fp32), overlap=on and
 // tpoverlap=on (every collective here blocks its rank), tensorlists=on (ZeRO-3 here gathers flat
 // units), a prefetch depth other than 1 (exec gathers each op's parameters as the op runs),
-// fusion=on and compile=on (exec runs every op as its own kernel). A precision left out is
+// fusion=on and compile=on (exec runs every op as its own kernel), kernels=eager (exec's norms are
+// one kernel each). A precision left out is
 // not refused: exec runs fp32.
 func CheckSpec(spec string, st strategies.Strategy) error {
 	for _, part := range strings.Split(spec, ",") {
@@ -265,6 +266,8 @@ func CheckSpec(spec string, st strategies.Strategy) error {
 			return fmt.Errorf("--strategy: fusion=%s is priced by 'tpsim predict', not executed: exec runs the bias, dropout and residual add as separate kernels; use fusion=off or leave fusion out", v)
 		case k == "compile" && st.Compile:
 			return fmt.Errorf("--strategy: compile=%s is priced by 'tpsim predict', not executed: exec runs every op as its own kernel, as PyTorch eager does; use compile=off or leave compile out", v)
+		case k == "kernels" && st.Kernels == strategies.KernelsEager:
+			return fmt.Errorf("--strategy: kernels=%s is priced by 'tpsim predict', not executed: exec runs each norm as one kernel; use kernels=fused or leave kernels out", v)
 		case k == "tensorlists" && st.TensorLists:
 			return fmt.Errorf("--strategy: tensorlists=%s is priced by 'tpsim predict', not executed: exec gathers each op's parameters as one flat unit; use tensorlists=off or leave tensorlists out", v)
 		}

@@ -126,6 +126,8 @@ func TestCheckSpec(t *testing.T) {
 		{"tp=2,fusion=on", "fusion=on is priced by 'tpsim predict', not executed"},
 		{"tp=2,compile=off", ""},
 		{"tp=2,compile=on", "compile=on is priced by 'tpsim predict', not executed"},
+		{"tp=2,kernels=fused", ""},
+		{"tp=2,kernels=eager", "kernels=eager is priced by 'tpsim predict', not executed"},
 	} {
 		st, err := strategies.Parse(c.spec)
 		if err != nil {

@@ -417,6 +417,7 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 			op.MemBytes += units.Bytes(2*probBytes + probBytes/int64(b.p.ActBytes)) // dropout: read, write, mask
 		}
 	}
+	op.MemBytes += b.rotaryBytes(b.stage, op)
 	b.emit(op)
 	return b.linear(fqn+".proj", mod.Child("proj"), o)
 }

@@ -202,3 +202,89 @@ func TestCompileFusesPointwiseChains(t *testing.T) {
 		t.Errorf("compile moves %d bytes a microbatch, eager %d: fusion should move less", int64(onBytes), int64(offBytes))
 	}
 }
+
+// kernels=eager prices an RMSNorm and the rotary embedding as the PyTorch ops they are written in
+// (torchtitan's rmsnorm, Hugging Face's Llama). By hand, for a norm over n elements of a = 2
+// bytes: forward x.float() (a + 4), pow (8), mean (4), the product by rsqrt (8), type_as
+// (4 + a), the product by the weight (2a): 36 bytes per element, against 2a = 4 fused; backward
+// 68 (8a + 52) against 5a = 10. The rotary embedding adds 10a = 20 bytes per element of q and k
+// (mbs x seq x (heads + kv heads) x head dim) to the attention op, forward and backward alike
+// (the flash backward's other bytes stay twice its forward's). Nothing else changes, and under
+// torch.compile the two stacks are priced alike (Inductor fuses the eager ops).
+func TestEagerKernelsBytes(t *testing.T) {
+	m := tinyLlama(t, 2)
+	base := "dp=1,mbs=2,gbs=2,attn=flash"
+	fused, eager := lowerSpec(t, m, base), lowerSpec(t, m, base+",kernels=eager")
+	const a = 2
+	n := units.Bytes(2 * m.Seq * m.Transformer.Hidden)
+	tr := m.Transformer
+	qk := units.Bytes(2 * m.Seq * (tr.Heads + tr.KVHeads) * tr.HeadDim)
+	find := func(ops []Op, kind OpKind, module string) Op {
+		for _, op := range ops {
+			if op.Kind == kind && op.Module == module && !op.Recompute {
+				return op
+			}
+		}
+		t.Fatalf("no %s %s", kind, module)
+		return Op{}
+	}
+	f, e := fused.Stages[0], eager.Stages[0]
+	for _, c := range []struct {
+		name       string
+		ops        func(*Stage) []Op
+		kind       OpKind
+		module     string
+		fused, eag units.Bytes
+	}{
+		{"forward norm", func(s *Stage) []Op { return s.Forward }, OpNorm, "layers.1.norm2", 2 * a * n, 36 * n},
+		{"backward norm", func(s *Stage) []Op { return s.Backward }, OpNorm, "layers.1.norm2", 5 * a * n, 68 * n},
+	} {
+		if got := find(c.ops(f), c.kind, c.module).MemBytes; got != c.fused {
+			t.Errorf("%s fused moves %d bytes, want %d", c.name, int64(got), int64(c.fused))
+		}
+		if got := find(c.ops(e), c.kind, c.module).MemBytes; got != c.eag {
+			t.Errorf("%s eager moves %d bytes, want %d", c.name, int64(got), int64(c.eag))
+		}
+	}
+	fa, ea := find(f.Forward, OpAttention, "layers.1.attn"), find(e.Forward, OpAttention, "layers.1.attn")
+	if ea.MemBytes-fa.MemBytes != 10*a*qk {
+		t.Errorf("eager rotary embedding adds %d bytes to attention's forward, want 10a(q+k) = %d", int64(ea.MemBytes-fa.MemBytes), int64(10*a*qk))
+	}
+	fb, eb := find(f.Backward, OpAttention, "layers.1.attn"), find(e.Backward, OpAttention, "layers.1.attn")
+	if fb.MemBytes != 2*fa.MemBytes || eb.MemBytes-fb.MemBytes != 10*a*qk {
+		t.Errorf("attention backward moves %d fused (forward %d) and %d eager; want twice the forward, and 10a(q+k) = %d more eager",
+			int64(fb.MemBytes), int64(fa.MemBytes), int64(eb.MemBytes), int64(10*a*qk))
+	}
+	for _, l := range [][2][]Op{{f.Forward, e.Forward}, {f.Backward, e.Backward}} {
+		if len(l[0]) != len(l[1]) {
+			t.Fatal("kernels=eager changed the op count")
+		}
+		for i := range l[0] {
+			x, y := l[0][i], l[1][i]
+			if x.Kind != y.Kind || x.FLOPs != y.FLOPs || (x.Kind != OpNorm && x.Kind != OpAttention && x.MemBytes != y.MemBytes) {
+				t.Errorf("kernels=eager changed %s %s", x.Kind, x.Module)
+			}
+		}
+	}
+	cf, ce := lowerSpec(t, m, base+",compile=on"), lowerSpec(t, m, base+",compile=on,kernels=eager")
+	for si := range cf.Stages {
+		for _, l := range [][2][]Op{{cf.Stages[si].Forward, ce.Stages[si].Forward}, {cf.Stages[si].Backward, ce.Stages[si].Backward}} {
+			for i := range l[0] {
+				if l[0][i].MemBytes != l[1][i].MemBytes {
+					t.Errorf("under compile=on, kernels=eager changed %s %s", l[0][i].Kind, l[0][i].Module)
+				}
+			}
+		}
+	}
+	// A model with learned positions has no rotary embedding; its LayerNorm is one kernel in
+	// PyTorch too.
+	g := dropoutGPT(t)
+	gf, ge := lowerSpec(t, g, base), lowerSpec(t, g, base+",kernels=eager")
+	for si := range gf.Stages {
+		for i, op := range gf.Stages[si].Forward {
+			if op.MemBytes != ge.Stages[si].Forward[i].MemBytes {
+				t.Errorf("kernels=eager changed %s %s of a LayerNorm GPT with learned positions", op.Kind, op.Module)
+			}
+		}
+	}
+}

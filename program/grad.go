@@ -3,6 +3,7 @@ package program
 import (
 	"fmt"
 
+	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -439,7 +440,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 			emitB(op)
 		}
 	case OpBias:
-		op.FLOPs, op.MemBytes = fop.FLOPs, backwardTraffic(s, fop)
+		op.FLOPs, op.MemBytes = fop.FLOPs, b.backwardTraffic(s, fop)
 		emitB(op)
 		addGrad(fop.In[0], g, outPl)
 	case OpEmbedding:
@@ -476,7 +477,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 		// products per forward product for attention; Narayanan et al. 2021 §5.1 takes backward =
 		// 2 x forward). Its memory traffic is what the backward kernels read and write
 		// (backwardTraffic).
-		op.FLOPs, op.MemBytes = 2*fop.FLOPs, backwardTraffic(s, fop)
+		op.FLOPs, op.MemBytes = 2*fop.FLOPs, b.backwardTraffic(s, fop)
 		if fop.Kind == OpAttention && b.st.FusedAttention() {
 			// FlashAttention's backward recomputes the scores: 5 products for the forward's 2
 			// (Dao 2023 §4.1: backward FLOPs = 2.5 x forward). It reads q, k, v, the output, its
@@ -716,10 +717,12 @@ func keptByOpCheckpoint(k OpKind, products *int) bool {
 //     the input gradient reading dy and x and writing dx (PyTorch's layer_norm_backward:
 //     GammaBetaBackward and the dX kernel; apex's FusedLayerNorm: cuComputePartGradGammaBeta
 //     and cuComputeGradInput): 5, where the forward moves 2.
+//     An RMSNorm written as eager PyTorch ops (Strategy.EagerKernels) moves eagerRMSNormBackwardBytes.
 //   - mul (SwiGLU's gate) and eager attention: twice the forward (MulBackward's da = dy b and
 //     db = dy a as two kernels; attention's two products and passes over the scores per
-//     forward one).
-func backwardTraffic(s *Stage, fop Op) units.Bytes {
+//     forward one). The rotary embedding's eager kernels, which the attention op carries
+//     (builder.attention), move as much in backward as in forward: once, not twice.
+func (b *builder) backwardTraffic(s *Stage, fop Op) units.Bytes {
 	y := s.Values[fop.Out[0]]
 	n, a := elems(y.Shape), int64(y.Elem)
 	switch fop.Kind {
@@ -730,7 +733,13 @@ func backwardTraffic(s *Stage, fop Op) units.Bytes {
 	case OpAct:
 		return units.Bytes(3 * n * a)
 	case OpNorm:
+		if fop.Norm == model.KindRMSNorm && b.st.EagerKernels() {
+			return eagerRMSNormBackwardBytes(n, a)
+		}
 		return units.Bytes(5 * n * a)
+	case OpAttention:
+		rope := b.rotaryBytes(s, fop)
+		return 2*(fop.MemBytes-rope) + rope
 	}
 	return 2 * fop.MemBytes
 }

@@ -542,9 +542,59 @@ func (b *builder) norm(fqn string, mod *model.Module, x ValueID) (ValueID, error
 	op.Out = b.ids(y, stats)
 	op.FLOPs = units.FLOPs(5 * n)
 	op.MemBytes = units.Bytes(2 * n * int64(b.p.ActBytes))
+	if mod.Kind == model.KindRMSNorm && b.st.EagerKernels() {
+		op.MemBytes = eagerRMSNormBytes(n, int64(b.p.ActBytes))
+	}
 	b.emit(op)
 	return y, nil
 }
+
+// eagerRMSNormBytes is the forward traffic of an RMSNorm over n elements of a bytes written as
+// PyTorch ops (strategies.KernelsEager; torchtitan's RMSNorm, Hugging Face's LlamaRMSNorm), one
+// kernel each, counted from the tensors each reads and writes (the per-row statistics are
+// negligible): x.float() reads n·a and writes 4n; pow(2) reads and writes 4n; mean reads 4n;
+// the product by rsqrt reads and writes 4n; type_as reads 4n and writes n·a; the product by
+// the weight reads and writes n·a. That is 4a + 28 bytes per element (36 in bf16) where the
+// fused kernel reads x and writes y, 2a.
+func eagerRMSNormBytes(n, a int64) units.Bytes { return units.Bytes(n * (4*a + 28)) }
+
+// eagerRMSNormBackwardBytes is the backward traffic of eagerRMSNormBytes's ops, each op's
+// autograd formula a kernel (reductions over the feature dimension are one kernel each): the
+// product by the weight, its input gradient (reads and writes n·a) and its weight gradient (the
+// product dy·t and its sum over rows: reads 2n·a, writes and reads back n·a); type_as's, a cast
+// to fp32 (reads n·a, writes 4n); the product by rsqrt's, the input gradient (reads and writes
+// 4n) and rsqrt's gradient (the product dy·x, reads 8n and writes 4n, and its row sum, reads
+// 4n); pow's, 2x·dy (reads and writes 4n, the expanded mean gradient a broadcast); the sum of the
+// two gradients of x.float() (reads 8n, writes 4n); float()'s, a cast back (reads 4n, writes
+// n·a). That is 8a + 52 bytes per element (68 in bf16) where the fused backward moves 5a.
+func eagerRMSNormBackwardBytes(n, a int64) units.Bytes { return units.Bytes(n * (8*a + 52)) }
+
+// eagerRotaryBytes is the traffic of the rotary position embedding applied to q and k (elems
+// elements of a bytes in all) as eager PyTorch ops, forward or backward (strategies.KernelsEager):
+// Hugging Face's apply_rotary_pos_emb (q·cos, rotate_half's negation and concatenation, ·sin,
+// the sum: 10 passes of n·a) and torchtitan's apply_rotary_emb (x.float(), the complex product
+// by freqs_cis in fp32, type_as: 2n·a + 16n) move the same 20 bytes per element in bf16; the
+// backward runs the same kinds of kernels (the gradients' products by cos and sin, or by the
+// conjugate frequencies, and the casts). tpsim counts 10a. A fused rotary kernel (Transformer
+// Engine's, or Inductor's under torch.compile) reads and writes q and k once, which tpsim leaves
+// inside the attention kernel's reads, as the fused stacks' rows were fitted with it.
+func eagerRotaryBytes(elems, a int64) units.Bytes { return units.Bytes(10 * elems * a) }
+
+// rotaryBytes is what the eager rotary embedding of attention op fop in stage s moves, forward
+// or backward (eagerRotaryBytes over the local q and k: fop.In[0] is the qkv projection's output,
+// [batch, seq, (heads + 2 kv heads) x head dim]): zero for a model with learned positions or
+// a stack whose rotary kernel is fused (strategies.Strategy.EagerKernels).
+func (b *builder) rotaryBytes(s *Stage, fop Op) units.Bytes {
+	if !b.st.EagerKernels() || !rotary(b.p.Model) {
+		return 0
+	}
+	sh := s.Values[fop.In[0]].Shape
+	elems := int64(sh[0]) * int64(sh[1]) * int64(fop.Heads+fop.KVHeads) * int64(fop.HeadDim)
+	return eagerRotaryBytes(elems, int64(b.p.ActBytes))
+}
+
+// rotary reports whether transformer m has rotary positions (no learned position embedding).
+func rotary(m *model.Model) bool { return m.Transformer != nil && !m.Transformer.Learned }
 
 func (b *builder) tpIfSharded(x ValueID, dim int) int {
 	if pl := b.v(x).Place; pl.Kind == Shard && axisOf(b.v(x).Shape, pl.Dim) == dim {

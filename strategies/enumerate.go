@@ -86,9 +86,9 @@ func (c Candidate) Strategy(base Strategy) Strategy {
 }
 
 // Fix is a partial strategy for a search: the keys given are fixed, the others searched. Keys
-// are those of Parse; precision, optimizer, attn, bucket_mb, tpoverlap, tensorlists, prefetch, fusion
-// and compile are never searched (they are what the user's software stack does, not how the run is split),
-// so giving them only changes the base strategy.
+// are those of Parse; precision, optimizer, attn, bucket_mb, tpoverlap, tensorlists, prefetch, fusion,
+// compile and kernels are never searched (they are what the user's software stack does, not how the
+// run is split), so giving them only changes the base strategy.
 type Fix struct {
 	// Strategy holds the given values, defaults elsewhere.
 	Strategy Strategy

@@ -86,6 +86,7 @@ func TestStackOptionsRoundTrip(t *testing.T) {
 		{"dp=8,zero=3,overlap=off,tensorlists=on", "tensorlists=on"},
 		{"tp=2,fusion=on", "fusion=on"},
 		{"dp=2,compile=on", "compile=on"},
+		{"dp=2,kernels=eager", "kernels=eager"},
 	} {
 		st, err := Parse(c.spec)
 		if err != nil {

@@ -66,6 +66,27 @@ const (
 	AttentionFlash1 Attention = "flash1"
 )
 
+// Kernels is how the software stack writes the RMSNorm and the rotary position embedding.
+// KernelsFused runs each as one kernel: Megatron-LM, NeMo and Transformer Engine (Apex's and TE's
+// fused norms, TE's fused rotary embedding), torchtitan's norm_type "fused_rmsnorm". KernelsEager
+// runs them as the PyTorch tensor ops their modules are written in, one kernel per op, as
+// torchtitan's default norm_type "rmsnorm" (torchtitan/models/norms.py RMSNorm: x.float(), pow,
+// mean, rsqrt, mul, type_as, mul by the weight; its Llama configs set it, train_configs/
+// llama3_8b.toml) and its complex-valued apply_rotary_emb, or Hugging Face transformers'
+// LlamaRMSNorm and apply_rotary_pos_emb do. LayerNorm is one kernel either way (PyTorch's native
+// layer_norm). Under torch.compile (Strategy.Compile) Inductor fuses the eager ops again.
+type Kernels string
+
+// Kernel implementations of the norms and the rotary embedding.
+const (
+	KernelsFused Kernels = "fused"
+	KernelsEager Kernels = "eager"
+)
+
+// EagerKernels reports whether the stack runs an RMSNorm (and the rotary embedding) as separate
+// eager kernels: kernels=eager without torch.compile.
+func (st Strategy) EagerKernels() bool { return st.Kernels == KernelsEager && !st.Compile }
+
 // FusedAttention reports whether the attention core is a FlashAttention kernel of either
 // generation: one fused kernel that keeps the output and the log-sum-exp only.
 func (st Strategy) FusedAttention() bool {
@@ -145,6 +166,9 @@ type Strategy struct {
 	// Fusion. torchtitan's recipes turn it on (--training.compile). Off by default (PyTorch
 	// eager); exec does not execute it.
 	Compile bool `json:"compile"`
+	// Kernels is how the stack writes the RMSNorm and the rotary embedding (see Kernels): one
+	// fused kernel each (the default) or eager PyTorch ops; exec does not execute eager.
+	Kernels Kernels `json:"kernels"`
 	// Plan is the tensor-parallel plan; nil means the model family's Megatron plan when tp > 1.
 	Plan *Plan `json:"-"`
 }
@@ -157,11 +181,11 @@ const DefaultBucketBytes = 25 << 20
 // overlap on, eager attention, the Megatron plan.
 func Default(mesh Mesh) Strategy {
 	return Strategy{Mesh: mesh, MBS: 1, Recompute: RecomputeNone, Schedule: Schedule1F1B, VPP: 1,
-		Precision: PrecisionMixed, Optimizer: OptimizerAdam, Attention: AttentionEager, Overlap: true, BucketBytes: DefaultBucketBytes, Prefetch: 1}
+		Precision: PrecisionMixed, Optimizer: OptimizerAdam, Attention: AttentionEager, Overlap: true, BucketBytes: DefaultBucketBytes, Prefetch: 1, Kernels: KernelsFused}
 }
 
 // OptionKeys lists the keys Parse accepts besides the mesh dimensions.
-var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "attn", "overlap", "bucket_mb", "tpoverlap", "tensorlists", "prefetch", "fusion", "compile"}
+var OptionKeys = []string{"mbs", "gbs", "seq", "zero", "recompute", "sp", "schedule", "vpp", "precision", "optimizer", "attn", "overlap", "bucket_mb", "tpoverlap", "tensorlists", "prefetch", "fusion", "compile", "kernels"}
 
 // Parse reads a strategy such as "dp=24,tp=8,pp=8,mbs=1,gbs=2304,recompute=full,sp=off,zero=0".
 // Mesh dimensions and options may come in any order; what is not given keeps its Default value.
@@ -227,6 +251,7 @@ func (st Strategy) Short() string {
 	add(st.Prefetch != d.Prefetch, "prefetch="+strconv.Itoa(st.Prefetch))
 	add(st.Fusion != d.Fusion, "fusion=on")
 	add(st.Compile != d.Compile, "compile=on")
+	add(st.Kernels != d.Kernels, "kernels="+string(st.Kernels))
 	return strings.Join(parts, ",")
 }
 
@@ -303,6 +328,8 @@ func (st *Strategy) set(k, v string) error {
 		st.Fusion, err = onOff(k, v)
 	case "compile":
 		st.Compile, err = onOff(k, v)
+	case "kernels":
+		st.Kernels, err = oneOf(k, v, KernelsFused, KernelsEager)
 	default:
 		keys := append(DimNames(), OptionKeys...)
 		sort.Strings(keys)
@@ -314,9 +341,9 @@ func (st *Strategy) set(k, v string) error {
 // String prints every option, resolved, in the form Parse reads.
 func (st Strategy) String() string {
 	onoff := map[bool]string{true: "on", false: "off"}
-	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d,tpoverlap=%s,tensorlists=%s,prefetch=%d,fusion=%s,compile=%s",
+	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d,tpoverlap=%s,tensorlists=%s,prefetch=%d,fusion=%s,compile=%s,kernels=%s",
 		st.Mesh.PP, st.Mesh.DP, st.Mesh.CP, st.Mesh.TP, st.MBS, st.GBS, st.Seq, st.ZeRO, st.Recompute, onoff[st.SP],
-		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20, onoff[st.TPOverlap], onoff[st.TensorLists], st.Prefetch, onoff[st.Fusion], onoff[st.Compile])
+		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20, onoff[st.TPOverlap], onoff[st.TensorLists], st.Prefetch, onoff[st.Fusion], onoff[st.Compile], st.Kernels)
 }
 
 // Resolve fills the options that depend on the model (global batch, sequence length) and returns

@@ -34,7 +34,9 @@ tensor-parallel collectives under the linears' products, as Megatron-LM runs the
 DeepSpeed's ZeRO-3 of 2021 ran them), prefetch (ZeRO-3 units, transformer layers, whose gathers
 may run ahead of the one computing; 1, FSDP's default), fusion (on|off: each block's bias, dropout
 and residual add as one kernel, Megatron-LM's --bias-dropout-fusion), compile (on|off: each chain
-of pointwise ops and norms as one kernel, torch.compile's Inductor). Keys left out take their
+of pointwise ops and norms as one kernel, torch.compile's Inductor), kernels (fused|eager: the
+RMSNorm and rotary embedding as one kernel each, or as eager PyTorch ops, torchtitan's "rmsnorm"
+and Hugging Face's Llama). Keys left out take their
 defaults; --json shows them resolved.
 `
 
