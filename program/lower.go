@@ -577,7 +577,10 @@ func eagerRMSNormBackwardBytes(n, a int64) units.Bytes { return units.Bytes(n * 
 // backward runs the same kinds of kernels (the gradients' products by cos and sin, or by the
 // conjugate frequencies, and the casts). tpsim counts 10a. A fused rotary kernel (Transformer
 // Engine's, or Inductor's under torch.compile) reads and writes q and k once, which tpsim leaves
-// inside the attention kernel's reads, as the fused stacks' rows were fitted with it.
+// inside the attention kernel's reads, as the fused stacks' rows were fitted with it. The
+// attention op carries these bytes (builder.rotaryBytes), so they are recomputed where attention
+// is: under per-op checkpointing (recompute=op), which keeps attention's output but replays the
+// rotary ops, tpsim leaves their replay out, 20 bytes an element of q and k.
 func eagerRotaryBytes(elems, a int64) units.Bytes { return units.Bytes(10 * elems * a) }
 
 // rotaryBytes is what the eager rotary embedding of attention op fop in stage s moves, forward

@@ -188,6 +188,10 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 		keys = append(keys, "compile=on")
 		assumed = append(assumed, "torch.compile, as the record says: each chain of pointwise ops and norms one kernel")
 	}
+	if k, why := kernels(r); k == strategies.KernelsEager {
+		keys = append(keys, "kernels="+string(k))
+		assumed = append(assumed, why)
+	}
 	attn, why := attention(r)
 	keys = append(keys, "attn="+string(attn))
 	assumed = append(assumed, why)
@@ -535,6 +539,28 @@ func measuredMemoryGiB(r *Record) (float64, bool) {
 // A100 ones with llm-foundry v0.0.4 on torch 1.13.1 without --attn_impl, whose default in
 // submit_benchmarks.py was triton (later versions default to flash and install FlashAttention-2
 // for torch 2); v0.0.4 predates FlashAttention-2 (July 2023) in any case. NeMo 24.x runs
+// kernels is how the record's stack writes the RMSNorm and the rotary embedding
+// (strategies.Kernels), and why: eager PyTorch ops for torchtitan, whose Llama configs set
+// norm_type "rmsnorm" (train_configs/llama3_8b.toml; torchtitan/models/norms.py RMSNorm) and
+// whose apply_rotary_emb is a complex product in fp32, and for Hugging Face transformers' Llama
+// (LlamaRMSNorm, apply_rotary_pos_emb) unless the notes name Liger's fused kernels; fused
+// elsewhere (Megatron-LM, NeMo and Transformer Engine, or models with LayerNorm and learned
+// positions, which PyTorch runs as one kernel each anyway). Under torch.compile the eager ops are
+// fused again (strategies.Strategy.EagerKernels).
+func kernels(r *Record) (strategies.Kernels, string) {
+	notes := strings.ToLower(r.Notes + " " + r.Source.Title + " " + r.Source.Repo)
+	switch {
+	case Family(r) == FamilyTorchtitan:
+		return strategies.KernelsEager, "RMSNorm and rotary embedding as eager PyTorch ops (torchtitan's Llama configs set norm_type \"rmsnorm\"; its rotary embedding is a complex product in fp32), fused again where torch.compile ran"
+	case hfStack.MatchString(notes) && !strings.Contains(notes, "liger"):
+		return strategies.KernelsEager, "Hugging Face transformers' model: LlamaRMSNorm and apply_rotary_pos_emb as eager PyTorch ops"
+	}
+	return strategies.KernelsFused, ""
+}
+
+// hfStack matches notes that say the model ran as Hugging Face transformers' implementation.
+var hfStack = regexp.MustCompile(`hugging ?face|\bhf transformers\b|\btransformers library\b`)
+
 // Transformer Engine's fused attention (cuDNN's flash kernel) and torchtitan PyTorch SDPA's
 // flash backend: both are fused attention, priced as attn=flash at the hardware's fused-attention
 // fraction. Other notes that say FlashAttention are priced as FlashAttention-2; no mention is
