@@ -115,6 +115,31 @@ func TestAttention(t *testing.T) {
 	}
 }
 
+// torchtitan's Llama configs run the eager RMSNorm (norm_type "rmsnorm") and its rotary embedding
+// is eager PyTorch, as Hugging Face's Llama is unless Liger's kernels replace it; Megatron-LM,
+// NeMo and llm-foundry run fused kernels.
+func TestKernels(t *testing.T) {
+	cases := []struct {
+		title, repo, notes string
+		want               strategies.Kernels
+	}{
+		{"torchtitan benchmark report", "github.com/pytorch/torchtitan", "FSDP. Local batch size 2 per DP rank.", strategies.KernelsEager},
+		{"torchtitan benchmark report", "github.com/pytorch/torchtitan", "FSDP + torch.compile.", strategies.KernelsEager},
+		{"A blog", "", "Llama 2 7B with Hugging Face transformers and FSDP", strategies.KernelsEager},
+		{"A blog", "", "Llama 3 8B, HuggingFace Trainer with Liger kernels", strategies.KernelsFused},
+		{"NVIDIA NeMo Framework performance summary", "github.com/NVIDIA/NeMo", "Transformer Engine", strategies.KernelsFused},
+		{"NVIDIA Megatron-LM README", "github.com/NVIDIA/Megatron-LM", "", strategies.KernelsFused},
+		{"MosaicML llm-foundry MPT training benchmarks", "github.com/mosaicml/llm-foundry", "Composer + FSDP", strategies.KernelsFused},
+	}
+	for _, c := range cases {
+		var r Record
+		r.Source.Title, r.Source.Repo, r.Notes = c.title, c.repo, c.notes
+		if got, why := kernels(&r); got != c.want || (got == strategies.KernelsEager) == (why == "") {
+			t.Errorf("%s %q: kernels=%s (%q), want %s with a reason when eager", c.title, c.notes, got, why, c.want)
+		}
+	}
+}
+
 // valModel builds MPT as llm-foundry's benchmark tables ran it: its parameter count is the one
 // each table row gives (NumParams, the records' params), for every size and sequence length.
 func TestMPTParams(t *testing.T) {
@@ -157,8 +182,8 @@ func TestHeadlineFigures(t *testing.T) {
 	if out.Summary.N < 220 {
 		t.Errorf("%d rows compared, want at least 220 of %d records", out.Summary.N, len(recs)+len(skips))
 	}
-	band("in-sample MAPE", out.Summary.MAPE, 0.062, 0.01)
-	want := map[string]float64{"a100": 0.055, "h100-sxm": 0.076, "h100-96g": 0.113}
+	band("in-sample MAPE", out.Summary.MAPE, 0.061, 0.01)
+	want := map[string]float64{"a100": 0.055, "h100-sxm": 0.076, "h100-96g": 0.105}
 	for _, g := range out.ByGPU {
 		w, ok := want[g.Name]
 		if !ok {
