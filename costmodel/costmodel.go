@@ -389,13 +389,23 @@ func (c *Coster) Comm(op *program.Op) units.Seconds {
 // gradient's. A linear's backward with an input gradient is two products of its FLOPs' halves,
 // each half its time (Compute prices them at one product's efficiency). 0 for every other op;
 // what the overlap costs the products (the collective's kernels share the device) is not
-// modelled.
+// modelled. With Strategy.TPOverlapForward, sequence parallel's collectives are also split
+// into chunks under the products beside them (chunkedHidden).
 func (c *Coster) Hidden(ops []program.Op, i int, comm units.Seconds) units.Seconds {
 	op := &ops[i]
 	if op.Dim == strategies.DimCP {
 		return c.ringHidden(ops, i, comm)
 	}
-	if !c.P.Strategy.TPOverlap || op.Phase != program.Backward || op.Dim != strategies.DimTP || len(op.In) == 0 || len(op.Out) == 0 {
+	st := &c.P.Strategy
+	if !st.TPOverlap || op.Dim != strategies.DimTP || len(op.In) == 0 || len(op.Out) == 0 {
+		return 0
+	}
+	if st.TPOverlapForward && st.SP {
+		if h, ok := c.chunkedHidden(ops, i, comm); ok {
+			return h
+		}
+	}
+	if op.Phase != program.Backward {
 		return 0
 	}
 	var l *program.Op
@@ -413,6 +423,43 @@ func (c *Coster) Hidden(ops []program.Op, i int, comm units.Seconds) units.Secon
 		return 0
 	}
 	return min(comm, c.Compute(l)/2)
+}
+
+// chunkedHidden is the part of comm, the time of sequence-parallel collective ops[i], that a
+// decomposed overlap runs under the products beside it (Strategy.TPOverlapForward): the
+// collective and the product are split into t = tp chunks, and each chunk's transfer runs under
+// the product of a chunk already there, so that all but one chunk's product can hide
+// communication: (t-1)/t of the products' time (Wang et al. 2023, ASPLOS '23, §3; Transformer
+// Engine's userbuffers ring exchange, which NeMo's ub_tp_comm_overlap runs, and torchtitan's
+// AsyncTP work the same way). It covers the forward's (and a recomputed forward's) all-gather
+// under the column-parallel products that read its output, the forward's reduce-scatter under
+// the row-parallel product that writes its input, and the backward's all-gather of an output
+// gradient under the input-gradient half of the row-parallel backward that reads it; ok is false
+// for other ops, which keep the backward rules of Hidden.
+func (c *Coster) chunkedHidden(ops []program.Op, i int, comm units.Seconds) (hidden units.Seconds, ok bool) {
+	op := &ops[i]
+	share := units.Seconds(op.Group-1) / units.Seconds(op.Group)
+	forward := func(o *program.Op) bool { return o.Phase == program.Forward || o.Recompute }
+	isLinear := func(o *program.Op) bool { return o.Kind == program.OpLinear && forward(o) }
+	switch {
+	case op.Kind == program.OpAllGather && forward(op):
+		var prod units.Seconds
+		for j := i + 1; j < len(ops) && isLinear(&ops[j]) && slices.Contains(ops[j].In, op.Out[0]); j++ {
+			prod += c.Compute(&ops[j])
+		}
+		if prod > 0 {
+			return min(comm, share*prod), true
+		}
+	case op.Kind == program.OpReduceScatter && forward(op):
+		if i > 0 && isLinear(&ops[i-1]) && len(ops[i-1].Out) > 0 && ops[i-1].Out[0] == op.In[0] {
+			return min(comm, share*c.Compute(&ops[i-1])), true
+		}
+	case op.Kind == program.OpAllGather && op.Phase == program.Backward:
+		if i+1 < len(ops) && linearWithInputGrad(&ops[i+1]) && len(ops[i+1].In) > 0 && ops[i+1].In[0] == op.Out[0] {
+			return min(comm, share*c.Compute(&ops[i+1])/2), true
+		}
+	}
+	return 0, false
 }
 
 // ringHidden is the part of comm, the time of context-parallel collective ops[i], that a ring
@@ -530,6 +577,9 @@ func assumptions(st strategies.Strategy, hw *hardware.Hardware, peak units.FLOPs
 	a = append(a, fmt.Sprintf("schedule %s; %d microbatches of %d per pipeline; dp gradient overlap %v", st.Schedule, microbatches, st.MBS, st.Overlap))
 	if st.TensorLists && st.ZeRO == 3 {
 		a = append(a, fmt.Sprintf("ZeRO-3 collectives over tensor lists (tensorlists=on, DeepSpeed's ZeRO-3 of 2021): each gather and reduce-scatter also pays dp x its parameters copies of %.3g us", hw.Efficiency.ListCopyMicros))
+	}
+	if st.TPOverlapForward && st.SP && st.Mesh.TP > 1 {
+		return append(a, "sequence parallel's all-gathers and reduce-scatters split into tp chunks under the products beside them, forward and backward (tpoverlap=full: Transformer Engine's userbuffers, torchtitan's AsyncTP), and the backward's under the column-parallel linears' products; the pipeline communication on the critical path")
 	}
 	if st.TPOverlap && st.Mesh.TP > 1 {
 		return append(a, "backward tensor-parallel collectives under the column-parallel linears' products (tpoverlap=on, Megatron-LM's asynchronous communication); the forward's tensor-parallel and the pipeline communication on the critical path")

@@ -81,7 +81,7 @@ type lowKey struct {
 	dp, cp, tp, kinds, mbs, seq, devices int
 	zero3, sp                            bool
 	tpOverlap, tensorLists, fusion       bool // the stack's options: one search shares them, a Derived may not
-	compile                              bool
+	compile, tpOverlapForward            bool
 	kernels                              strategies.Kernels
 	recompute                            strategies.Recompute
 	attention                            strategies.Attention
@@ -340,7 +340,7 @@ func (d *Derived) kindPieces(st strategies.Strategy, nv int) (*kindPieces, error
 	nk := kindsOf(nv)
 	ms := st.Mesh
 	k := lowKey{cp: ms.CP, tp: ms.TP, kinds: nk, mbs: st.MBS, seq: st.Seq, devices: ms.Devices(), zero3: st.ZeRO == 3, sp: st.SP,
-		tpOverlap: st.TPOverlap, tensorLists: st.TensorLists, fusion: st.Fusion, compile: st.Compile, kernels: st.Kernels, recompute: st.Recompute, attention: st.Attention, precision: st.Precision, opt: st.Optimizer, bucket: st.BucketBytes}
+		tpOverlap: st.TPOverlap, tpOverlapForward: st.TPOverlapForward, tensorLists: st.TensorLists, fusion: st.Fusion, compile: st.Compile, kernels: st.Kernels, recompute: st.Recompute, attention: st.Attention, precision: st.Precision, opt: st.Optimizer, bucket: st.BucketBytes}
 	if k.zero3 {
 		k.dp = ms.DP
 	}

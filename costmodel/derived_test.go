@@ -29,7 +29,7 @@ func TestDerivedAffineInLayers(t *testing.T) {
 		"pp=2,vpp=3,schedule=interleaved,gbs=12,tp=2,sp=on", "pp=3,dp=2,zero=1,recompute=selective,gbs=12",
 		"pp=2,dp=2,zero=3,recompute=full,gbs=8", "pp=3,cp=2,tp=2,sp=on,recompute=full,gbs=12",
 		// The stack's options, through the same Derived as the strategies without them.
-		"tp=2,fusion=on", "tp=2,sp=on,tpoverlap=on", "dp=4,zero=3,overlap=off,tensorlists=on", "tp=2,compile=on", "pp=2,gbs=16,compile=on",
+		"tp=2,fusion=on", "tp=2,sp=on,tpoverlap=on", "tp=2,sp=on,tpoverlap=full", "dp=4,zero=3,overlap=off,tensorlists=on", "tp=2,compile=on", "pp=2,gbs=16,compile=on",
 		"tp=2,kernels=eager", "pp=2,gbs=16,kernels=eager,recompute=full",
 	}
 	// Bucket sizes: a layer's gradients (about 100 KiB here, its largest tensor 32 KiB) fill

@@ -229,3 +229,86 @@ func TestTPOverlapHidesUnderTheProducts(t *testing.T) {
 		t.Logf("%-44s step %v -> %v (hidden %v per microbatch; %v)", knobs, ro.Time.Step, rn.Time.Step, hidden, kinds)
 	}
 }
+
+// With tpoverlap=full (Transformer Engine's userbuffers, torchtitan's AsyncTP) sequence
+// parallel's collectives run in tp chunks under the products beside them, up to (t-1)/t of the
+// products' time. On the 22B model at tp 8 (hidden h = 6144, sequence 2048, one sample) each
+// forward all-gather and reduce-scatter moves 25 MB, against products of 3h²/t (qkv), h²/t (the
+// attention's projection), 4h²/t (each MLP linear) multiply-adds per token: the gathers before
+// qkv and the first MLP linear and the reduce-scatter after the second hide wholly, the
+// projection's reduce-scatter only 7/8 of its product (its 127 us against a 106 us product),
+// and the gather before the output head wholly: 3 x 48 + 1 = 145 hidden whole, 48 in part; the
+// embedding's reduce-scatter and the loss's gather have no product beside them and stay. In
+// backward the output gradients' all-gathers before the projection's and the second MLP
+// linear's backward (2 per layer) hide under 7/8 of their input-gradient halves; the other
+// backward collectives keep tpoverlap=on's rules. The step falls by exactly the microbatches
+// times what full hides beyond on.
+func TestTPOverlapFullHidesSequenceParallel(t *testing.T) {
+	m := mustPreset(t, "megatron-22b")
+	hw := loadHW(t, "a100-80g")
+	const knobs = "tp=8,mbs=1,gbs=4,sp=on"
+	lower := func(o string) (*program.Program, *Coster) {
+		p, err := program.Lower(m, mustParse(t, knobs+",tpoverlap="+o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewCoster(p, hw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, c
+	}
+	on, con := lower("on")
+	full, cfull := lower("full")
+	var whole, part, exposed, bwdGathers int
+	var extra units.Seconds
+	for si, s := range full.Stages {
+		for ph, ops := range [][]program.Op{s.Forward, s.Backward} {
+			onOps := [][]program.Op{on.Stages[si].Forward, on.Stages[si].Backward}[ph]
+			for i := range ops {
+				op := &ops[i]
+				if !op.Kind.IsComm() || op.Dim != strategies.DimTP {
+					continue
+				}
+				d := cfull.Comm(op)
+				h := cfull.Hidden(ops, i, d)
+				extra += h - con.Hidden(onOps, i, con.Comm(&onOps[i]))
+				switch {
+				case op.Phase == program.Forward && (op.Kind == program.OpAllGather || op.Kind == program.OpReduceScatter):
+					switch {
+					case h == d:
+						whole++
+					case h > 0 && strings.HasSuffix(op.Module, "attn.proj") && h == cfull.Compute(&ops[i-1])*7/8:
+						part++
+					case h == 0 && (op.Module == "embed" || op.Module == "loss"):
+						exposed++
+					default:
+						t.Errorf("forward %s %s: hidden %v of %v", op.Kind, op.Module, h, d)
+					}
+				case op.Phase == program.Backward && !op.Recompute && op.Kind == program.OpAllGather && i+1 < len(ops) &&
+					ops[i+1].Kind == program.OpLinear && ops[i+1].GradInput && ops[i+1].In[0] == op.Out[0]:
+					if want := min(d, cfull.Compute(&ops[i+1])/2*7/8); h != want {
+						t.Errorf("backward gradient gather %s: hidden %v, want min(%v, 7/8 of half of %v) = %v", op.Module, h, d, cfull.Compute(&ops[i+1]), want)
+					}
+					bwdGathers++
+				}
+			}
+		}
+	}
+	if layers := m.Transformer.Layers; whole != 3*layers+1 || part != layers || exposed != 2 || bwdGathers != 2*layers {
+		t.Errorf("forward collectives hidden whole %d, in part %d, exposed %d, want %d, %d and 2; backward gradient gathers %d, want %d",
+			whole, part, exposed, 3*layers+1, layers, bwdGathers, 2*layers)
+	}
+	ro, err := Predict(on, hw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, err := Predict(full, hw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ro.Time.Step-rf.Time.Step, units.Seconds(full.Microbatches)*extra; extra <= 0 || math.Abs(float64(got-want)) > 1e-9*float64(ro.Time.Step) {
+		t.Errorf("tpoverlap=full saves %v per step against on, want %d microbatches x %v = %v", got, full.Microbatches, extra, want)
+	}
+	t.Logf("step %v (on) -> %v (full)", ro.Time.Step, rf.Time.Step)
+}

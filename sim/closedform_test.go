@@ -90,7 +90,7 @@ func TestOverlapOffEqualsClosedForm(t *testing.T) {
 		"pp=2,gbs=16", "pp=4,gbs=16", "pp=4,gbs=16,schedule=gpipe", "pp=3,gbs=15", "pp=2,vpp=2,schedule=interleaved,gbs=16",
 		"pp=2,dp=2,tp=2,sp=on,gbs=16,recompute=selective", "pp=2,dp=2,zero=1,gbs=16", "pp=2,cp=2,tp=2,gbs=8,recompute=full",
 		"pp=2,dp=4,gbs=32,mbs=2,bucket_mb=1", "tp=2,tpoverlap=on", "tp=2,sp=on,tpoverlap=on",
-		"pp=2,dp=2,tp=2,sp=on,gbs=16,recompute=selective,tpoverlap=on", "dp=4,zero=3,tensorlists=on", "dp=4,zero=3,mbs=2,tensorlists=on"}
+		"pp=2,dp=2,tp=2,sp=on,gbs=16,recompute=selective,tpoverlap=on", "tp=2,sp=on,tpoverlap=full", "pp=2,tp=2,sp=on,gbs=16,recompute=full,tpoverlap=full", "dp=4,zero=3,tensorlists=on", "dp=4,zero=3,mbs=2,tensorlists=on"}
 	for _, m := range []*model.Model{gpt, llama, mlp} {
 		for _, f := range families {
 			if m == mlp && (strings.Contains(f, "pp=") || strings.HasPrefix(f, "tp=2,sp=on") || strings.HasPrefix(f, "tp=2,re") || strings.Contains(f, "cp=2") || strings.Contains(f, "attn=")) {

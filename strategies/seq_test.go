@@ -87,6 +87,7 @@ func TestStackOptionsRoundTrip(t *testing.T) {
 		{"tp=2,fusion=on", "fusion=on"},
 		{"dp=2,compile=on", "compile=on"},
 		{"dp=2,kernels=eager", "kernels=eager"},
+		{"tp=2,sp=on,tpoverlap=full", "tpoverlap=full"},
 	} {
 		st, err := Parse(c.spec)
 		if err != nil {

@@ -131,6 +131,16 @@ type Strategy struct {
 	// re-gather of the input under the input-gradient product. Off by default (PyTorch's
 	// parallelize_module runs them in order); exec does not execute it.
 	TPOverlap bool `json:"tp_overlap"`
+	// TPOverlapForward also runs sequence parallel's forward collectives under the products
+	// beside them (tpoverlap=full, which implies TPOverlap): each all-gather under the
+	// column-parallel products that read it, each reduce-scatter under the row-parallel product
+	// that writes it, and in backward the gradient's all-gather under the row-parallel input
+	// gradient's product, each split into tp chunks so that one chunk's transfer runs under
+	// another's product (Wang et al. 2023, "Overlap Communication with Dependent Computation via
+	// Decomposition in Large Deep Learning Models", ASPLOS '23; Transformer Engine's userbuffers,
+	// NeMo's ub_tp_comm_overlap; torchtitan's AsyncTP). Only under sequence parallel; exec does
+	// not execute it.
+	TPOverlapForward bool `json:"tp_overlap_forward"`
 	// TensorLists runs ZeRO-3's parameter gathers and gradient reduce-scatters through
 	// torch.distributed's collectives over lists of tensors, one tensor per rank, as DeepSpeed's
 	// ZeRO-3 of 2021 did (deepspeed/runtime/zero/partition_parameters.py: _allgather_params
@@ -246,7 +256,7 @@ func (st Strategy) Short() string {
 	add(st.Attention != d.Attention, "attn="+string(st.Attention))
 	add(st.Overlap != d.Overlap, "overlap=off")
 	add(st.BucketBytes != d.BucketBytes, "bucket_mb="+strconv.Itoa(int(st.BucketBytes>>20)))
-	add(st.TPOverlap != d.TPOverlap, "tpoverlap=on")
+	add(st.TPOverlap != d.TPOverlap || st.TPOverlapForward != d.TPOverlapForward, "tpoverlap="+st.tpOverlapName())
 	add(st.TensorLists != d.TensorLists, "tensorlists=on")
 	add(st.Prefetch != d.Prefetch, "prefetch="+strconv.Itoa(st.Prefetch))
 	add(st.Fusion != d.Fusion, "fusion=on")
@@ -319,7 +329,14 @@ func (st *Strategy) set(k, v string) error {
 	case "overlap":
 		st.Overlap, err = onOff(k, v)
 	case "tpoverlap":
-		st.TPOverlap, err = onOff(k, v)
+		if strings.EqualFold(strings.TrimSpace(v), "full") {
+			st.TPOverlap, st.TPOverlapForward = true, true
+			break
+		}
+		if st.TPOverlap, err = onOff(k, v); err != nil {
+			err = fmt.Errorf("strategies: %s=%q is not valid; use on (the backward's collectives under the products), full (the forward's too, under sequence parallel) or off", k, v)
+		}
+		st.TPOverlapForward = false
 	case "tensorlists":
 		st.TensorLists, err = onOff(k, v)
 	case "prefetch":
@@ -338,12 +355,24 @@ func (st *Strategy) set(k, v string) error {
 	return err
 }
 
+// tpOverlapName is the tpoverlap value Parse reads back: off, on (the backward's collectives) or
+// full (the forward's too).
+func (st Strategy) tpOverlapName() string {
+	switch {
+	case st.TPOverlapForward:
+		return "full"
+	case st.TPOverlap:
+		return "on"
+	}
+	return "off"
+}
+
 // String prints every option, resolved, in the form Parse reads.
 func (st Strategy) String() string {
 	onoff := map[bool]string{true: "on", false: "off"}
 	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d,tpoverlap=%s,tensorlists=%s,prefetch=%d,fusion=%s,compile=%s,kernels=%s",
 		st.Mesh.PP, st.Mesh.DP, st.Mesh.CP, st.Mesh.TP, st.MBS, st.GBS, st.Seq, st.ZeRO, st.Recompute, onoff[st.SP],
-		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20, onoff[st.TPOverlap], onoff[st.TensorLists], st.Prefetch, onoff[st.Fusion], onoff[st.Compile], st.Kernels)
+		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20, st.tpOverlapName(), onoff[st.TensorLists], st.Prefetch, onoff[st.Fusion], onoff[st.Compile], st.Kernels)
 }
 
 // Resolve fills the options that depend on the model (global batch, sequence length) and returns
@@ -396,6 +425,9 @@ func (st Strategy) Validate(m *model.Model) error {
 		}
 	} else if st.VPP != 1 {
 		return fmt.Errorf("strategies: vpp=%d needs schedule=interleaved; add schedule=interleaved (model chunks are the interleaved schedule's) or drop vpp", st.VPP)
+	}
+	if st.TPOverlapForward && ms.TP > 1 && !st.SP {
+		return fmt.Errorf("strategies: tpoverlap=full overlaps sequence parallel's all-gathers and reduce-scatters with the products beside them; add sp=on, or use tpoverlap=on (the backward's collectives only)")
 	}
 	if st.SP && ms.TP == 1 {
 		return fmt.Errorf("strategies: sp=on (sequence parallel) needs tp>1")

@@ -168,6 +168,9 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 	// micro-pipelined); tpsim prices its backward part only.
 	if tp > 1 {
 		switch {
+		case fam == FamilyNeMo && nemoUserbuffers[strings.ToLower(r.Model.Name)]:
+			keys = append(keys, "tpoverlap=full")
+			assumed = append(assumed, "tensor-parallel communication overlap (ub_tp_comm_overlap, Transformer Engine's userbuffers) on, as NeMo-Framework-Launcher's configuration of this model sets it: sequence parallel's all-gathers and reduce-scatters in chunks under the products beside them, forward and backward")
 		case fam == FamilyNeMo || Stack(r) == StackMegatron && SourceYear(r) >= 2022:
 			keys = append(keys, "tpoverlap=on")
 			assumed = append(assumed, "backward tensor-parallel collectives under the linears' products (Megatron-LM's asynchronous tensor-parallel communication; Megatron-Core's default)")
@@ -238,6 +241,14 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 	}
 	if pp > 1 {
 		switch {
+		case p.Interleaved == nil && nemoSFT(r) && m.Transformer != nil && m.Transformer.Layers%pp == 0:
+			// NeMo 24.07's SFT rows ran NeMo-Framework-Launcher's examples/peft/llama/h100
+			// scripts (commit 97f45c18, June 2024): 13B on 8 GPUs with pp 4 and
+			// virtual_pipeline_model_parallel_size 10, 70B on 16 with pp 4 and 20, one layer per
+			// model chunk both.
+			vpp := m.Transformer.Layers / pp
+			keys = append(keys, "schedule=interleaved", fmt.Sprintf("vpp=%d", vpp))
+			assumed = append(assumed, fmt.Sprintf("pipeline schedule not stated: interleaved with one layer per model chunk (vpp %d), as NeMo-Framework-Launcher's SFT scripts for these rows set it (examples/peft/llama/h100)", vpp))
 		case p.Interleaved != nil && *p.Interleaved:
 			keys = append(keys, "schedule=interleaved")
 			if p.VirtualStages != nil {
@@ -324,6 +335,21 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 	}
 	assumed = append(assumed, fmt.Sprintf("%s %d options: %s (%s)", ChosenBySearch, len(space.Candidates), strings.Join(chose, ", "), fits))
 	return st, assumed, ""
+}
+
+// nemoUserbuffers lists the models of NeMo 24.07's performance tables that ran with
+// ub_tp_comm_overlap: true, as NeMo-Framework-Launcher's training configurations of that release
+// set it (launcher_scripts/conf/training/*/*.yaml at fee1762f, 2024-08-02, which its
+// examples/training/*/h100 scripts for these rows load: gpt3/20b, llama/llama2_70b,
+// llama/llama3_70b, nemotron/nemotron_8b and nemotron_22b true; gpt3/175b and
+// nemotron/nemotron_340b false) and its SFT script for Llama 2 70B
+// (examples/peft/llama/h100/70b_2node.sh, peft.model.ub_tp_comm_overlap=true).
+var nemoUserbuffers = map[string]bool{"gpt3-20b": true, "llama2-70b": true, "llama3-70b": true, "nemotron-8b": true, "nemotron-22b": true}
+
+// nemoSFT reports whether r is a supervised fine-tuning row of NeMo's performance summary (its
+// Finetuning table's SFT rows).
+func nemoSFT(r *Record) bool {
+	return Family(r) == FamilyNeMo && strings.Contains(strings.ToLower(r.Source.Location+" "+r.ID), "sft")
 }
 
 // noMemory ends the assumption line of a run priced with other sharding than it ran: its

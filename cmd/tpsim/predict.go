@@ -28,8 +28,10 @@ Examples:
 Strategy keys: mesh dimensions pp, dp, cp, tp (their product is the device count) and options
 mbs, gbs, seq, zero (0-3), recompute (none|selective|full|op), sp (on|off),
 schedule (gpipe|1f1b|interleaved), vpp, precision (mixed|fp32), optimizer (adam|sgd),
-attn (eager|flash|flash1), overlap (on|off), bucket_mb, tpoverlap (on|off: the backward's
-tensor-parallel collectives under the linears' products, as Megatron-LM runs them), tensorlists
+attn (eager|flash|flash1), overlap (on|off), bucket_mb, tpoverlap (on|off|full: the backward's
+tensor-parallel collectives under the linears' products, as Megatron-LM runs them; full also
+sequence parallel's forward gathers and reduce-scatters, in chunks under the products beside
+them, as Transformer Engine's userbuffers and torchtitan's AsyncTP), tensorlists
 (on|off: ZeRO-3's collectives over lists of one tensor per rank, a copy per rank and parameter, as
 DeepSpeed's ZeRO-3 of 2021 ran them), prefetch (ZeRO-3 units, transformer layers, whose gathers
 may run ahead of the one computing; 1, FSDP's default), fusion (on|off: each block's bias, dropout
