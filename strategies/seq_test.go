@@ -105,3 +105,26 @@ func TestStackOptionsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A bad value of a stack option names the key and the values it takes; tpoverlap=full without
+// sequence parallel names the fix.
+func TestStackOptionErrors(t *testing.T) {
+	m, err := model.Load("llama2-7b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ spec, want string }{
+		{"tp=2,tpoverlap=maybe", "use on (the backward's collectives under the products), full"},
+		{"tp=2,kernels=fast", `kernels="fast"`},
+		{"tp=2,compile=maybe", "use on or off"},
+		{"tp=2,tpoverlap=full", "add sp=on, or use tpoverlap=on"},
+	} {
+		st, err := Parse(c.spec)
+		if err == nil {
+			err = st.Resolve(m).Validate(m)
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one that says %q", c.spec, err, c.want)
+		}
+	}
+}
