@@ -191,7 +191,7 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 		keys = append(keys, "compile=on")
 		assumed = append(assumed, "torch.compile, as the record says: each chain of pointwise ops and norms one kernel")
 	}
-	if k, why := kernels(r); k == strategies.KernelsEager {
+	if k, why := kernels(r, m); k == strategies.KernelsEager {
 		keys = append(keys, "kernels="+string(k))
 		assumed = append(assumed, why)
 	}
@@ -569,13 +569,20 @@ func measuredMemoryGiB(r *Record) (float64, bool) {
 // (strategies.Kernels), and why: eager PyTorch ops for torchtitan, whose Llama configs set
 // norm_type "rmsnorm" (train_configs/llama3_8b.toml; torchtitan/models/norms.py RMSNorm) and
 // whose apply_rotary_emb is a complex product in fp32, and for Hugging Face transformers' Llama
-// (LlamaRMSNorm, apply_rotary_pos_emb) unless the notes name Liger's fused kernels; fused
-// elsewhere (Megatron-LM, NeMo and Transformer Engine, or models with LayerNorm and learned
-// positions, which PyTorch runs as one kernel each anyway). Under torch.compile the eager ops are
-// fused again (strategies.Strategy.EagerKernels).
-func kernels(r *Record) (strategies.Kernels, string) {
+// (LlamaRMSNorm, apply_rotary_pos_emb) unless the notes name Liger's fused kernels, which
+// llm-foundry also runs for every model but its own MPT (hf_causal_lm loads the Hugging Face
+// implementation); fused elsewhere (Megatron-LM, NeMo and Transformer Engine). A model m with
+// LayerNorm and learned positions has neither op (PyTorch's layer_norm is one kernel), so it
+// is fused either way and no assumption is printed. Under torch.compile the eager ops are fused
+// again (strategies.Strategy.EagerKernels).
+func kernels(r *Record, m *model.Model) (strategies.Kernels, string) {
 	notes := strings.ToLower(r.Notes + " " + r.Source.Title + " " + r.Source.Repo)
+	if t := m.Transformer; t == nil || !t.RMSNorm && t.Learned {
+		return strategies.KernelsFused, ""
+	}
 	switch {
+	case Family(r) == FamilyMPT && !strings.Contains(notes, "liger"):
+		return strategies.KernelsEager, "llm-foundry runs this model as Hugging Face transformers' implementation (hf_causal_lm): its RMSNorm and rotary embedding as eager PyTorch ops"
 	case Family(r) == FamilyTorchtitan:
 		return strategies.KernelsEager, "RMSNorm and rotary embedding as eager PyTorch ops (torchtitan's Llama configs set norm_type \"rmsnorm\"; its rotary embedding is a complex product in fp32), fused again where torch.compile ran"
 	case hfStack.MatchString(notes) && !strings.Contains(notes, "liger"):

@@ -116,8 +116,8 @@ func TestAttention(t *testing.T) {
 }
 
 // torchtitan's Llama configs run the eager RMSNorm (norm_type "rmsnorm") and its rotary embedding
-// is eager PyTorch, as Hugging Face's Llama is unless Liger's kernels replace it; Megatron-LM,
-// NeMo and llm-foundry run fused kernels.
+// is eager PyTorch, as Hugging Face's Llama is (and llm-foundry's, which runs it) unless Liger's
+// kernels replace it; Megatron-LM and NeMo run fused kernels; a GPT has neither op.
 func TestKernels(t *testing.T) {
 	cases := []struct {
 		title, repo, notes string
@@ -129,13 +129,26 @@ func TestKernels(t *testing.T) {
 		{"A blog", "", "Llama 3 8B, HuggingFace Trainer with Liger kernels", strategies.KernelsFused},
 		{"NVIDIA NeMo Framework performance summary", "github.com/NVIDIA/NeMo", "Transformer Engine", strategies.KernelsFused},
 		{"NVIDIA Megatron-LM README", "github.com/NVIDIA/Megatron-LM", "", strategies.KernelsFused},
-		{"MosaicML llm-foundry MPT training benchmarks", "github.com/mosaicml/llm-foundry", "Composer + FSDP", strategies.KernelsFused},
+		{"MosaicML llm-foundry training benchmarks", "github.com/mosaicml/llm-foundry", "Llama 2 with Composer + FSDP", strategies.KernelsEager},
+		{"MosaicML llm-foundry training benchmarks", "github.com/mosaicml/llm-foundry", "Llama 3 with Liger kernels", strategies.KernelsFused},
+	}
+	llama, err := model.Load("llama2-7b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpt, err := model.Load("gpt3-1.3b")
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range cases {
 		var r Record
 		r.Source.Title, r.Source.Repo, r.Notes = c.title, c.repo, c.notes
-		if got, why := kernels(&r); got != c.want || (got == strategies.KernelsEager) == (why == "") {
+		if got, why := kernels(&r, llama); got != c.want || (got == strategies.KernelsEager) == (why == "") {
 			t.Errorf("%s %q: kernels=%s (%q), want %s with a reason when eager", c.title, c.notes, got, why, c.want)
+		}
+		// A GPT (LayerNorm, learned positions) has neither op: fused, nothing printed.
+		if got, why := kernels(&r, gpt); got != strategies.KernelsFused || why != "" {
+			t.Errorf("%s %q with a GPT: kernels=%s (%q), want fused and no reason", c.title, c.notes, got, why)
 		}
 	}
 }
