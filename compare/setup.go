@@ -178,6 +178,11 @@ func MeasureWinner(ctx context.Context, m *model.Model, st strategies.Strategy, 
 	case st.Precision != strategies.PrecisionFP32:
 		return 0, fmt.Errorf("exec trains in fp32; fix precision: fp32")
 	}
+	// The stack's options exec prices but does not run (fusion, compile, kernels=eager,
+	// tpoverlap, tensorlists): measured without them, the winner would not be the run priced.
+	if err := exec.CheckSpec(st.Short(), st); err != nil {
+		return 0, fmt.Errorf("the winner %s: %w", st.Short(), err)
+	}
 	if plan == "" {
 		plan = "megatron"
 	}

@@ -397,7 +397,7 @@ func (c *Coster) Hidden(ops []program.Op, i int, comm units.Seconds) units.Secon
 		return c.ringHidden(ops, i, comm)
 	}
 	st := &c.P.Strategy
-	if !st.TPOverlap || op.Dim != strategies.DimTP || len(op.In) == 0 || len(op.Out) == 0 {
+	if !st.TPOverlap && !st.TPOverlapForward || op.Dim != strategies.DimTP || len(op.In) == 0 || len(op.Out) == 0 {
 		return 0
 	}
 	if st.TPOverlapForward && st.SP {
@@ -411,12 +411,12 @@ func (c *Coster) Hidden(ops []program.Op, i int, comm units.Seconds) units.Secon
 	var l *program.Op
 	switch op.Kind {
 	case program.OpAllReduce, program.OpReduceScatter:
-		if i > 0 && linearWithInputGrad(&ops[i-1]) && ops[i-1].Out[0] == op.In[0] {
-			l = &ops[i-1]
+		if j := beside(ops, i, -1); j >= 0 && linearWithInputGrad(&ops[j]) && ops[j].Out[0] == op.In[0] {
+			l = &ops[j]
 		}
 	case program.OpAllGather:
-		if i+1 < len(ops) && linearWithInputGrad(&ops[i+1]) && slices.Contains(ops[i+1].Saved, op.Out[0]) {
-			l = &ops[i+1]
+		if j := beside(ops, i, 1); j >= 0 && linearWithInputGrad(&ops[j]) && slices.Contains(ops[j].Saved, op.Out[0]) {
+			l = &ops[j]
 		}
 	}
 	if l == nil {
@@ -444,22 +444,34 @@ func (c *Coster) chunkedHidden(ops []program.Op, i int, comm units.Seconds) (hid
 	switch {
 	case op.Kind == program.OpAllGather && forward(op):
 		var prod units.Seconds
-		for j := i + 1; j < len(ops) && isLinear(&ops[j]) && slices.Contains(ops[j].In, op.Out[0]); j++ {
+		for j := beside(ops, i, 1); j >= 0 && isLinear(&ops[j]) && slices.Contains(ops[j].In, op.Out[0]); j = beside(ops, j, 1) {
 			prod += c.Compute(&ops[j])
 		}
 		if prod > 0 {
 			return min(comm, share*prod), true
 		}
 	case op.Kind == program.OpReduceScatter && forward(op):
-		if i > 0 && isLinear(&ops[i-1]) && len(ops[i-1].Out) > 0 && ops[i-1].Out[0] == op.In[0] {
-			return min(comm, share*c.Compute(&ops[i-1])), true
+		if j := beside(ops, i, -1); j >= 0 && isLinear(&ops[j]) && len(ops[j].Out) > 0 && ops[j].Out[0] == op.In[0] {
+			return min(comm, share*c.Compute(&ops[j])), true
 		}
 	case op.Kind == program.OpAllGather && op.Phase == program.Backward:
-		if i+1 < len(ops) && linearWithInputGrad(&ops[i+1]) && len(ops[i+1].In) > 0 && ops[i+1].In[0] == op.Out[0] {
-			return min(comm, share*c.Compute(&ops[i+1])/2), true
+		if j := beside(ops, i, 1); j >= 0 && linearWithInputGrad(&ops[j]) && len(ops[j].In) > 0 && ops[j].In[0] == op.Out[0] {
+			return min(comm, share*c.Compute(&ops[j])/2), true
 		}
 	}
 	return 0, false
+}
+
+// beside is the index of the op next to ops[i] in direction dir (+1 after, -1 before), past the
+// data-parallel collectives between them (ZeRO-3's parameter gathers and gradient
+// reduce-scatters, which run on their own link and stream), or -1 at either end.
+func beside(ops []program.Op, i, dir int) int {
+	for j := i + dir; j >= 0 && j < len(ops); j += dir {
+		if !(ops[j].Kind.IsComm() && ops[j].Dim == strategies.DimDP) {
+			return j
+		}
+	}
+	return -1
 }
 
 // ringHidden is the part of comm, the time of context-parallel collective ops[i], that a ring

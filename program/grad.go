@@ -488,7 +488,7 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 			// products and their passes over the scores again. Under full recompute the replayed
 			// forward has paid for them and written the probabilities this op reads.
 			op.FLOPs += fop.FLOPs
-			op.MemBytes += fop.MemBytes
+			op.MemBytes += fop.MemBytes - b.rotaryBytes(s, fop) // the rotary ops are not replayed
 			op.Recompute = true
 		}
 		var outs []ValueID

@@ -40,6 +40,7 @@ const (
 	RejectZeroPP      = "zero 2-3 with pipeline parallel"
 	RejectSPTP        = "sp needs tp > 1"
 	RejectSPSeq       = "sequence not divisible by cp x tp (sp)"
+	RejectTPOverlapSP = "tpoverlap=full needs sp with tp > 1"
 	RejectNotLayered  = "recompute or sp on a model without layers"
 	RejectInterPP     = "interleaved needs pp > 1"
 	RejectInterLayers = "interleaved needs pp to divide layers"
@@ -50,7 +51,7 @@ const (
 
 // RejectReasons lists the reasons in the order they are checked.
 var RejectReasons = []string{RejectHeads, RejectFFN, RejectVocab, RejectLayers, RejectSeqCP, RejectNoLayers, RejectBatch,
-	RejectZeroDP, RejectZeroPP, RejectSPTP, RejectSPSeq, RejectNotLayered, RejectInterPP, RejectInterLayers, RejectVPPSchedule, RejectVPP, RejectInterMicro}
+	RejectZeroDP, RejectZeroPP, RejectSPTP, RejectSPSeq, RejectTPOverlapSP, RejectNotLayered, RejectInterPP, RejectInterLayers, RejectVPPSchedule, RejectVPP, RejectInterMicro}
 
 // Enumeration order of the recompute modes and schedules (Candidate.Recompute, Candidate.Schedule).
 // The search tries the first three; op (torchtitan's per-op checkpointing) only when fixed.
@@ -483,6 +484,9 @@ func (e *enumerator) mesh(ms Mesh) {
 						continue
 					case sp && (e.seq/ms.CP)%ms.TP != 0:
 						e.reject(RejectSPSeq, n)
+						continue
+					case !sp && ms.TP > 1 && e.fix.Strategy.TPOverlapForward:
+						e.reject(RejectTPOverlapSP, n)
 						continue
 					}
 					for _, s := range o.schedules {

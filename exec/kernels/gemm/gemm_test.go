@@ -348,25 +348,34 @@ func lowerParallelFrom() func() {
 }
 
 // TestSgemmStagedC checks products whose C stride is a multiple of 1 KiB floats, which run on a
-// copy of C at a padded stride (stageC), against gonum: C's old values come in with beta != 0,
-// and go back whole with beta = 0, over several KC passes, on one thread and split.
+// copy of C at a padded stride (stageC), against gonum: C goes back whole with beta = 0, and
+// with beta != 0 (staged only under stageAccumulate, which BenchmarkStageCAccumulate sets) C's
+// old values come in too, over several KC passes, on one thread and split.
 func TestSgemmStagedC(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	defer lowerParallelFrom()()
 	defer SetThreads(SetThreads(0))
-	for _, th := range []int{1, 2} {
-		SetThreads(th)
-		for _, s := range []shape{{20, 1024, 300}, {7, 2048, 170}} {
-			p := problem{m: s.m, n: s.n, k: s.k, ldc: s.n, c: make([]float32, s.m*s.n)}
-			buf := stageC(&p)
-			if buf == nil {
-				t.Fatalf("shape %v: C is not staged; the test checks nothing", s)
-			}
-			putBuf(buf)
-			for _, tA := range []bool{false, true} {
-				for _, tB := range []bool{false, true} {
-					compare(t, rng, s, tA, tB, 1, 0, 0)
-					compare(t, rng, s, tA, tB, -0.5, 2, 0)
+	defer func() { stageAccumulate = false }()
+	for _, acc := range []bool{false, true} {
+		stageAccumulate = acc
+		for _, th := range []int{1, 2} {
+			SetThreads(th)
+			for _, s := range []shape{{20, 1024, 300}, {7, 2048, 170}} {
+				for _, beta := range []float32{0, 2} {
+					p := problem{m: s.m, n: s.n, k: s.k, ldc: s.n, beta: beta, c: make([]float32, s.m*s.n)}
+					buf := stageC(&p)
+					if staged := beta == 0 || acc; (buf != nil) != staged {
+						t.Fatalf("shape %v, beta %g, stageAccumulate %v: staged %v, want %v", s, beta, acc, buf != nil, staged)
+					}
+					if buf != nil {
+						putBuf(buf)
+					}
+				}
+				for _, tA := range []bool{false, true} {
+					for _, tB := range []bool{false, true} {
+						compare(t, rng, s, tA, tB, 1, 0, 0)
+						compare(t, rng, s, tA, tB, -0.5, 2, 0)
+					}
 				}
 			}
 		}
