@@ -164,19 +164,24 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 	// Megatron-LM's column-parallel linears run the backward's tensor-parallel collectives under
 	// their products (LinearWithGradAccumulationAndAsyncCommunication, megatron/core/
 	// tensor_parallel/layers.py): Megatron-Core as NeMo 24.x runs it, and Megatron-LM from 2022
-	// (Korthikanti et al. 2022's code). torchtitan's AsyncTP overlaps more (forward and backward,
-	// micro-pipelined); tpsim prices its backward part only.
+	// (Korthikanti et al. 2022's code). Transformer Engine's userbuffers (NeMo's
+	// ub_tp_comm_overlap) and torchtitan's AsyncTP overlap more, forward and backward, in chunks:
+	// tpoverlap=full.
 	if tp > 1 {
+		notes := strings.ToLower(r.Notes)
+		label, _, _ := strings.Cut(notes, ".") // torchtitan's notes start with the row's own configuration
 		switch {
-		case fam == FamilyNeMo && nemoUserbuffers[strings.ToLower(r.Model.Name)]:
+		case fam == FamilyNeMo && nemoUserbuffers[strings.ToLower(r.Model.Name)] && strings.Contains(r.Source.Title, "24.07"):
 			keys = append(keys, "tpoverlap=full")
 			assumed = append(assumed, "tensor-parallel communication overlap (ub_tp_comm_overlap, Transformer Engine's userbuffers) on, as NeMo-Framework-Launcher's configuration of this model sets it: sequence parallel's all-gathers and reduce-scatters in chunks under the products beside them, forward and backward")
 		case fam == FamilyNeMo || Stack(r) == StackMegatron && SourceYear(r) >= 2022:
 			keys = append(keys, "tpoverlap=on")
 			assumed = append(assumed, "backward tensor-parallel collectives under the linears' products (Megatron-LM's asynchronous tensor-parallel communication; Megatron-Core's default)")
-		case fam == FamilyTorchtitan && strings.Contains(strings.ToLower(r.Notes), "asynctp"):
-			keys = append(keys, "tpoverlap=on")
-			assumed = append(assumed, "AsyncTP, as the record says: the backward's tensor-parallel collectives under the linears' products (its forward overlap is not modelled)")
+		case fam == FamilyTorchtitan && !strings.Contains(label, "asynctp") && strings.Contains(label, "2d"):
+			assumed = append(assumed, "2D without AsyncTP, as the row says (its table's other row adds it): tensor-parallel collectives not overlapped")
+		case fam == FamilyTorchtitan && strings.Contains(notes, "asynctp"):
+			keys = append(keys, "tpoverlap=full")
+			assumed = append(assumed, "AsyncTP, as the record says: sequence parallel's all-gathers and reduce-scatters in chunks under the products beside them, forward and backward")
 		}
 	}
 	if fam == FamilyMegatron || fam == FamilyBLOOM || fam == FamilyNeMo {
@@ -266,6 +271,13 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 	switch {
 	case p.Microbatch != nil:
 		keys = append(keys, fmt.Sprintf("mbs=%d", *p.Microbatch))
+	case fam == FamilyTorchtitan && pp > 1 && gbs%(dp*pp) == 0:
+		// torchtitan splits each rank's batch into pipeline_parallel_microbatches, which defaults
+		// to the number of pipeline stages, pp for a 1F1B schedule (config_manager.py: "The
+		// default value will be the number of pipeline stages, if unspecified";
+		// parallelisms/pipeline_llama.py, n_microbatches = pipeline_parallel_degree).
+		keys = append(keys, fmt.Sprintf("mbs=%d", gbs/(dp*pp)))
+		assumed = append(assumed, fmt.Sprintf("pipeline microbatches not stated: %d, torchtitan's default of one per stage (pipeline_parallel_microbatches = pp), so microbatch %d", pp, gbs/(dp*pp)))
 	case p.GradAccum != nil && *p.GradAccum > 0 && gbs%(dp**p.GradAccum) == 0:
 		keys = append(keys, fmt.Sprintf("mbs=%d", gbs/(dp**p.GradAccum)))
 		assumed = append(assumed, fmt.Sprintf("microbatch from the global batch and gradient accumulation: %d / (dp %d x %d)", gbs, dp, *p.GradAccum))
@@ -337,7 +349,8 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 	return st, assumed, ""
 }
 
-// nemoUserbuffers lists the models of NeMo 24.07's performance tables that ran with
+// nemoUserbuffers lists the models of NeMo 24.07's performance tables (records whose source title
+// names 24.07) that ran with
 // ub_tp_comm_overlap: true, as NeMo-Framework-Launcher's training configurations of that release
 // set it (launcher_scripts/conf/training/*/*.yaml at fee1762f, 2024-08-02, which its
 // examples/training/*/h100 scripts for these rows load: gpt3/20b, llama/llama2_70b,
@@ -557,14 +570,6 @@ func measuredMemoryGiB(r *Record) (float64, bool) {
 	return v * 1e9 / (1 << 30), true
 }
 
-// attention is the attention kernel a record's run used, and the assumption line that says
-// why. Notes that name a FlashAttention generation decide it. MosaicML's llm-foundry A100
-// benchmark tables ran its Triton FlashAttention whatever their records' notes say: the MPT yamls
-// set attn_impl triton (scripts/train/yamls/mpt/7b.yaml, pretrain/mpt-7b.yaml), and
-// scripts/train/benchmarking/sweep.sh, which the README says lists all the tables' runs, made the
-// A100 ones with llm-foundry v0.0.4 on torch 1.13.1 without --attn_impl, whose default in
-// submit_benchmarks.py was triton (later versions default to flash and install FlashAttention-2
-// for torch 2); v0.0.4 predates FlashAttention-2 (July 2023) in any case. NeMo 24.x runs
 // kernels is how the record's stack writes the RMSNorm and the rotary embedding
 // (strategies.Kernels), and why: eager PyTorch ops for torchtitan, whose Llama configs set
 // norm_type "rmsnorm" (train_configs/llama3_8b.toml; torchtitan/models/norms.py RMSNorm) and
@@ -594,6 +599,14 @@ func kernels(r *Record, m *model.Model) (strategies.Kernels, string) {
 // hfStack matches notes that say the model ran as Hugging Face transformers' implementation.
 var hfStack = regexp.MustCompile(`hugging ?face|\bhf transformers\b|\btransformers library\b`)
 
+// attention is the attention kernel a record's run used, and the assumption line that says
+// why. Notes that name a FlashAttention generation decide it. MosaicML's llm-foundry A100
+// benchmark tables ran its Triton FlashAttention whatever their records' notes say: the MPT yamls
+// set attn_impl triton (scripts/train/yamls/mpt/7b.yaml, pretrain/mpt-7b.yaml), and
+// scripts/train/benchmarking/sweep.sh, which the README says lists all the tables' runs, made the
+// A100 ones with llm-foundry v0.0.4 on torch 1.13.1 without --attn_impl, whose default in
+// submit_benchmarks.py was triton (later versions default to flash and install FlashAttention-2
+// for torch 2); v0.0.4 predates FlashAttention-2 (July 2023) in any case. NeMo 24.x runs
 // Transformer Engine's fused attention (cuDNN's flash kernel) and torchtitan PyTorch SDPA's
 // flash backend: both are fused attention, priced as attn=flash at the hardware's fused-attention
 // fraction. Other notes that say FlashAttention are priced as FlashAttention-2; no mention is
