@@ -191,10 +191,16 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 		keys = append(keys, "fusion=on")
 		assumed = append(assumed, "bias, dropout and residual add in one kernel (Megatron-LM's default --bias-dropout-fusion)")
 	}
-	if strings.Contains(strings.ToLower(r.Notes), "torch.compile") {
+	switch {
+	case strings.Contains(strings.ToLower(r.Notes), "torch.compile"):
 		// torchtitan's tables say which runs compiled the model (--training.compile).
 		keys = append(keys, "compile=on")
 		assumed = append(assumed, "torch.compile, as the record says: each chain of pointwise ops and norms one kernel")
+	case fam == FamilyTorchtitan && r.Source.Location == "Table 2" && strings.Contains(r.Source.Title, "llama3_h100_202412"):
+		// The report's Table 2 is "FSDP + CP + torch.compile + Float8" by its caption
+		// (benchmarks/llama3_h100_202412_torchtitan.md), which its records' notes leave out.
+		keys = append(keys, "compile=on")
+		assumed = append(assumed, "torch.compile, as the report's Table 2 caption says (FSDP + CP + torch.compile + Float8): each chain of pointwise ops and norms one kernel")
 	}
 	if k, why := kernels(r, m); k == strategies.KernelsEager {
 		keys = append(keys, "kernels="+string(k))
