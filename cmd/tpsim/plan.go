@@ -44,8 +44,9 @@ Examples:
 overlap; precision, optimizer, attn, bucket_mb, tpoverlap, tensorlists, prefetch, fusion,
 compile and kernels set what is not searched: give attn=flash when the run will use
 FlashAttention-2, attn=flash1 for FlashAttention-1 or its Triton port, tpoverlap=on and fusion=on
-for Megatron-LM, compile=on for torch.compile, kernels=eager for a PyTorch-op RMSNorm and rotary
-embedding (torchtitan's default, Hugging Face's Llama), tensorlists=on
+for Megatron-LM (tpoverlap=full with NeMo's userbuffers or torchtitan's AsyncTP), compile=on for
+torch.compile, kernels=eager for a PyTorch-op RMSNorm and rotary embedding (torchtitan's
+default, Hugging Face's Llama), tensorlists=on
 for DeepSpeed's ZeRO-3 of 2021, prefetch=N for a deeper ZeRO-3 prefetch than FSDP's one unit).
 
 The simulator re-ranks the closed form's best --sim-top candidates (50 by default) and the
