@@ -236,6 +236,13 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 		keys = append(keys, "recompute=full")
 		assumed = append(assumed, "recompute not stated: full, as Megatron-LM's GPT example scripts run it (--checkpoint-activations) and its TFLOP/s formula (Eq. 3) counts it")
 	}
+	if p.Recompute == nil && nemoSFT(r) {
+		// NeMo-Framework-Launcher's SFT configuration (launcher_scripts/conf/peft/llama/sft.yaml
+		// at 97f45c18: activations_checkpoint_granularity null), which the SFT scripts for these
+		// rows do not override.
+		keys = append(keys, "recompute=none")
+		assumed = append(assumed, "recompute not stated: none, as NeMo's SFT configuration runs it (activations_checkpoint_granularity null); tpsim's memory estimate may exceed the device where the run kept FP8 weights (fp8_params), which tpsim does not model")
+	}
 	if p.Recompute != nil {
 		rc := strings.ToLower(strings.TrimSpace(*p.Recompute))
 		switch {
