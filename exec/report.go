@@ -247,8 +247,7 @@ func (r *Report) CommKinds() []string {
 // tpoverlap=on (every collective here blocks its rank), tensorlists=on (ZeRO-3 here gathers flat
 // units), a prefetch depth other than 1 (exec gathers each op's parameters as the op runs),
 // fusion=on and compile=on (exec runs every op as its own kernel), kernels=eager (exec's norms are
-// one kernel each). A precision left out is
-// not refused: exec runs fp32.
+// one kernel each). A precision left out is not refused: exec runs fp32.
 func CheckSpec(spec string, st strategies.Strategy) error {
 	for _, part := range strings.Split(spec, ",") {
 		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")

@@ -3,7 +3,6 @@ package program
 import (
 	"fmt"
 
-	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
 )
@@ -733,7 +732,7 @@ func (b *builder) backwardTraffic(s *Stage, fop Op) units.Bytes {
 	case OpAct:
 		return units.Bytes(3 * n * a)
 	case OpNorm:
-		if fop.Norm == model.KindRMSNorm && b.st.EagerKernels() {
+		if b.eagerNorm(fop.Norm) {
 			return eagerRMSNormBackwardBytes(n, a)
 		}
 		return units.Bytes(5 * n * a)

@@ -542,12 +542,17 @@ func (b *builder) norm(fqn string, mod *model.Module, x ValueID) (ValueID, error
 	op.Out = b.ids(y, stats)
 	op.FLOPs = units.FLOPs(5 * n)
 	op.MemBytes = units.Bytes(2 * n * int64(b.p.ActBytes))
-	if mod.Kind == model.KindRMSNorm && b.st.EagerKernels() {
+	if b.eagerNorm(mod.Kind) {
 		op.MemBytes = eagerRMSNormBytes(n, int64(b.p.ActBytes))
 	}
 	b.emit(op)
 	return y, nil
 }
+
+// eagerNorm reports whether a norm of kind k runs as eager PyTorch ops (an RMSNorm under
+// strategies.Strategy.EagerKernels; LayerNorm is PyTorch's one native kernel): priced by
+// eagerRMSNormBytes forward and eagerRMSNormBackwardBytes backward.
+func (b *builder) eagerNorm(k model.Kind) bool { return k == model.KindRMSNorm && b.st.EagerKernels() }
 
 // eagerRMSNormBytes is the forward traffic of an RMSNorm over n elements of a bytes written as
 // PyTorch ops (strategies.KernelsEager; torchtitan's RMSNorm, Hugging Face's LlamaRMSNorm), one

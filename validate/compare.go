@@ -167,8 +167,8 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 	// (Korthikanti et al. 2022's code). Transformer Engine's userbuffers (NeMo's
 	// ub_tp_comm_overlap) and torchtitan's AsyncTP overlap more, forward and backward, in chunks:
 	// tpoverlap=full.
+	notes := strings.ToLower(r.Notes)
 	if tp > 1 {
-		notes := strings.ToLower(r.Notes)
 		label, _, _ := strings.Cut(notes, ".") // torchtitan's notes start with the row's own configuration
 		switch {
 		case fam == FamilyNeMo && nemoUserbuffers[strings.ToLower(r.Model.Name)] && strings.Contains(r.Source.Title, "24.07"):
@@ -192,7 +192,7 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 		assumed = append(assumed, "bias, dropout and residual add in one kernel (Megatron-LM's default --bias-dropout-fusion)")
 	}
 	switch {
-	case strings.Contains(strings.ToLower(r.Notes), "torch.compile"):
+	case strings.Contains(notes, "torch.compile"):
 		// torchtitan's tables say which runs compiled the model (--training.compile).
 		keys = append(keys, "compile=on")
 		assumed = append(assumed, "torch.compile, as the record says: each chain of pointwise ops and norms one kernel")
@@ -363,9 +363,8 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 }
 
 // nemoUserbuffers lists the models of NeMo 24.07's performance tables (records whose source title
-// names 24.07) that ran with
-// ub_tp_comm_overlap: true, as NeMo-Framework-Launcher's training configurations of that release
-// set it (launcher_scripts/conf/training/*/*.yaml at fee1762f, 2024-08-02, which its
+// names 24.07) that ran with ub_tp_comm_overlap: true, as NeMo-Framework-Launcher's training
+// configurations of that release set it (launcher_scripts/conf/training/*/*.yaml at fee1762f, 2024-08-02, which its
 // examples/training/*/h100 scripts for these rows load: gpt3/20b, llama/llama2_70b,
 // llama/llama3_70b, nemotron/nemotron_8b and nemotron_22b true; gpt3/175b and
 // nemotron/nemotron_340b false) and its SFT script for Llama 2 70B
@@ -599,11 +598,13 @@ func kernels(r *Record, m *model.Model) (strategies.Kernels, string) {
 		return strategies.KernelsFused, ""
 	}
 	switch {
-	case Family(r) == FamilyMPT && !strings.Contains(notes, "liger"):
-		return strategies.KernelsEager, "llm-foundry runs this model as Hugging Face transformers' implementation (hf_causal_lm): its RMSNorm and rotary embedding as eager PyTorch ops"
 	case Family(r) == FamilyTorchtitan:
 		return strategies.KernelsEager, "RMSNorm and rotary embedding as eager PyTorch ops (torchtitan's Llama configs set norm_type \"rmsnorm\"; its rotary embedding is a complex product in fp32), fused again where torch.compile ran"
-	case hfStack.MatchString(notes) && !strings.Contains(notes, "liger"):
+	case strings.Contains(notes, "liger"):
+		return strategies.KernelsFused, ""
+	case Family(r) == FamilyMPT:
+		return strategies.KernelsEager, "llm-foundry runs this model as Hugging Face transformers' implementation (hf_causal_lm): its RMSNorm and rotary embedding as eager PyTorch ops"
+	case hfStack.MatchString(notes):
 		return strategies.KernelsEager, "Hugging Face transformers' model: LlamaRMSNorm and apply_rotary_pos_emb as eager PyTorch ops"
 	}
 	return strategies.KernelsFused, ""
