@@ -9,12 +9,15 @@ import (
 )
 
 // BenchmarkPipelineBubble runs a 4-stage pipeline on 8 microbatches (one layer of a Llama-shaped
-// model per stage, about 5 ms of compute per microbatch and stage on this machine) and reports
+// model per stage, about 3 ms of compute per microbatch and stage on this machine with exec's
+// GEMM; 5 ms or more with gonum's) and reports
 // the bubble measured on the median step (Result.BubbleFraction: each pipeline rank's waits in its
 // receives over its step) beside (p-1)/(m+p-1) = 3/11 (Narayanan et al. 2021 §2.2, GPipe and
-// 1F1B alike). It is a benchmark, not a test: with 4 ranks on 2 cores the ranks that overlap in
-// time share the cores, which shortens the measured idle share; run it where every rank has a
-// core (GOMAXPROCS >= 4) for the figure the formula describes.
+// 1F1B alike). It is a benchmark, not a test: with 4 ranks on 2 cores the ranks share the cores,
+// and a rank whose input has arrived may wait for a core, up to Go's 10 ms time slice, inside its
+// receive, which lengthens the measured idle share the shorter the stages' compute (55-57% here
+// against the formula's 27.3% on 2026-12-02, 30% when products ran at gonum's speed); run it
+// where every rank has a core for the figure the formula describes.
 //
 //	go test -run - -bench PipelineBubble -benchtime 3x ./exec
 func BenchmarkPipelineBubble(b *testing.B) {
