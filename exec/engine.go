@@ -101,6 +101,13 @@ type Result struct {
 	// rank (of dp and tp coordinate 0) waited in its pipeline receives, over that rank's step
 	// time, averaged over the pipeline ranks; 0 without a pipeline.
 	BubbleFraction float64
+	// DeviceBubbleFraction is the bubble on the ranks' device clocks (deviceClock), over the
+	// steps after the warm-up: the time each waited for a pipeline input that its sender had not
+	// yet sent, which leaves out waits for a core when ranks outnumber the cores (the wall clock's
+	// BubbleFraction counts those); DeviceClock names what timed each op:
+	// "wall", or "thread-cpu" when the pipeline's ranks outnumber the cores.
+	DeviceBubbleFraction float64
+	DeviceClock          string
 	// Breakdown splits StepTime as measured on the slowest rank of the median step.
 	Breakdown Breakdown
 }
@@ -198,6 +205,8 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 	// Every rank is a goroutine: a product may use only the cores the ranks leave free (with a
 	// rank per core, it runs on its rank's goroutine).
 	prev := gemm.SetThreads(max(1, runtime.GOMAXPROCS(0)/n))
+	_, cpuClock := threadCPU()
+	cpuClock = cpuClock && st.Mesh.PP > 1 && (n > runtime.GOMAXPROCS(0) || alwaysCPUClock)
 	defer gemm.SetThreads(prev)
 	ranks := make([]*rank, n)
 	t0 := time.Now()
@@ -217,7 +226,7 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 		}
 	}
 	err = world.Run(ctx, func(c *comm.Comm) error {
-		r := &rank{cfg: cfg, p: p, s: p.Stages[0], c: c, lr: lr, t0: t0, batch: batch, mail: mail}
+		r := &rank{cfg: cfg, p: p, s: p.Stages[0], c: c, lr: lr, t0: t0, batch: batch, mail: mail, dev: deviceClock{cpu: cpuClock}}
 		mu.Lock()
 		ranks[c.Rank()] = r
 		mu.Unlock()
@@ -242,6 +251,10 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 	res.StepTimes = worldSteps(ranks, cfg.Steps)
 	res.StepTime = Median(res.StepTimes[cfg.Warmup:])
 	res.BubbleFraction = bubble(ranks, st, res.StepTimes, cfg.Warmup, res.StepTime)
+	res.DeviceBubbleFraction, res.DeviceClock = deviceBubble(ranks, st, cfg.Warmup), "wall"
+	if cpuClock {
+		res.DeviceClock = "thread-cpu"
+	}
 	res.Breakdown = breakdown(ranks, res.StepTimes, cfg.Warmup, res.StepTime)
 	for _, r := range ranks {
 		res.Ranks = append(res.Ranks, r.result())

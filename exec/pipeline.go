@@ -13,10 +13,16 @@ import (
 // direction), so a message can never be taken by a receive meant for another (the interleaved
 // schedule sends activations and gradients both ways between the same two ranks). A send copies
 // the payload (as a send into a peer's buffer does) and returns once the slot holds it; a receive
-// waits for its message, the run's cancellation or the timeout.
+// waits for its message, the run's cancellation or the timeout. A message carries the sender's
+// device clock at the send (deviceClock).
 type mailbox struct {
-	boxes   sync.Map // p2pKey -> chan []float32
+	boxes   sync.Map // p2pKey -> chan p2pMsg
 	timeout time.Duration
+}
+
+type p2pMsg struct {
+	data []float32
+	at   time.Duration
 }
 
 type p2pKey struct {
@@ -24,16 +30,17 @@ type p2pKey struct {
 	grad                    bool
 }
 
-func (mb *mailbox) box(k p2pKey) chan []float32 {
+func (mb *mailbox) box(k p2pKey) chan p2pMsg {
 	if v, ok := mb.boxes.Load(k); ok {
-		return v.(chan []float32)
+		return v.(chan p2pMsg)
 	}
-	v, _ := mb.boxes.LoadOrStore(k, make(chan []float32, 1))
-	return v.(chan []float32)
+	v, _ := mb.boxes.LoadOrStore(k, make(chan p2pMsg, 1))
+	return v.(chan p2pMsg)
 }
 
-func (mb *mailbox) send(ctx context.Context, k p2pKey, buf []float32) error {
-	msg := slices.Clone(buf)
+// send posts a copy of buf, stamped with the sender's device clock at.
+func (mb *mailbox) send(ctx context.Context, k p2pKey, buf []float32, at time.Duration) error {
+	msg := p2pMsg{data: slices.Clone(buf), at: at}
 	t := time.NewTimer(mb.timeout)
 	defer t.Stop()
 	select {
@@ -46,19 +53,20 @@ func (mb *mailbox) send(ctx context.Context, k p2pKey, buf []float32) error {
 	}
 }
 
-func (mb *mailbox) recv(ctx context.Context, k p2pKey, buf []float32) error {
+// recv copies its message into buf and returns the sender's device clock at the send.
+func (mb *mailbox) recv(ctx context.Context, k p2pKey, buf []float32) (time.Duration, error) {
 	t := time.NewTimer(mb.timeout)
 	defer t.Stop()
 	select {
 	case msg := <-mb.box(k):
-		if len(msg) != len(buf) {
-			return fmt.Errorf("exec: pipeline stage %d sent %d elements to stage %d where %d were expected (microbatch %d)", k.from, k.to, len(msg), len(buf), k.micro)
+		if len(msg.data) != len(buf) {
+			return 0, fmt.Errorf("exec: pipeline stage %d sent %d elements to stage %d where %d were expected (microbatch %d)", k.from, k.to, len(msg.data), len(buf), k.micro)
 		}
-		copy(buf, msg)
-		return nil
+		copy(buf, msg.data)
+		return msg.at, nil
 	case <-ctx.Done():
-		return fmt.Errorf("exec: pipeline receive on stage %d from %d (microbatch %d) canceled: %w", k.to, k.from, k.micro, context.Cause(ctx))
+		return 0, fmt.Errorf("exec: pipeline receive on stage %d from %d (microbatch %d) canceled: %w", k.to, k.from, k.micro, context.Cause(ctx))
 	case <-t.C:
-		return fmt.Errorf("exec: pipeline stage %d waited %v for microbatch %d from stage %d", k.to, mb.timeout, k.micro, k.from)
+		return 0, fmt.Errorf("exec: pipeline stage %d waited %v for microbatch %d from stage %d", k.to, mb.timeout, k.micro, k.from)
 	}
 }

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -60,6 +61,7 @@ type rank struct {
 	stats    []comm.Stats
 	ppSent   int64 // bytes sent point to point over pp, all steps
 	ppMsgs   int64
+	dev      deviceClock
 }
 
 // slot is the value storage of one stage's microbatch, with each buffer's number in the
@@ -77,6 +79,11 @@ type vkey struct {
 }
 
 func (r *rank) run() error {
+	if r.dev.cpu {
+		// The thread's CPU clock times this rank's ops only while the rank keeps its thread.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	co := r.c.Coords()
 	r.ppIdx, r.dpIdx, r.tpIdx = co[0], co[1], co[2]
 	r.groups = map[strategies.Dim]*comm.Group{}
@@ -110,10 +117,12 @@ func (r *rank) run() error {
 		}
 		r.step = step
 		start := time.Now()
+		r.dev.startStep()
 		loss, err := r.trainStep()
 		if err != nil {
 			return err
 		}
+		r.dev.endStep()
 		r.stepTimes = append(r.stepTimes, time.Since(start))
 		r.stepEnds = append(r.stepEnds, time.Since(r.t0))
 		r.losses = append(r.losses, loss)
@@ -329,9 +338,13 @@ func last(v *program.Value) int { return v.Shape[len(v.Shape)-1] }
 // exec runs one op and records it; it returns the loss contribution of loss ops.
 func (r *rank) exec(op *program.Op) (float64, error) {
 	start := time.Since(r.t0)
+	c0 := r.dev.read(r.t0)
 	loss, err := r.do(op)
 	if err != nil {
 		return 0, err
+	}
+	if !waitsForStage(op) {
+		r.dev.now += r.dev.read(r.t0) - c0
 	}
 	r.events = append(r.events, OpEvent{Step: r.step, Phase: op.Phase.String(), Kind: string(op.Kind), Module: op.Module,
 		Comm:  op.Kind.IsComm(),
@@ -452,7 +465,7 @@ func (r *rank) p2p(op *program.Op) error {
 	if op.Kind == program.OpSend {
 		k.from, k.to = r.s.Index, op.Peer
 		buf := r.value(op.In[0])
-		if err := r.mail.send(r.c.Context(), k, buf); err != nil {
+		if err := r.mail.send(r.c.Context(), k, buf, r.dev.now); err != nil {
 			return err
 		}
 		r.ppSent += 4 * int64(len(buf))
@@ -460,7 +473,9 @@ func (r *rank) p2p(op *program.Op) error {
 		return nil
 	}
 	k.from, k.to = op.Peer, r.s.Index
-	return r.mail.recv(r.c.Context(), k, r.value(op.Out[0]))
+	at, err := r.mail.recv(r.c.Context(), k, r.value(op.Out[0]))
+	r.dev.arrive(at, true)
+	return err
 }
 
 // tiedAllReduce sums the gradient of the embedding that the first and the last pipeline stage
@@ -473,16 +488,18 @@ func (r *rank) tiedAllReduce(op *program.Op) error {
 	for _, name := range op.Params {
 		g := r.g(name)
 		k := p2pKey{dp: r.dpIdx, tp: r.tpIdx, micro: -1, from: r.s.Index, to: op.Peer, grad: true}
-		if err := r.mail.send(r.c.Context(), k, g); err != nil {
+		if err := r.mail.send(r.c.Context(), k, g, r.dev.now); err != nil {
 			return err
 		}
 		r.ppSent += 4 * int64(len(g))
 		r.ppMsgs++
 		other := r.scratch(len(g))
 		k.from, k.to = op.Peer, r.s.Index
-		if err := r.mail.recv(r.c.Context(), k, other); err != nil {
+		at, err := r.mail.recv(r.c.Context(), k, other)
+		if err != nil {
 			return err
 		}
+		r.dev.arrive(at, false)
 		first, second := g, other
 		if r.s.Index > op.Peer {
 			first, second = other, g

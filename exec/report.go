@@ -45,8 +45,11 @@ type Report struct {
 	// OK is false when Failures lists why the run failed.
 	OK       bool     `json:"ok"`
 	Failures []string `json:"failures"`
-	// BubbleFraction is the measured pipeline bubble of the median step (Result).
-	BubbleFraction float64 `json:"bubble_fraction"`
+	// BubbleFraction is the measured pipeline bubble of the median step on the wall clock,
+	// DeviceBubbleFraction on the ranks' device clocks, timed as DeviceClock says (Result).
+	BubbleFraction       float64 `json:"bubble_fraction"`
+	DeviceBubbleFraction float64 `json:"device_bubble_fraction"`
+	DeviceClock          string  `json:"device_clock"`
 	// TrackedBytes and GoHeapLiveBytes are the allocators' bytes and the Go heap's live bytes at
 	// the end of the run (Result); MemoryErrors where the ranks held other memory than the
 	// Program declares.
@@ -116,6 +119,7 @@ func NewReport(cfg Config, res, ref *Result) *Report {
 		Steps: cfg.Steps, Seed: cfg.Seed, Optimizer: st.Optimizer, MemoryBytes: map[string]int64{}, CommBytes: map[string]int64{},
 		Loss: jsonFloats(res.Losses), SingleDevice: jsonFloats(ref.Losses), Ranks: res.Ranks,
 		GoHeapBytes: res.GoHeapBytes, GoTotalAlloc: res.GoTotalAllocBytes, BubbleFraction: res.BubbleFraction,
+		DeviceBubbleFraction: res.DeviceBubbleFraction, DeviceClock: res.DeviceClock,
 		TrackedBytes: res.TrackedBytes, UntrackedPerStep: res.UntrackedAllocBytesPerStep, GoHeapLiveBytes: res.GoHeapLiveBytes, MemoryErrors: res.MemoryErrors,
 		MeasuredNotes: measuredNotes}
 	d := MaxRelDiff(res, ref)

@@ -334,8 +334,8 @@ func writeExec(w io.Writer, rep *exec.Report, res *exec.Result) error {
 		units.Seconds(rep.Time.Compute), units.Seconds(rep.Time.CommExposed), units.Seconds(rep.Time.Bubble), units.Seconds(rep.Time.Optimizer))
 	if pp := st.Mesh.PP; pp > 1 {
 		m := res.Program.Microbatches
-		ew.Printf("  pipeline bubble %.1f%% of the step (each pp rank's waits in its receives, averaged; %s, %d stages, %d microbatches: (p-1)/(m+p-1) = %.1f%% without interleaving)\n",
-			100*rep.BubbleFraction, st.Schedule, pp, m, 100*float64(pp-1)/float64(m+pp-1))
+		ew.Printf("  pipeline bubble %.1f%% of the step on the wall clock, %.1f%% on the ranks' device clocks (%s; each pp rank's waits for its inputs, averaged; %s, %d stages, %d microbatches: (p-1)/(m+p-1) = %.1f%% without interleaving)\n",
+			100*rep.BubbleFraction, 100*rep.DeviceBubbleFraction, rep.DeviceClock, st.Schedule, pp, m, 100*float64(pp-1)/float64(m+pp-1))
 	}
 	ew.Printf("  %.4g samples or tokens per second\n", rep.TokensPerS)
 	return ew.Err
