@@ -16,12 +16,14 @@ import (
 // BenchmarkPipelineBubble's 4 stages on 2 cores, against (p-1)/(m+p-1) = 27.3%; the device
 // clock reads 29-32% there).
 //
-// An op's own duration is its wall time when every rank has a core. When a pipeline's ranks
-// outnumber the cores (Result.DeviceClock), it is the CPU time of the rank's thread
+// An op's own duration is its wall time, except in a pipeline alone (pp ranks only) with more
+// ranks than cores (Result.DeviceClock): there it is the CPU time of the rank's thread
 // (CLOCK_THREAD_CPUTIME_ID; each rank then keeps its OS thread and runs its products on it,
-// gemm.SetThreads(1)), which excludes the time the rank waited for a core. The data-parallel
-// and tensor-parallel collectives count what the rank spent in them, waits for peers included
-// (on the CPU clock, the polling before a receive blocks), as the wall-clock breakdown does.
+// gemm.SetThreads(1)), which excludes the time the rank waited for a core. Meshes with dp or tp
+// stay on the wall clock: a thread's CPU clock would count a collective's polling for its peers
+// as work, and handing messages between locked threads slows small collectives (gpt-tiny
+// pp=2,dp=2 on 2 cores: 5.7-6.5 ms a step against 3.2-5.1 ms), so their collectives count what
+// the rank spent in them, waits for peers included, as the wall-clock breakdown does.
 type deviceClock struct {
 	cpu bool // ops are timed on the thread's CPU clock, not the wall clock
 	now time.Duration

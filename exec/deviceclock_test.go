@@ -35,9 +35,9 @@ func TestDeviceClockByHand(t *testing.T) {
 	}
 }
 
-// With more pipeline ranks than cores, the ranks' ops are timed on their threads' CPU clocks
-// (Linux) and the device clock's bubble is an idle share of each rank's device time; with a rank
-// per core the wall clock times them.
+// A pipeline alone with more ranks than cores has its ops timed on the threads' CPU clocks
+// (Linux); with a rank per core, or dp or tp beside pp, the wall clock times them. Either way
+// the device clock's bubble is an idle share of each pipeline rank's device time.
 func TestDeviceClockChoice(t *testing.T) {
 	m, err := model.Preset("gpt-tiny")
 	if err != nil {
@@ -47,7 +47,7 @@ func TestDeviceClockChoice(t *testing.T) {
 		strategy string
 		procs    int
 		want     string
-	}{{"pp=2,mbs=1", 2, "wall"}, {"pp=2,mbs=1", 1, "thread-cpu"}, {"dp=2", 1, "wall"}} {
+	}{{"pp=2,mbs=1", 2, "wall"}, {"pp=2,mbs=1", 1, "thread-cpu"}, {"pp=2,dp=2,mbs=1", 1, "wall"}, {"dp=2", 1, "wall"}} {
 		st, err := strategies.Parse(c.strategy)
 		if err != nil {
 			t.Fatal(err)

@@ -105,7 +105,7 @@ type Result struct {
 	// steps after the warm-up: the time each waited for a pipeline input that its sender had not
 	// yet sent, which leaves out waits for a core when ranks outnumber the cores (the wall clock's
 	// BubbleFraction counts those); DeviceClock names what timed each op:
-	// "wall", or "thread-cpu" when the pipeline's ranks outnumber the cores.
+	// "wall", or "thread-cpu" when a pipeline (pp only) has more ranks than cores.
 	DeviceBubbleFraction float64
 	DeviceClock          string
 	// Breakdown splits StepTime as measured on the slowest rank of the median step.
@@ -206,7 +206,7 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 	// rank per core, it runs on its rank's goroutine).
 	prev := gemm.SetThreads(max(1, runtime.GOMAXPROCS(0)/n))
 	_, cpuClock := threadCPU()
-	cpuClock = cpuClock && st.Mesh.PP > 1 && (n > runtime.GOMAXPROCS(0) || alwaysCPUClock)
+	cpuClock = cpuClock && st.Mesh.PP == n && (n > runtime.GOMAXPROCS(0) || alwaysCPUClock)
 	defer gemm.SetThreads(prev)
 	ranks := make([]*rank, n)
 	t0 := time.Now()
