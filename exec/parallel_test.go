@@ -67,10 +67,8 @@ func tinyModels(t *testing.T) (*model.Model, *model.Model) {
 }
 
 // checkAgainstSingle runs each strategy under SGD and Adam and compares with single-device
-// training; it also checks that every rank sent on pp exactly the bytes its stages' Program ops
-// say, that dp and tp bytes match the Program on average over the ranks of a stage (ring chunks
-// that do not divide evenly make some ranks send a few bytes more), and that the memory every
-// rank held agrees with what the Program declares. A tolerance of 0 skips that optimizer. It
+// training; it also checks that every rank sent on each mesh dimension exactly the bytes its
+// stages' Program ops say (checkBytes), and that the memory every rank held agrees with what the Program declares. A tolerance of 0 skips that optimizer. It
 // returns the runs by strategy and optimizer.
 func checkAgainstSingle(t *testing.T, m *model.Model, tolSGD, tolAdam float64, strategies ...string) map[string]*Result {
 	t.Helper()
