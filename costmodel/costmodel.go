@@ -387,11 +387,34 @@ func (c *Coster) Comm(op *program.Op) units.Seconds {
 // computes the weight gradient while it runs; under sequence parallel it launches the all-gather
 // of its saved input shard before the input gradient's product and waits for it before the weight
 // gradient's. A linear's backward with an input gradient is two products of its FLOPs' halves,
-// each half its time (Compute prices them at one product's efficiency). 0 for every other op;
-// what the overlap costs the products (the collective's kernels share the device) is not
-// modelled. With Strategy.TPOverlapForward, sequence parallel's collectives are also split
-// into chunks under the products beside them (chunkedHidden).
+// each half its time (Compute prices them at one product's efficiency). 0 for every other op.
+// With Strategy.TPOverlapForward, sequence parallel's collectives are also split into chunks
+// under the products beside them (chunkedHidden). What runs under the products slows them
+// (OverlapSlowdown): a span h of communication under a product lengthens it by h·σ/(1+σ), so
+// only h/(1+σ) of it is hidden.
 func (c *Coster) Hidden(ops []program.Op, i int, comm units.Seconds) units.Seconds {
+	return c.hidden(ops, i, comm) / units.Seconds(1+c.HW.Efficiency.OverlapSlowdown)
+}
+
+// OverlapSlowdown is σ of the hardware (hardware.Efficiency.OverlapSlowdown): while one of a
+// rank's collectives runs beside its main sequence, the main sequence advances at 1/(1+σ).
+func (c *Coster) OverlapSlowdown() float64 { return c.HW.Efficiency.OverlapSlowdown }
+
+// slowedBy is how long work d of the main sequence takes from a moment when the rank's link has
+// busy more seconds of communication left (0 when idle): at 1/(1+sigma) of its speed while the
+// link runs, at full speed after.
+func slowedBy(d, busy units.Seconds, sigma float64) units.Seconds {
+	if sigma == 0 || busy <= 0 {
+		return d
+	}
+	if slow := d * units.Seconds(1+sigma); slow <= busy {
+		return slow
+	}
+	return d + busy*units.Seconds(sigma/(1+sigma))
+}
+
+// hidden is Hidden before the slowdown.
+func (c *Coster) hidden(ops []program.Op, i int, comm units.Seconds) units.Seconds {
 	op := &ops[i]
 	if op.Dim == strategies.DimCP {
 		return c.ringHidden(ops, i, comm)
@@ -548,7 +571,7 @@ func (c *Coster) compose(t *Totals) ([]Memory, error) {
 	for i, s := range p.Stages {
 		pieces[i] = c.Piece(s)
 	}
-	return compose(p.Strategy, p.Microbatches, p.ParamBytes, p.GradBytes, p.OptBytes, pieces, t, composeOpts{ranks: true})
+	return compose(p.Strategy, p.Microbatches, p.ParamBytes, p.GradBytes, p.OptBytes, pieces, t, composeOpts{ranks: true, sigma: c.OverlapSlowdown()})
 }
 
 // Predict prices program p on hw.

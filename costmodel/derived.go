@@ -215,6 +215,7 @@ func (d *Derived) whole(st strategies.Strategy) bool {
 
 func (d *Derived) totals(st strategies.Strategy, o composeOpts) (Totals, strategies.Strategy, units.FLOPsPerSecond, error) {
 	var t Totals
+	o.sigma = d.hw.Efficiency.OverlapSlowdown
 	st = st.Resolve(d.m)
 	if err := st.Validate(d.m); err != nil {
 		return t, st, 0, err
@@ -383,7 +384,7 @@ func (d *Derived) lower(st strategies.Strategy, nk int) (*kindPieces, error) {
 			if layers == 2 && nk == 1 && st.ZeRO == 3 {
 				var links [2][]linkItem
 				pieces[i] = c.fbPieceLinks(s, &links)
-				if kp.link, err = newLinkTemplate(links); err != nil {
+				if kp.link, err = newLinkTemplate(links, c.OverlapSlowdown()); err != nil {
 					return nil, nil, err
 				}
 				continue

@@ -136,6 +136,29 @@ func TestZeRO3LinkComposedHandDerived(t *testing.T) {
 	}
 }
 
+// DDP's buckets beside the last backward, with the overlap slowdown σ = 0.25, by hand: a
+// backward of 20 and buckets of 12 (the last 2): the 10 before the last run beside the backward,
+// which they lengthen by 10 x 0.2 = 2 (slowedBy), to 22; the last bucket then takes 2: 4 exposed
+// (2 without the slowdown), step 10 + 20 + 4 = 34. Buckets of 40 outlast the backward, slowed
+// whole to 25: the step is the buckets' 40 after the forward, 20 exposed either way.
+func TestDDPOverlapSlowdownHandDerived(t *testing.T) {
+	for _, c := range []struct {
+		dp, sigma     units.Seconds
+		exposed, step units.Seconds
+	}{{12, 0.25, 4, 34}, {12, 0, 2, 32}, {40, 0.25, 20, 50}, {40, 0, 20, 50}} {
+		st := strategies.Default(strategies.Mesh{PP: 1, DP: 2, CP: 1, TP: 1})
+		st.Overlap, st.GBS, st.MBS, st.Seq = true, 2, 1, 1
+		p := Piece{FCompute: 10, BCompute: 20, DPComm: c.dp, LastBucket: 2}
+		var tot Totals
+		if _, err := compose(st, 1, 2, 2, 12, []Piece{p}, &tot, composeOpts{sigma: float64(c.sigma)}); err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(float64(tot.Time.CommExposed-c.exposed)) > 1e-12 || math.Abs(float64(tot.Time.Step-c.step)) > 1e-12 {
+			t.Errorf("buckets %v, slowdown %v: exposed %v step %v, want %v and %v", c.dp, c.sigma, tot.Time.CommExposed, tot.Time.Step, c.exposed, c.step)
+		}
+	}
+}
+
 // The link's walk, by hand, on three units A, B, C of one gather and one main op each (gather 1,
 // compute 5; 1, 5; 6, 1), with a reduce-scatter of 4 after A's op or without. Prefetch 1: A's
 // gather runs [0, 1], A [1, 6]; B's gather is released as A starts, [1, 2]; B starts at 6 and
@@ -163,8 +186,24 @@ func TestLinkWalkHandDerived(t *testing.T) {
 	}{{false, 1, 2}, {false, 2, 1}, {true, 1, 6}, {true, 2, 1}} {
 		it := items(c.reduce)
 		g := gatherUnits(it)
-		if got := linkWalk(it, &g, c.depth); got != c.want {
+		if got := linkWalk(it, &g, c.depth, 0); got != c.want {
 			t.Errorf("reduce-scatter %v, prefetch %d: %v exposed, by hand %v", c.reduce, c.depth, got, c.want)
+		}
+	}
+	// With the overlap slowdown σ = 0.25 the main ops run at 0.8 of their speed while the link is
+	// busy, each lengthened by 0.2 s per second of link beside it (slowedBy). Prefetch 1: A [1,
+	// 6.2] beside B's gather [1, 2]; B from 6.2 beside C's gather [6.2, 12.2], 5 + 6 x 0.2 = 6.2
+	// long, to 12.4; C [12.4, 13.4]: 2.4 exposed. Prefetch 2: A from 1 beside the link busy until
+	// 8 (B's and C's gathers), 5 x 1.25 = 6.25 long, to 7.25; B beside 0.75 s of it, 5.15 long, to
+	// 12.4; C [12.4, 13.4]: 2.4.
+	for _, c := range []struct {
+		depth int
+		want  units.Seconds
+	}{{1, 2.4}, {2, 2.4}} {
+		it := items(false)
+		g := gatherUnits(it)
+		if got := linkWalk(it, &g, c.depth, 0.25); math.Abs(float64(got-c.want)) > 1e-12 {
+			t.Errorf("overlap slowdown 0.25, prefetch %d: %v exposed, by hand %v", c.depth, got, c.want)
 		}
 	}
 	it := items(false)

@@ -32,10 +32,12 @@ const megatron2022 = "tpoverlap=on,fusion=on"
 // (fusion=on: Megatron-LM's bias-dropout-add fusion), with the a100-80g preset's GEMMs at the
 // achieved fraction tpsim fit found for Megatron-LM on the training split (0.756 of the matmul
 // sweep's ceiling). Selective recompute reruns the attention core's products and its passes over
-// the scores in the backward (their FLOPs and their memory traffic). Measured: +4.4% without
-// recompute, +2.9% with sequence parallelism, +4.3% full, +2.6% selective, +1.2% sequence
-// parallel with selective (+6.1%, +1.2%, +6.7%, +4.2%, -0.4% before the fusion and the backward
-// kernels' own traffic, program.backwardTraffic, with the fraction then fitted, 0.780).
+// the scores in the backward (their FLOPs and their memory traffic). The collectives that run
+// under the products slow them by 1/(1+σ) (the preset's overlap_compute_slowdown, 0.189 from
+// arXiv:2507.03114). Measured: +5.7% without recompute, +4.3% with sequence parallelism, +5.2%
+// full, +3.8% selective, +2.5% sequence parallel with selective (+4.4%, +2.9%, +4.3%, +2.6%,
+// +1.2% before that slowdown; +6.1%, +1.2%, +6.7%, +4.2%, -0.4% before the fusion and the
+// backward kernels' own traffic, program.backwardTraffic, with the fraction then fitted, 0.780).
 // Each tolerance sits just above its error.
 func TestKorthikantiLayerTimes(t *testing.T) {
 	m := mustPreset(t, "megatron-22b")
@@ -46,11 +48,11 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 		fwd, bwd float64
 		tol      float64
 	}{
-		{"", 7.7, 11.9, 0.045},                   // baseline, no recompute
-		{"sp=on", 7.2, 11.8, 0.03},               // sequence parallelism
-		{"recompute=full", 7.7, 19.5, 0.045},     // full recompute
-		{"recompute=selective", 7.7, 13.2, 0.03}, // selective recompute
-		{"sp=on,recompute=selective", 7.2, 13.1, 0.015},
+		{"", 7.7, 11.9, 0.06},                    // baseline, no recompute
+		{"sp=on", 7.2, 11.8, 0.045},              // sequence parallelism
+		{"recompute=full", 7.7, 19.5, 0.055},     // full recompute
+		{"recompute=selective", 7.7, 13.2, 0.04}, // selective recompute
+		{"sp=on,recompute=selective", 7.2, 13.1, 0.03},
 	} {
 		s := "tp=8,mbs=4,gbs=4," + megatron2022
 		if c.strategy != "" {
@@ -101,10 +103,11 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 // its products as the Megatron-LM of 2022 runs them (tpoverlap=on), its bias-dropout-add fusion
 // (fusion=on). Pipeline sends with tensor parallelism and without sequence parallelism carry 1/t
 // of the activation and all-gather it over NVLink (Megatron-LM's scatter/gather,
-// PipelineSendTime).
-// Measured: full recompute +0.2%, +4.4%, +10.6%, +13.7%; sequence parallel with selective
-// recompute -4.8%, +1.2%, +6.7%, +12.7%; mean 6.8%, max 13.7% (go test ./costmodel -run
-// KorthikantiIteration -v).
+// PipelineSendTime). The backward's collectives under the products slow them (the preset's
+// overlap_compute_slowdown, TestTPOverlapHidesUnderTheProducts).
+// Measured: full recompute +1.0%, +5.0%, +11.1%, +14.1%; sequence parallel with selective
+// recompute -3.7%, +2.0%, +7.3%, +13.2%; mean 7.2%, max 14.1% (go test ./costmodel -run
+// KorthikantiIteration -v); 6.8% and 13.7% before the overlap slowdown.
 // Issue 12's targets, mean at most 5% and max at most 10%, are not met, and the training split
 // says why: the Megatron-LM README of January 2021 ran the same 1T model on the same mesh and
 // schedule (tp 8, pp 64, 1F1B, 512 microbatches of 1 per pipeline; dp 6 where Korthikanti et al.
@@ -123,10 +126,10 @@ func TestKorthikantiIterationTimes(t *testing.T) {
 		full, selectiveSP float64
 		tolFull, tolSP    float64
 	}{
-		{"megatron-22b", "tp=8,mbs=4,gbs=4", 1.42, 1.10, 0.01, 0.05},
-		{"gpt3-175b", "tp=8,pp=8,schedule=interleaved,vpp=3,mbs=1,gbs=64", 18.13, 13.75, 0.045, 0.015},
-		{"megatron-530b", "tp=8,pp=35,schedule=interleaved,vpp=3,mbs=1,gbs=280", 49.05, 37.83, 0.11, 0.07},
-		{"megatron-1t", "tp=8,pp=64,mbs=1,gbs=512", 94.42, 71.49, 0.14, 0.13},
+		{"megatron-22b", "tp=8,mbs=4,gbs=4", 1.42, 1.10, 0.015, 0.04},
+		{"gpt3-175b", "tp=8,pp=8,schedule=interleaved,vpp=3,mbs=1,gbs=64", 18.13, 13.75, 0.055, 0.025},
+		{"megatron-530b", "tp=8,pp=35,schedule=interleaved,vpp=3,mbs=1,gbs=280", 49.05, 37.83, 0.115, 0.08},
+		{"megatron-1t", "tp=8,pp=64,mbs=1,gbs=512", 94.42, 71.49, 0.145, 0.135},
 	} {
 		m := mustPreset(t, c.model)
 		for _, k := range []struct {
@@ -152,8 +155,8 @@ func TestKorthikantiIterationTimes(t *testing.T) {
 		}
 	}
 	t.Logf("Table 5: mean error %.1f%%, max %.1f%%", 100*sum/float64(n), 100*worst)
-	if sum/float64(n) > 0.07 || worst > 0.14 {
-		t.Errorf("Table 5: mean error %.1f%%, max %.1f%%; measured 6.8%% and 13.7%% (issue 12's targets are 5%% and 10%%)", 100*sum/float64(n), 100*worst)
+	if sum/float64(n) > 0.075 || worst > 0.145 {
+		t.Errorf("Table 5: mean error %.1f%%, max %.1f%%; measured 7.2%% and 14.1%% (issue 12's targets are 5%% and 10%%)", 100*sum/float64(n), 100*worst)
 	}
 }
 
@@ -161,12 +164,17 @@ func TestKorthikantiIterationTimes(t *testing.T) {
 // column-parallel linear's products leave the critical path by min(collective, product): the
 // input gradient's all-reduce (reduce-scatter under sp) under the weight-gradient half of the
 // linear just before it, sp's re-gather of the input under the input-gradient half of the linear
-// just after it, nothing else. Checked op by op against that rule written out here, and on the
-// step: Predict's step falls by exactly the hidden time of every microbatch (no pipeline, so the
-// step is the ops one after the other).
+// just after it, nothing else; what hides slows the product by 1/(1+σ) (the preset's
+// overlap_compute_slowdown, arXiv:2507.03114), so a span h under it hides h/(1+σ). Checked op by
+// op against that rule written out here, and on the step: Predict's step falls by exactly the
+// hidden time of every microbatch (no pipeline, so the step is the ops one after the other).
 func TestTPOverlapHidesUnderTheProducts(t *testing.T) {
 	m := mustPreset(t, "megatron-22b")
 	hw := loadHW(t, "a100-80g")
+	slow := units.Seconds(1 + hw.Efficiency.OverlapSlowdown)
+	if slow == 1 {
+		t.Fatal("the a100-80g preset has no overlap slowdown; the test checks it")
+	}
 	for _, knobs := range []string{"tp=8,mbs=1,gbs=4", "tp=8,mbs=1,gbs=4,sp=on", "tp=8,mbs=2,gbs=4,sp=on,recompute=selective"} {
 		off, err := program.Lower(m, mustParse(t, knobs))
 		if err != nil {
@@ -196,10 +204,10 @@ func TestTPOverlapHidesUnderTheProducts(t *testing.T) {
 						switch {
 						case (op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter) && i > 0 &&
 							ph[i-1].Kind == program.OpLinear && ph[i-1].GradInput && ph[i-1].Out[0] == op.In[0]:
-							want = min(d, c.Compute(&ph[i-1])/2)
+							want = min(d, c.Compute(&ph[i-1])/2) / slow
 						case op.Kind == program.OpAllGather && i+1 < len(ph) && ph[i+1].Kind == program.OpLinear &&
 							ph[i+1].GradInput && slices.Contains(ph[i+1].Saved, op.Out[0]):
-							want = min(d, c.Compute(&ph[i+1])/2)
+							want = min(d, c.Compute(&ph[i+1])/2) / slow
 						}
 					}
 					if h != want {
@@ -246,10 +254,12 @@ func TestTPOverlapHidesUnderTheProducts(t *testing.T) {
 // backward collectives keep tpoverlap=on's rules. The step falls by exactly the microbatches
 // times what full hides beyond on. Under ZeRO-3 the parameters' gathers sit between a collective
 // and its product, on their own link: the same collectives hide (the step, bound there by the
-// gathers' link, is not checked).
+// gathers' link, is not checked). The rules are checked without the overlap slowdown, which
+// divides every hidden time alike (TestTPOverlapHidesUnderTheProducts).
 func TestTPOverlapFullHidesSequenceParallel(t *testing.T) {
 	m := mustPreset(t, "megatron-22b")
 	hw := loadHW(t, "a100-80g")
+	hw.Efficiency.OverlapSlowdown = 0
 	for _, knobs := range []string{"tp=8,mbs=1,gbs=4,sp=on", "dp=2,tp=8,mbs=1,gbs=4,sp=on,zero=3"} {
 		testTPOverlapFull(t, m, hw, knobs)
 	}

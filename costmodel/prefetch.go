@@ -129,9 +129,13 @@ func prefetchAhead(st strategies.Strategy) int {
 // gathers of the k-th unit to gather (gatherUnits) when unit k-depth starts (its first main op
 // after its first gather starts), those of the first depth units with the phase. The phase ends
 // when both the main sequence and the link are done: what the link adds is exposed, a
-// backward's last reduce-scatters included (nothing carries into the next microbatch).
-func linkWalk(items []linkItem, g *unitGathers, depth int) units.Seconds {
-	e, _, _ := linkWalkBlocks(items, g, depth, linkBlocks{})
+// backward's last reduce-scatters included (nothing carries into the next microbatch). While the
+// link runs, the main sequence advances at 1/(1+sigma) of its speed (Coster.OverlapSlowdown):
+// every item on the link was released at or before the main op now starting, so the link is
+// busy without a gap from that op's start until it is free (slowedBy); the lengthening counts
+// as exposed.
+func linkWalk(items []linkItem, g *unitGathers, depth int, sigma float64) units.Seconds {
+	e, _, _ := linkWalkBlocks(items, g, depth, linkBlocks{}, sigma)
 	return e
 }
 
@@ -144,7 +148,7 @@ type linkBlocks struct{ start, size, count int }
 // block boundaries, with the gathers it has released all in blocks), what each block adds to
 // the exposed time: from there every block repeats, so a stage of more blocks is exposed that
 // much more per block (Derived walks a few layers and extrapolates).
-func linkWalkBlocks(items []linkItem, g *unitGathers, depth int, b linkBlocks) (exposed, perBlock units.Seconds, steady bool) {
+func linkWalkBlocks(items []linkItem, g *unitGathers, depth int, b linkBlocks, sigma float64) (exposed, perBlock units.Seconds, steady bool) {
 	ends := make([]units.Seconds, len(items)) // the gathers' ends, set when they are released
 	for i := range ends {
 		ends[i] = -1
@@ -198,7 +202,7 @@ func linkWalkBlocks(items []linkItem, g *unitGathers, depth int, b linkBlocks) (
 					release(k+depth, s)
 				}
 			}
-			t = s + it.d
+			t = s + slowedBy(it.d, link-s, sigma)
 			main += it.d
 		}
 	}
@@ -229,6 +233,7 @@ func sameState(a, b []units.Seconds, t units.Seconds) bool {
 // in the forward, as in a stage of any length (TestDerivedEqualsPredictOnWholeSpaces).
 type linkTemplate struct {
 	phases [2][]linkItem
+	sigma  float64 // Coster.OverlapSlowdown
 	// In each phase the second layer's items are [mid, hi), after the first's; units is the
 	// number of unit ids used.
 	mid, hi [2]int
@@ -249,8 +254,8 @@ type linkResult struct {
 
 // newLinkTemplate makes the template of a stage of two layers from its phases' items
 // (Coster.fbPieceLinks).
-func newLinkTemplate(phases [2][]linkItem) (*linkTemplate, error) {
-	lt := &linkTemplate{memo: map[linkKey]linkResult{}}
+func newLinkTemplate(phases [2][]linkItem, sigma float64) (*linkTemplate, error) {
+	lt := &linkTemplate{memo: map[linkKey]linkResult{}, sigma: sigma}
 	for ph, items := range phases {
 		// The layers' items: two runs, one unit each, with nothing else between or among them.
 		runs := []int{}
@@ -345,7 +350,7 @@ func (lt *linkTemplate) walkLayers(ph, n, depth int) phaseWalk {
 	items = append(items, tmpl[hi:]...)
 	g := gatherUnits(items)
 	var w phaseWalk
-	w.exposed, w.perLayer, w.steady = linkWalkBlocks(items, &g, depth, linkBlocks{start: mid, size: hi - mid, count: n - 1})
+	w.exposed, w.perLayer, w.steady = linkWalkBlocks(items, &g, depth, linkBlocks{start: mid, size: hi - mid, count: n - 1}, lt.sigma)
 	w.heldOverlap, w.heldNone = g.held(depth), g.held(0)
 	return w
 }

@@ -99,7 +99,7 @@ func (c *Coster) fbPieceLinks(s *program.Stage, links *[2][]linkItem) Piece {
 			// ZeRO-3: the link's walk, and the gathered parameters held.
 			g := gatherUnits(items.items)
 			if st.Overlap {
-				*link = linkWalk(items.items, &g, st.Prefetch)
+				*link = linkWalk(items.items, &g, st.Prefetch, c.OverlapSlowdown())
 			}
 			t.Gathers = max(t.Gathers, g.held(prefetchAhead(st)))
 			if links != nil {
@@ -147,6 +147,7 @@ type composeOpts struct {
 	limit units.Bytes
 	bound bool
 	ranks bool
+	sigma float64 // Coster.OverlapSlowdown
 }
 
 // composeScratch holds compose's buffers, reused across calls.
@@ -304,11 +305,12 @@ func compose(st strategies.Strategy, microbatches int, pb, gb, ob int, pieces []
 		}
 	}
 	// The optimizer phase after a rank's last backward: DDP reduces buckets during the last
-	// microbatch's backward, and the last bucket is never hidden.
+	// microbatch's backward, and the last bucket is never hidden. The buckets before it slow
+	// that backward while they run (slowedBy); what they add to it is exposed.
 	tail := func(rt *pipeRank) (dpExposed, all units.Seconds) {
 		dpExposed = rt.dp
 		if st.Overlap && rt.dp > 0 {
-			dpExposed = max(rt.last, rt.dp-rt.bwd)
+			dpExposed = max(rt.dp, slowedBy(rt.bwd, rt.dp-rt.last, o.sigma)+rt.last) - rt.bwd
 		}
 		return dpExposed, dpExposed + rt.optComm + rt.opt
 	}

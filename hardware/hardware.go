@@ -74,6 +74,12 @@ type Efficiency struct {
 	// Flash1Max is the same for the first generation, FlashAttention (Dao et al. 2022) or its
 	// Triton port (attn=flash1); 0 when not known for the device (attn=flash1 is then refused).
 	Flash1Max float64 `json:"flash1_attention_fraction,omitempty"`
+	// OverlapSlowdown is how much longer the work on a device's main sequence (its compute and
+	// the collectives it blocks on) takes while one of its own collectives runs beside it: that
+	// work advances at 1/(1+OverlapSlowdown) of its speed alone, as the communication kernels
+	// take streaming multiprocessors and memory bandwidth from it. 0: communication that runs
+	// beside compute costs the compute nothing.
+	OverlapSlowdown float64 `json:"overlap_compute_slowdown,omitempty"`
 	// OpOverhead is a fixed time every op pays besides its roofline time (kernel launch on a GPU,
 	// dispatch and allocation on the host); 0 when not modelled.
 	OpOverhead units.Seconds `json:"op_overhead_s,omitempty"`
@@ -315,6 +321,9 @@ func (h *Hardware) problems() []string {
 	}
 	if e.ListCopyMicros < 0 || math.IsInf(e.ListCopyMicros, 0) || math.IsNaN(e.ListCopyMicros) {
 		add("efficiency.list_copy_us = %g must be zero or positive: microseconds per rank and tensor of a list collective, e.g. 10", e.ListCopyMicros)
+	}
+	if e.OverlapSlowdown < 0 || math.IsInf(e.OverlapSlowdown, 0) || math.IsNaN(e.OverlapSlowdown) {
+		add("efficiency.overlap_compute_slowdown = %g must be zero or positive: how much longer compute takes while communication runs beside it, e.g. 0.189 for 18.9%%", e.OverlapSlowdown)
 	}
 	if e.OpOverhead < 0 || math.IsInf(float64(e.OpOverhead), 0) || math.IsNaN(float64(e.OpOverhead)) {
 		add("efficiency.op_overhead_s = %g must be zero or positive: a fixed time per op, e.g. 5e-6", float64(e.OpOverhead))

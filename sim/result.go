@@ -47,8 +47,16 @@ func (e *engine) result(p *program.Program, opt Options) *Result {
 				case n.task:
 					res.Compute += n.computePart
 					res.CommExposed += n.commPart
+					if n.slowed {
+						res.CommExposed += d - n.cost
+					}
 				case n.op.Kind == program.OpStep:
 					res.Optimizer += d
+				case n.compute && n.slowed:
+					// What the rank's own communication beside it added (engine.retime) is
+					// exposed communication, as the closed form counts it.
+					res.Compute += n.cost
+					res.CommExposed += d - n.cost
 				case n.compute:
 					res.Compute += d
 				case n.op.Kind != program.OpRecv:

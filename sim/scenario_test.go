@@ -51,6 +51,7 @@ func (c unitCoster) Comm(op *program.Op) units.Seconds {
 }
 
 func (c unitCoster) Hidden([]program.Op, int, units.Seconds) units.Seconds { return 0 }
+func (c unitCoster) OverlapSlowdown() float64                              { return 0 }
 
 // scenario is a testdata file: "key: value" lines, then "----", then the expected output.
 type scenario struct {

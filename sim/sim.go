@@ -15,6 +15,9 @@ type Coster interface {
 	// Hidden is the part of comm, the time of collective ops[i], that runs under a neighbouring
 	// op's product and so stays off the rank's main sequence (costmodel.Coster.Hidden).
 	Hidden(ops []program.Op, i int, comm units.Seconds) units.Seconds
+	// OverlapSlowdown is σ: while one of a rank's asynchronous collectives runs, the rank's
+	// main sequence advances at 1/(1+σ) of its speed (costmodel.Coster.OverlapSlowdown).
+	OverlapSlowdown() float64
 }
 
 // Options tune a simulation.
@@ -88,8 +91,12 @@ type node struct {
 	done     bool
 	started  bool
 	queued   bool    // its end is in the event queue (processor sharing)
-	remain   float64 // remaining work at full speed (processor sharing)
+	remain   float64 // remaining work at full speed (processor sharing, overlap slowdown)
 	lastTick units.Seconds
+	// A main-sequence node under an overlap slowdown (engine.retime): rate is its speed now,
+	// slowed whether it ran slower at some time, and its end moves with the rate.
+	rate   float64
+	slowed bool
 }
 
 type event struct {
@@ -171,6 +178,9 @@ func Simulate(p *program.Program, c Coster, opt Options) (*Result, error) {
 	}
 	b.link()
 	s := &engine{nodes: b.nodes, main: b.main, opt: opt, replicas: st.Mesh.Devices() / pp}
+	if opt.Cores == 0 {
+		s.sigma = c.OverlapSlowdown()
+	}
 	s.run()
 	return s.result(p, opt), nil
 }
@@ -561,6 +571,8 @@ type engine struct {
 	links []link
 
 	active []int // compute nodes running (processor sharing)
+	// sigma is the Coster's OverlapSlowdown, applied on devices of their own (Cores 0).
+	sigma float64
 }
 
 // nLinks is the number of mesh dimensions, one link each per rank.
@@ -643,6 +655,9 @@ func (e *engine) run() {
 	touched := make([]bool, nr)
 	for r := 0; r < nr; r++ {
 		e.tryStart(r)
+		if e.sigma > 0 {
+			e.retime(r)
+		}
 	}
 	for {
 		if len(e.active) > 0 && e.opt.Cores > 0 {
@@ -653,8 +668,8 @@ func (e *engine) run() {
 		}
 		ev := e.events.pop()
 		n := e.nodes[ev.n]
-		if n.done || (n.compute && e.opt.Cores > 0 && ev.t != n.end) {
-			continue // a stale processor-sharing estimate
+		if n.done || (n.compute && e.opt.Cores > 0 || n.rate > 0) && ev.t != n.end {
+			continue // a stale estimate (processor sharing, overlap slowdown)
 		}
 		e.advance(ev.t)
 		e.count++
@@ -687,6 +702,9 @@ func (e *engine) run() {
 			if touched[r] {
 				touched[r] = false
 				e.tryStart(r)
+				if e.sigma > 0 {
+					e.retime(r)
+				}
 			}
 		}
 	}
@@ -738,6 +756,40 @@ func (e *engine) start(id int) {
 		return // schedulePS sets its end
 	}
 	n.end = n.start + n.cost
+	if e.sigma > 0 && !n.async {
+		n.rate, n.remain, n.lastTick = 1, float64(n.cost), n.start // retime slows it
+	}
+	e.push(n.end, id)
+}
+
+// retime sets the speed of rank r's running main-sequence node to what its links allow now:
+// 1/(1+sigma) while one of them runs a collective, 1 otherwise (hardware.Efficiency.
+// OverlapSlowdown), and moves its end to match the work it has left.
+func (e *engine) retime(r int) {
+	if !e.mainBusy[r] {
+		return
+	}
+	id := e.main[r][e.mainNext[r]-1]
+	n := e.nodes[id]
+	if n.rate == 0 || n.done {
+		return
+	}
+	rate := 1.0
+	for d := range nLinks {
+		if e.links[r*nLinks+d].busy {
+			rate = 1 / (1 + e.sigma)
+		}
+	}
+	if rate == n.rate {
+		return
+	}
+	if e.now > n.lastTick {
+		n.remain -= float64(e.now-n.lastTick) * n.rate
+		n.lastTick = e.now
+	}
+	n.rate = rate
+	n.slowed = n.slowed || rate < 1
+	n.end = n.lastTick + units.Seconds(math.Max(n.remain, 0)/rate)
 	e.push(n.end, id)
 }
 
