@@ -20,6 +20,11 @@
 //     al. 2021 §2.2) laid out on every pipeline rank, each waiting for its neighbour's task of
 //     the same microbatch; the step is the longest path, the simulator's timeline when nothing
 //     overlaps (for equal stages (m + (p-1)/v)(t_f + t_b), bubble (p-1)/(v m)).
+//   - Overlap: communication that runs beside compute slows it, the main sequence advancing at
+//     1/(1+σ) while the rank's link runs (hardware.Efficiency.OverlapSlowdown, σ = 0.189 in the
+//     GPU presets from arXiv:2507.03114): in the ZeRO-3 link's walk and DDP's tail (slowedBy) and
+//     in what a tensor- or context-parallel collective hides under a product (Coster.Hidden), the
+//     rule the simulator follows (sim's engine.retime).
 //   - Memory: parameters, gradients and optimizer state from the precision (Rajbhandari et al.
 //     2020 §3.1: 2 + 2 + 12 bytes per parameter for mixed-precision Adam) divided by the ZeRO stage;
 //     activations are the values the Program saves for backward, times the microbatches in flight

@@ -28,4 +28,10 @@
 // data-parallel link, as NCCL serialises the collectives of one communicator (engine.tryStart
 // cites the sources). A pipeline receive waits for the matching send of the neighbouring stage;
 // the send occupies the sender for the transfer time.
+//
+// Overlap slowdown. While one of a rank's links runs a collective, the rank's main sequence
+// advances at 1/(1+σ) of its speed (Coster.OverlapSlowdown: NCCL's kernels share the device);
+// the running op's end moves whenever the link starts or stops (engine.retime), and what that
+// adds counts as exposed communication. The closed form applies the same rule to the link it
+// walks (costmodel's slowedBy).
 package sim
