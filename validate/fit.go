@@ -81,8 +81,50 @@ func (p Param) Name() string {
 	return "efficiency." + p.Field
 }
 
-// GPUPresets maps a GPU type to the preset files its fitted values are written into.
-var GPUPresets = map[string][]string{"a100": {"a100-80g"}, "h100-sxm": {"h100-sxm"}, "h100-96g": {"h100-96g"}}
+// GPUPresets maps a GPU type to the preset files its fitted values are written into. h200 has no
+// training rows: it takes its chip's values (Shared).
+var GPUPresets = map[string][]string{"a100": {"a100-80g"}, "h100-sxm": {"h100-sxm"}, "h100-96g": {"h100-96g"}, "h200": {"h200"}}
+
+// SharedValue is a value a GPU type takes, unfitted, from another GPU type of its chip: a field
+// of Params (for any stack) that none of the type's own parameters is, fitted for the first GPU
+// type of the same chip in Params' order. It is the rule a leave-one-source-out fold applies to
+// a GPU type with no rows left (fitter.fit), applied to the presets too: no BF16 row of the H100
+// SXM (NeMo's are all FP8) measures its BF16 GEMMs, which would otherwise run at the matmul
+// sweep's ceiling, the optimistic bound, and the H200 (the same die, HBM3e) has no row at all.
+type SharedValue struct {
+	GPU, Field, From string
+	// Param is the index in Params of the value taken.
+	Param int
+}
+
+// Shared lists the shared values of the GPU types in GPUPresets, in a fixed order.
+func Shared() []SharedValue {
+	gpus := make([]string, 0, len(GPUPresets))
+	for gpu := range GPUPresets {
+		gpus = append(gpus, gpu)
+	}
+	sort.Strings(gpus)
+	var out []SharedValue
+	for _, gpu := range gpus {
+		own := map[string]bool{}
+		for _, p := range Params {
+			if p.GPU == gpu {
+				own[p.Field] = true
+			}
+		}
+		for k, p := range Params {
+			if p.Stack != "" || p.GPU == gpu || own[p.Field] || Chip(p.GPU) != Chip(gpu) {
+				continue
+			}
+			own[p.Field] = true // the first of the chip in Params' order
+			out = append(out, SharedValue{GPU: gpu, Field: p.Field, From: p.GPU, Param: k})
+		}
+	}
+	return out
+}
+
+// sharedValues is Shared, computed once.
+var sharedValues = Shared()
 
 // Values are fitted values by parameter index in Params.
 type Values []float64
@@ -136,6 +178,11 @@ func (v Values) Presets() PresetFunc {
 		for i, p := range Params {
 			if GPUType(name) == p.GPU {
 				setField(&hw.Efficiency, p.Field, p.Stack, v[i])
+			}
+		}
+		for _, s := range sharedValues {
+			if GPUType(name) == s.GPU {
+				setField(&hw.Efficiency, s.Field, "", v[s.Param])
 			}
 		}
 		return hw, nil
@@ -408,6 +455,12 @@ func (r *FitResult) Provenance(k int, command string) string {
 	return fmt.Sprintf("fitted by `%s` on the training split (validate/data/%s): %d rows of %s (%s); decided by %s; objective: the mean absolute percentage error of the rows' published metric (step time, tokens/s or TFLOP/s counted the source's way), minimized by golden-section coordinate descent over [%g, %g] from %s, rounded to 3 decimals; %s in-sample MAPE %.1f%%; all %d rows: in-sample %.1f%%, leave-one-source-out %.1f%%. One of %d parameters (validate.Params), none per record, model or GPU count",
 		command, strings.Join(TrainingFiles, ", "), r.ParamRows[k], what, strings.Join(r.ParamSources[k], "; "), p.Why,
 		p.Lo, p.Hi, p.StartWhy, p.GPU, 100*ins.MAPE, r.Rows, 100*r.InSample.MAPE, 100*r.LOSO.MAPE, len(Params))
+}
+
+// SharedProvenance is the source line a shared value carries in its preset.
+func (r *FitResult) SharedProvenance(s SharedValue, command string) string {
+	return fmt.Sprintf("not fitted: validate.Params fits no %s for GPU type %s (no row of its own would decide it), so it takes the value `%s` fits for %s, the same chip (%s), as a leave-one-source-out fold does for a GPU type with no rows left (validate.Shared): %s",
+		s.Field, s.GPU, command, s.From, Chip(s.GPU), r.Provenance(s.Param, command))
 }
 
 // SetPresetValue writes parameter p's value into the efficiency object of a preset's JSON text

@@ -15,8 +15,8 @@ import (
 // is written into cites its fitted values with their provenance.
 func TestFitParameterSet(t *testing.T) {
 	const size, gpus = 10, 3
-	if len(Params) != size || len(GPUPresets) != gpus {
-		t.Fatalf("%d parameters over %d GPU types, the declared set is %d over %d", len(Params), len(GPUPresets), size, gpus)
+	if len(Params) != size || paramGPUs() != gpus {
+		t.Fatalf("%d parameters over %d GPU types, the declared set is %d over %d", len(Params), paramGPUs(), size, gpus)
 	}
 	fields := map[string]bool{"gemm_achieved_fraction": true, "gemm_achieved_fraction_by_stack": true, "fp8_gemm_fraction": true, "flash_attention_fraction": true, "flash1_attention_fraction": true}
 	times := map[string]bool{"list_copy_us": true} // microseconds, not fractions
@@ -62,6 +62,35 @@ func TestFitParameterSet(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A GPU type takes, unfitted, its chip's value of a field that none of its own parameters is: the
+// H100 SXM (whose rows are all FP8) the BF16 GEMM fraction of the H100 96 GB, the H200 (no rows)
+// all three of the H100s', each from the first GPU type of the chip in Params' order; nothing
+// crosses chips, and the presets cite where each shared value comes from.
+func TestSharedValues(t *testing.T) {
+	var got []string
+	for _, s := range Shared() {
+		got = append(got, s.GPU+" "+s.Field+" <- "+s.From)
+		p := Params[s.Param]
+		if p.GPU != s.From || p.Field != s.Field || p.Stack != "" || Chip(s.From) != Chip(s.GPU) {
+			t.Errorf("%s %s: takes %s of %s", s.GPU, s.Field, p.Name(), p.GPU)
+		}
+		for _, name := range GPUPresets[s.GPU] {
+			hw, err := hardware.Preset(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if src := hw.Sources["efficiency."+s.Field]; !strings.HasPrefix(src, "not fitted: ") || !strings.Contains(src, s.From) {
+				t.Errorf("%s: efficiency.%s does not cite its chip's value: %q", name, s.Field, src)
+			}
+		}
+	}
+	want := []string{"h100-sxm gemm_achieved_fraction <- h100-96g", "h200 fp8_gemm_fraction <- h100-sxm",
+		"h200 flash_attention_fraction <- h100-sxm", "h200 gemm_achieved_fraction <- h100-96g"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("shared values %q, want %q", got, want)
 	}
 }
 

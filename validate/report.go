@@ -184,8 +184,11 @@ func WriteFitText(w io.Writer, res *FitResult, n int) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.3f\t%d\n", p.GPU, stack, p.Field, p.Start, res.Values[i], res.ParamRows[i])
 	}
+	for _, s := range sharedValues {
+		fmt.Fprintf(tw, "%s\tany\t%s\tshared\t%.3f\t%s's\n", s.GPU, s.Field, res.Values[s.Param], s.From)
+	}
 	tw.Flush()
-	ew.Printf("\n%d parameters over %d GPU types; the GEMM fractions are of the preset's gemm_max_fraction (the matmul sweep's ceiling), list_copy_us is microseconds per copy, the others fractions of peak.\n", len(Params), len(GPUPresets))
+	ew.Printf("\n%d parameters over %d GPU types; a GPU type with no row of its own for a field takes its chip's fitted value (shared, not fitted); the GEMM fractions are of the preset's gemm_max_fraction (the matmul sweep's ceiling), list_copy_us is microseconds per copy, the others fractions of peak.\n", len(Params), paramGPUs())
 	ew.Printf("\nIn-sample MAPE %.1f%% (max %.1f%%) over %d rows; leave-one-source-out MAPE %.1f%% (max %.1f%%)\n",
 		100*res.InSample.MAPE, 100*res.InSample.MaxAPE, res.InSample.N, 100*res.LOSO.MAPE, 100*res.LOSO.MaxAPE)
 	ew.Printf("\nIn sample by GPU type\n")
@@ -292,6 +295,15 @@ func fittedPresets(dir string, res *FitResult, command string) ([]presetFile, er
 					return nil, fmt.Errorf("fit: %s: %v", path, err)
 				}
 			}
+			for _, s := range sharedValues {
+				if s.GPU != gpu {
+					continue
+				}
+				q := Param{GPU: gpu, Field: s.Field}
+				if fitted, err = SetPresetValue(fitted, q, res.Values[s.Param], res.SharedProvenance(s, command)); err != nil {
+					return nil, fmt.Errorf("fit: %s: %v", path, err)
+				}
+			}
 			out = append(out, presetFile{path, text, fitted})
 		}
 	}
@@ -311,4 +323,13 @@ func clip(s string) string {
 		return s[:97] + "..."
 	}
 	return s
+}
+
+// paramGPUs is the number of GPU types Params fits values for.
+func paramGPUs() int {
+	seen := map[string]bool{}
+	for _, p := range Params {
+		seen[p.GPU] = true
+	}
+	return len(seen)
 }
