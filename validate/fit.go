@@ -46,7 +46,8 @@ type Param struct {
 // copy per rank and parameter in every ZeRO-3 gather and reduce-scatter, whose time per copy
 // (list_copy_us) Narayanan et al.'s six ZeRO-3 rows decide (the only rows that run them). The H100 SXM rows are NeMo's, all FP8: they decide the FP8 products' fraction and the
 // fused attention's (the long-sequence table, where attention is most of the step); their BF16
-// GEMMs (the head) stay at the sweep's ceiling, which no BF16 row of that part measures. The H100
+// GEMMs (the head), which no BF16 row of that part measures, take the H100 96 GB's fraction
+// (Shared). The H100
 // 96 GB rows are torchtitan's, BF16 and Float8 at a 500 W limit: they decide all three. On H100
 // each GPU type ran one stack, so its values are that stack's.
 var Params = []Param{
