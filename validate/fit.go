@@ -98,15 +98,17 @@ type SharedValue struct {
 	Param int
 }
 
+// presetGPUs is the GPU types of GPUPresets, sorted.
+func presetGPUs() []string {
+	gpus := slices.Collect(maps.Keys(GPUPresets))
+	sort.Strings(gpus)
+	return gpus
+}
+
 // Shared lists the shared values of the GPU types in GPUPresets, in a fixed order.
 func Shared() []SharedValue {
-	gpus := make([]string, 0, len(GPUPresets))
-	for gpu := range GPUPresets {
-		gpus = append(gpus, gpu)
-	}
-	sort.Strings(gpus)
 	var out []SharedValue
-	for _, gpu := range gpus {
+	for _, gpu := range presetGPUs() {
 		own := map[string]bool{}
 		for _, p := range Params {
 			if p.GPU == gpu {

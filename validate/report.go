@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -273,13 +272,8 @@ type presetFile struct {
 // fittedPresets reads the preset files of dir (GPUPresets, in sorted order) and writes the
 // fitted values and their provenance into copies of their text.
 func fittedPresets(dir string, res *FitResult, command string) ([]presetFile, error) {
-	gpus := make([]string, 0, len(GPUPresets))
-	for gpu := range GPUPresets {
-		gpus = append(gpus, gpu)
-	}
-	sort.Strings(gpus)
 	var out []presetFile
-	for _, gpu := range gpus {
+	for _, gpu := range presetGPUs() {
 		for _, name := range GPUPresets[gpu] {
 			path := filepath.Join(dir, name+".json")
 			text, err := os.ReadFile(path)
