@@ -37,13 +37,14 @@ type deviceClock struct {
 // (BenchmarkPipelineBubble compares the two clocks where both apply).
 var alwaysCPUClock bool
 
-// read is the clock an op's own duration is measured on (t0 is the run's start).
-func (d *deviceClock) read(t0 time.Time) time.Duration {
+// read is the clock an op's own duration is measured on: the thread's CPU clock, or wall, the
+// wall clock's reading the caller has taken (time since the run's start).
+func (d *deviceClock) read(wall time.Duration) time.Duration {
 	if d.cpu {
 		c, _ := threadCPU() // runProgram turns cpu on only where the clock reads
 		return c
 	}
-	return time.Since(t0)
+	return wall
 }
 
 // arrive moves the clock to a message sent at the sender's device time at; bubble says the wait

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tpsim/tpsim/model"
-
 	"github.com/tpsim/tpsim/strategies"
 )
 

@@ -338,17 +338,18 @@ func last(v *program.Value) int { return v.Shape[len(v.Shape)-1] }
 // exec runs one op and records it; it returns the loss contribution of loss ops.
 func (r *rank) exec(op *program.Op) (float64, error) {
 	start := time.Since(r.t0)
-	c0 := r.dev.read(r.t0)
+	c0 := r.dev.read(start)
 	loss, err := r.do(op)
 	if err != nil {
 		return 0, err
 	}
+	end := time.Since(r.t0)
 	if !waitsForStage(op) {
-		r.dev.now += r.dev.read(r.t0) - c0
+		r.dev.now += r.dev.read(end) - c0
 	}
 	r.events = append(r.events, OpEvent{Step: r.step, Phase: op.Phase.String(), Kind: string(op.Kind), Module: op.Module,
 		Comm:  op.Kind.IsComm(),
-		Stage: r.s.Index, Micro: r.micro, Start: start, End: time.Since(r.t0)})
+		Stage: r.s.Index, Micro: r.micro, Start: start, End: end})
 	if op.Phase != program.Optimizer {
 		r.release(op)
 	}
