@@ -2,12 +2,36 @@
 
 package gemm
 
+import "time"
+
 // kernel6x16 computes the 6×16 tile t = Σ_p a[p*6+r] b[p*16+j] over k steps of the packed panels
 // a and b, then stores c[r*ldc+j] = alpha*t (accumulate == 0) or alpha*t + beta*c[r*ldc+j]
 // (accumulate != 0). ldc is in elements.
 //
 //go:noescape
 func kernel6x16(k int, a, b, c *float32, ldc int, alpha, beta float32, accumulate int)
+
+// fmaPeak runs iters rounds of twelve independent 8-wide FMAs (192 flops a round) and nothing
+// else; iters >= 1. Only BenchmarkSgemm calls it (see measuredPeakGFLOPS).
+//
+//go:noescape
+func fmaPeak(iters int)
+
+// measuredPeakGFLOPS times fmaPeak on the calling goroutine, best of three runs of about 20 ms, and
+// returns the GFLOP/s this core reaches; 0 where the CPU lacks AVX2 and FMA.
+func measuredPeakGFLOPS() float64 {
+	if !useAsm {
+		return 0
+	}
+	const iters = 10_000_000
+	best := 0.0
+	for range 3 {
+		t0 := time.Now()
+		fmaPeak(iters)
+		best = max(best, 192*iters/time.Since(t0).Seconds()/1e9)
+	}
+	return best
+}
 
 // transposePanel16 writes dst[l*16+j] = src[j*lds+l] for j < 16 and l < 8*blocks: the packing of
 // a full 16-column panel of a transposed B.

@@ -17,3 +17,6 @@ func packBPanel(dst, src []float32, lds, kcur int)      { packBPanelGo(dst, src,
 func packBPanels4(dst, src []float32, lds, kcur int) bool { return false }
 
 func prefetchNext(next []float32, part, parts int) {}
+
+// measuredPeakGFLOPS is 0: the portable build has no FMA loop to time.
+func measuredPeakGFLOPS() float64 { return 0 }

@@ -496,3 +496,42 @@ pfl2_loop:
 	DECQ CX
 	JNZ pfl2_loop
 	RET
+
+// func fmaPeak(iters int)
+// Runs iters rounds of twelve independent VFMADD231PS on ymm registers (192 flops a round) and
+// nothing else: the FMA throughput this core reaches, the ceiling kernel6x16's twelve
+// accumulators are built for. BenchmarkSgemm times it to report the fraction of this machine's
+// measured peak beside the datasheet one.
+TEXT ·fmaPeak(SB), NOSPLIT, $0-8
+	MOVQ iters+0(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y14, Y14, Y14
+	VXORPS Y15, Y15, Y15
+fma_loop:
+	VFMADD231PS Y14, Y15, Y0
+	VFMADD231PS Y14, Y15, Y1
+	VFMADD231PS Y14, Y15, Y2
+	VFMADD231PS Y14, Y15, Y3
+	VFMADD231PS Y14, Y15, Y4
+	VFMADD231PS Y14, Y15, Y5
+	VFMADD231PS Y14, Y15, Y6
+	VFMADD231PS Y14, Y15, Y7
+	VFMADD231PS Y14, Y15, Y8
+	VFMADD231PS Y14, Y15, Y9
+	VFMADD231PS Y14, Y15, Y10
+	VFMADD231PS Y14, Y15, Y11
+	DECQ CX
+	JNZ fma_loop
+	VZEROUPPER
+	RET
