@@ -34,6 +34,30 @@ repeat=${REPEAT:-5}
 models=${MODELS:-"seed mlp-big"}
 go build -o /tmp/tpsim-vs-torch ./cmd/tpsim
 
+# OpenBLAS picks its kernels by CPUID and falls back to the SSE3 "Prescott" ones on a CPU newer than
+# its tables: Debian 12's 0.3.21 does so on Intel family 6 model 207 (Emerald Rapids), where PyTorch's
+# 1024³ product then runs at ~30 GFLOP/s against 72 (Haswell, AVX2) or 124-138 (SkylakeX/Cooperlake,
+# AVX-512). Beating a mis-detected peer proves nothing, so where OpenBLAS reports a pre-AVX2 core on
+# a CPU with AVX2 this script sets OPENBLAS_CORETYPE to the best kernel set the CPU runs (SkylakeX
+# with AVX-512, else Haswell); set OPENBLAS_CORETYPE yourself to choose (Haswell compares AVX2 with
+# tpsim's AVX2 kernel like for like).
+openblas_core() {
+	OPENBLAS_VERBOSE=2 OPENBLAS_NUM_THREADS=1 "$py" -c 'import torch; torch.ones(8, 8) @ torch.ones(8, 8)' 2>&1 |
+		sed -n 's/^Core: //p' | head -1
+}
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+	case $(openblas_core) in
+	Prescott | Core2 | Penryn | Dunnington | Nehalem | Atom | "")
+		if grep -qw avx512f /proc/cpuinfo; then
+			export OPENBLAS_CORETYPE=SkylakeX
+		elif grep -qw avx2 /proc/cpuinfo; then
+			export OPENBLAS_CORETYPE=Haswell
+		fi
+		;;
+	esac
+fi
+echo "PyTorch's OpenBLAS kernels: $(openblas_core)${OPENBLAS_CORETYPE:+ (OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE)}"
+
 # model name -> tpsim --model/--batch, torch_ref shape flags, steps, warm-up steps.
 model_args() {
 	case $1 in

@@ -72,38 +72,47 @@ func medianRatio(b *testing.B, first, second func()) float64 {
 // (threads=1; gonum pinned with GOMAXPROCS=1, since it splits over GOMAXPROCS workers) and on all
 // cores, and reports GFLOP/s and the fraction of the per-core peak times the threads (wall time);
 // on one thread also frac_peak_cpu, the same over the thread's CPU time, which other processes
-// on a shared machine do not inflate. peakGFLOPSPerCore is the machine; frac_peak_measured
-// is over the peak this run measures on this machine (measuredPeakGFLOPS, a loop of independent
-// FMAs timed at the start: on another CPU, or at another clock, the datasheet figure misleads):
+// on a shared machine do not inflate. Where the CPU has AVX-512, gemm is its AVX-512 kernel and
+// gemm_avx2 the AVX2 one. frac_peak is over peakGFLOPSPerCore, the AVX2 machine (an
+// AVX-512 kernel can pass 1); frac_peak_measured is over the peak of the kernel's own instruction
+// set measured on this machine at the start of the run (measuredPeakGFLOPS: on another CPU, or
+// at another clock, the datasheet figure misleads):
 //
 //	go test -run '^$' -bench Sgemm -benchtime 3x ./exec/kernels/gemm
 func BenchmarkSgemm(b *testing.B) {
 	procs := runtime.GOMAXPROCS(0)
-	peak := measuredPeakGFLOPS()
-	if peak > 0 {
-		b.Logf("measured fp32 FMA peak: %.1f GFLOP/s per core", peak)
+	impls := []string{"gemm", "gonum"}
+	if useAVX512 {
+		impls = []string{"gemm", "gemm_avx2", "gonum"}
 	}
+	peaks := map[string]float64{"gemm": measuredPeakGFLOPS(useAVX512), "gemm_avx2": measuredPeakGFLOPS(false)}
+	b.Logf("measured fp32 FMA peak per core: %.1f GFLOP/s AVX2, %.1f AVX-512 (0: not on this CPU)",
+		measuredPeakGFLOPS(false), measuredPeakGFLOPS(true))
 	for _, s := range benchShapes {
 		a, bb, c, lda, ldb := s.operands(0)
-		for _, impl := range []string{"gemm", "gonum"} {
+		for _, impl := range impls {
 			for _, threads := range []int{1, procs} {
 				if threads == 1 && procs == 1 && impl == "gonum" {
 					continue
 				}
 				b.Run(fmt.Sprintf("%s/%s/threads=%d", s.name, impl, threads), func(b *testing.B) {
 					defer SetThreads(SetThreads(threads))
-					if impl == "gonum" {
+					switch impl {
+					case "gonum":
 						defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
+					case "gemm_avx2":
+						useAVX512 = false
+						defer func() { useAVX512 = true }()
 					}
 					// On one thread, also time the OS thread's CPU (see threadCPU).
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
 					cpu0 := threadCPU()
 					for b.Loop() {
-						if impl == "gemm" {
-							Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
-						} else {
+						if impl == "gonum" {
 							ref.Sgemm(tr(s.tA), tr(s.tB), s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
+						} else {
+							Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
 						}
 					}
 					cpu := threadCPU() - cpu0
@@ -111,10 +120,10 @@ func BenchmarkSgemm(b *testing.B) {
 					gf := flops / b.Elapsed().Seconds() / 1e9
 					b.ReportMetric(gf, "GFLOP/s")
 					b.ReportMetric(gf/(peakGFLOPSPerCore*float64(threads)), "frac_peak")
-					if peak > 0 {
+					if peak := peaks[impl]; peak > 0 {
 						b.ReportMetric(gf/(peak*float64(threads)), "frac_peak_measured")
 					}
-					if impl == "gemm" && threads == 1 && cpu > 0 { // gonum runs workers on other threads
+					if impl != "gonum" && threads == 1 && cpu > 0 { // gonum runs workers on other threads
 						b.ReportMetric(flops/cpu.Seconds()/1e9/peakGFLOPSPerCore, "frac_peak_cpu")
 					}
 				})

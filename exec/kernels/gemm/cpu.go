@@ -10,6 +10,11 @@ import "github.com/tpsim/tpsim/exec/kernels/internal/cpufeat"
 // by TestSgemmConcurrent with the Go kernel.
 var useAsm = cpufeat.AVX2FMA
 
+// useAVX512 selects, within the assembly, the AVX-512 micro-kernel (kernel6x16z) over the AVX2 one
+// where the CPU has AVX-512F: the same packed panels and tile, at twice the FMA width. Tests and
+// BenchmarkSgemm clear it to run the AVX2 kernel.
+var useAVX512 = cpufeat.AVX512F
+
 // goPacking makes the amd64 build pack in Go, as under the race detector; BenchmarkPacking sets
 // it to time the assembly packing against Go's.
 var goPacking bool

@@ -2,7 +2,11 @@
 
 package gemm
 
-import "time"
+import (
+	"time"
+
+	"github.com/tpsim/tpsim/exec/kernels/internal/cpufeat"
+)
 
 // kernel6x16 computes the 6×16 tile t = Σ_p a[p*6+r] b[p*16+j] over k steps of the packed panels
 // a and b, then stores c[r*ldc+j] = alpha*t (accumulate == 0) or alpha*t + beta*c[r*ldc+j]
@@ -12,26 +16,40 @@ import "time"
 func kernel6x16(k int, a, b, c *float32, ldc int, alpha, beta float32, accumulate int)
 
 // fmaPeak runs iters rounds of twelve independent 8-wide FMAs (192 flops a round) and nothing
-// else; iters >= 1. Only BenchmarkSgemm calls it (see measuredPeakGFLOPS).
+// else, fmaPeakZ the same with 16-wide ones (384 flops); iters >= 1. Only BenchmarkSgemm calls
+// them (see measuredPeakGFLOPS).
 //
 //go:noescape
 func fmaPeak(iters int)
 
-// measuredPeakGFLOPS times fmaPeak on the calling goroutine, best of three runs of about 20 ms, and
-// returns the GFLOP/s this core reaches; 0 where the CPU lacks AVX2 and FMA.
-func measuredPeakGFLOPS() float64 {
-	if !useAsm {
+//go:noescape
+func fmaPeakZ(iters int)
+
+// measuredPeakGFLOPS times the FMA loop of a micro-kernel's instruction set (AVX-512 if zmm, else
+// AVX2) on the calling goroutine, best of three runs of 10-20 ms, and
+// returns the GFLOP/s this core reaches; 0 where the CPU lacks the instruction set.
+func measuredPeakGFLOPS(zmm bool) float64 {
+	if !useAsm || zmm && !cpufeat.AVX512F {
 		return 0
 	}
 	const iters = 10_000_000
+	loop, flops := fmaPeak, 192.0
+	if zmm {
+		loop, flops = fmaPeakZ, 384
+	}
 	best := 0.0
 	for range 3 {
 		t0 := time.Now()
-		fmaPeak(iters)
-		best = max(best, 192*iters/time.Since(t0).Seconds()/1e9)
+		loop(iters)
+		best = max(best, flops*iters/time.Since(t0).Seconds()/1e9)
 	}
 	return best
 }
+
+// kernel6x16z is kernel6x16 on AVX-512 (a zmm a tile row; see kernel_amd64.s).
+//
+//go:noescape
+func kernel6x16z(k int, a, b, c *float32, ldc int, alpha, beta float32, accumulate int)
 
 // transposePanel16 writes dst[l*16+j] = src[j*lds+l] for j < 16 and l < 8*blocks: the packing of
 // a full 16-column panel of a transposed B.
@@ -170,6 +188,10 @@ func microKernel(k int, a, b, c []float32, ldc int, alpha, beta float32, accumul
 	acc := 0
 	if accumulate {
 		acc = 1
+	}
+	if useAVX512 {
+		kernel6x16z(k, &a[0], &b[0], &c[0], ldc, alpha, beta, acc)
+		return
 	}
 	kernel6x16(k, &a[0], &b[0], &c[0], ldc, alpha, beta, acc)
 }

@@ -19,4 +19,4 @@ func packBPanels4(dst, src []float32, lds, kcur int) bool { return false }
 func prefetchNext(next []float32, part, parts int) {}
 
 // measuredPeakGFLOPS is 0: the portable build has no FMA loop to time.
-func measuredPeakGFLOPS() float64 { return 0 }
+func measuredPeakGFLOPS(zmm bool) float64 { return 0 }

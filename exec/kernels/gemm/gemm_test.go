@@ -190,6 +190,25 @@ func TestSgemmGoKernel(t *testing.T) {
 	}
 }
 
+// TestSgemmAVX2Kernel runs the shapes on the AVX2 micro-kernel where the AVX-512 one is the
+// default (the test of TestSgemmAgainstGonum then covers the AVX-512 kernel; on a CPU without it,
+// the AVX2 one).
+func TestSgemmAVX2Kernel(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("the AVX2 kernel is already the default")
+	}
+	useAVX512 = false
+	defer func() { useAVX512 = true }()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, s := range shapes() {
+		for _, tA := range []bool{false, true} {
+			for _, tB := range []bool{false, true} {
+				compare(t, rng, s, tA, tB, 0.75, 1, 2)
+			}
+		}
+	}
+}
+
 func TestSgemmHandValues(t *testing.T) {
 	// [1 2; 3 4] [5 6; 7 8] = [19 22; 43 50] (by hand); with alpha 2, beta 1 on C = 1: 39 45 87 101.
 	c := []float32{1, 1, 1, 1}

@@ -31,3 +31,17 @@ func hasAVX2FMA() bool {
 	_, ebx7, _, _ := cpuid(7, 0)
 	return ebx7&(1<<5) != 0
 }
+
+// hasAVX512F reports whether the CPU and the OS support AVX-512 Foundation on top of AVX2 and FMA
+// (Intel SDM vol. 2A, CPUID leaf 7 EBX bit 16 AVX512F; vol. 1 section 13.3, XCR0 bits 5-7 for the
+// OS saving the opmask registers and the upper zmm state).
+func hasAVX512F() bool {
+	if !hasAVX2FMA() {
+		return false
+	}
+	if xcr0, _ := xgetbv0(); xcr0&0xE6 != 0xE6 {
+		return false
+	}
+	_, ebx7, _, _ := cpuid(7, 0)
+	return ebx7&(1<<16) != 0
+}

@@ -3,3 +3,4 @@
 package cpufeat
 
 func hasAVX2FMA() bool { return false }
+func hasAVX512F() bool { return false }

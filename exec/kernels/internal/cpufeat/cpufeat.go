@@ -5,3 +5,7 @@ package cpufeat
 // AVX2FMA is true where the CPU has AVX2 and FMA3 and the OS saves ymm state, so that the AVX2
 // kernels may run. Tests may set it to false to run the portable Go code instead.
 var AVX2FMA = hasAVX2FMA()
+
+// AVX512F is true where, beyond AVX2FMA, the CPU has AVX-512 Foundation and the OS saves zmm and
+// opmask state, so that gemm's AVX-512 micro-kernel may run.
+var AVX512F = hasAVX512F()

@@ -31,4 +31,7 @@ func TestAgreesWithProcCPUInfo(t *testing.T) {
 	if want := has("avx2") && has("fma"); AVX2FMA != want && !strings.Contains(os.Getenv("GOFLAGS"), "purego") {
 		t.Errorf("AVX2FMA = %v, /proc/cpuinfo says avx2 && fma = %v", AVX2FMA, want)
 	}
+	if want := has("avx2") && has("fma") && has("avx512f"); AVX512F != want && !strings.Contains(os.Getenv("GOFLAGS"), "purego") {
+		t.Errorf("AVX512F = %v, /proc/cpuinfo says avx2 && fma && avx512f = %v", AVX512F, want)
+	}
 }
