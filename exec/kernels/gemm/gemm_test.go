@@ -180,7 +180,13 @@ func TestSgemmGoKernel(t *testing.T) {
 	}
 	useAsm = false
 	defer func() { useAsm = true }()
-	rng := rand.New(rand.NewPCG(5, 6))
+	compareShapes(t, rand.New(rand.NewPCG(5, 6)))
+}
+
+// compareShapes runs compare on every shape and transposition, with alpha 0.75, beta 1 and
+// padded strides.
+func compareShapes(t *testing.T, rng *rand.Rand) {
+	t.Helper()
 	for _, s := range shapes() {
 		for _, tA := range []bool{false, true} {
 			for _, tB := range []bool{false, true} {
@@ -199,14 +205,7 @@ func TestSgemmAVX2Kernel(t *testing.T) {
 	}
 	useAVX512 = false
 	defer func() { useAVX512 = true }()
-	rng := rand.New(rand.NewPCG(7, 8))
-	for _, s := range shapes() {
-		for _, tA := range []bool{false, true} {
-			for _, tB := range []bool{false, true} {
-				compare(t, rng, s, tA, tB, 0.75, 1, 2)
-			}
-		}
-	}
+	compareShapes(t, rand.New(rand.NewPCG(7, 8)))
 }
 
 func TestSgemmHandValues(t *testing.T) {
