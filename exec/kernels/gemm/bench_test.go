@@ -217,3 +217,16 @@ func BenchmarkPaddedStride(b *testing.B) {
 //
 //	go test -run '^$' -bench Panels4 -benchtime 11x ./exec/kernels/gemm
 func BenchmarkPanels4(b *testing.B) { flagSpeedup(b, &noPanels4, "panels4_speedup") }
+
+// BenchmarkWideTiles times each of benchShapes on one thread with the AVX-512 kernel computing
+// pairs of tiles (kernel6x32z) and one tile a call (noWideTiles), alternately within each
+// iteration, and reports wide_speedup, the median over iterations of the time with single tiles
+// over the time with pairs:
+//
+//	go test -run '^$' -bench WideTiles -benchtime 11x ./exec/kernels/gemm
+func BenchmarkWideTiles(b *testing.B) {
+	if !wideTiles() {
+		b.Skip("no AVX-512 kernels here")
+	}
+	flagSpeedup(b, &noWideTiles, "wide_speedup")
+}

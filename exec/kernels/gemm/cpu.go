@@ -33,3 +33,7 @@ var stageAccumulate bool
 // noPanels4 packs an untransposed B panel by panel instead of four panels a pass
 // (packBPanels4); BenchmarkPanels4 sets it.
 var noPanels4 bool
+
+// noWideTiles makes the AVX-512 path compute one 6×16 tile a kernel call instead of pairs
+// (kernel6x32z); BenchmarkWideTiles and a test set it.
+var noWideTiles bool

@@ -51,6 +51,28 @@ func measuredPeakGFLOPS(zmm bool) float64 {
 //go:noescape
 func kernel6x16z(k int, a, b, c *float32, ldc int, alpha, beta float32, accumulate int)
 
+// kernel6x32z computes two adjacent 6×16 tiles, c[r*ldc+j] for j < 32, from one packed A panel
+// and the packed B panels b[:16k] and b[16k:32k], with kernel6x16's store rule (AVX-512).
+//
+//go:noescape
+func kernel6x32z(k int, a, b, c *float32, ldc int, alpha, beta float32, accumulate int)
+
+// wideTiles is whether macro computes pairs of full tiles with microKernel2.
+func wideTiles() bool { return useAsm && useAVX512 && !noWideTiles }
+
+// microKernel2 is microKernel over two adjacent full tiles: the panels b[:nr*k] and
+// b[nr*k:2*nr*k], into c[r*ldc : r*ldc+2*nr] for r < mr. Only where wideTiles.
+func microKernel2(k int, a, b, c []float32, ldc int, alpha, beta float32, accumulate bool) {
+	_ = a[6*k-1]
+	_ = b[32*k-1]
+	_ = c[5*ldc+31]
+	acc := 0
+	if accumulate {
+		acc = 1
+	}
+	kernel6x32z(k, &a[0], &b[0], &c[0], ldc, alpha, beta, acc)
+}
+
 // transposePanel16 writes dst[l*16+j] = src[j*lds+l] for j < 16 and l < 8*blocks: the packing of
 // a full 16-column panel of a transposed B.
 //

@@ -20,3 +20,9 @@ func prefetchNext(next []float32, part, parts int) {}
 
 // measuredPeakGFLOPS is 0: the portable build has no FMA loop to time.
 func measuredPeakGFLOPS(zmm bool) float64 { return 0 }
+
+func wideTiles() bool { return false }
+
+func microKernel2(k int, a, b, c []float32, ldc int, alpha, beta float32, accumulate bool) {
+	panic("gemm: microKernel2 without the AVX-512 kernels")
+}

@@ -26,7 +26,9 @@
 // registers (kernel6x16z): a tile row is one 16-wide register, a k step one load of B and six FMAs
 // with A broadcast from memory, and even and odd k steps go to two sets of six accumulators so
 // that twelve chains cover the FMA latency, as in the ymm kernel. It reads the same packed panels,
-// so packing, blocking and threads are shared. On a 2-core Intel Xeon VM (family 6 model 207) it
+// so packing, blocking and threads are shared; two adjacent full tiles go to one call
+// (kernel6x32z: both B rows loaded, each A value broadcast once for two FMAs, so A is read once for
+// 32 columns; 1.03-1.13x, BenchmarkWideTiles). On a 2-core Intel Xeon VM (family 6 model 207) it
 // runs 119-132 GFLOP/s a core against the AVX2 kernel's 65-84 (BenchmarkSgemm, gemm and
 // gemm_avx2 side by side; FMA peaks measured in the same run 175.6 and 94.5).
 //

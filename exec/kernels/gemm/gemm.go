@@ -529,39 +529,57 @@ func packBTransGo(dst, src []float32, lds, l0, kcur, cols int) {
 func (p *problem) macro(ap, bp []float32, ic, mcur, jc, ncur, kcur int, beta float32, accumulate bool) {
 	var tile [mr * nr]float32
 	parts := (mcur + mr - 1) / mr
-	for jr := 0; jr < ncur; jr += nr {
-		cols := min(nr, ncur-jr)
-		bpan := bp[jr*kcur : jr*kcur+nr*kcur]
-		// The B panel of the next jr comes from the packed block, which beyond prefetchBlock
-		// bytes sits in L3; fetch it into L2 a slice per tile while this one's tiles compute, so
-		// that its first tile does not wait for it at the kernel's short prefetch distance.
+	wide := wideTiles()
+	for jr, step := 0, nr; jr < ncur; jr += step {
+		// Where the AVX-512 kernel runs, two full panels go together (kernel6x32z): one A
+		// panel read for 32 columns.
+		pair := wide && jr+2*nr <= ncur
+		step = nr
+		if pair {
+			step = 2 * nr
+		}
+		// The B panels of the next step come from the packed block, which beyond prefetchBlock
+		// bytes sits in L3; fetch them into L2 a slice per tile while this step's tiles compute,
+		// so that its first tile does not wait for them at the kernel's short prefetch distance.
 		var next []float32
-		if jr+nr < ncur && 4*kcur*ncur > prefetchBlock {
-			next = bp[(jr+nr)*kcur : (jr+nr)*kcur+nr*kcur]
+		if jr+step < ncur && 4*kcur*ncur > prefetchBlock {
+			next = bp[(jr+step)*kcur : min(jr+2*step, (ncur+nr-1)/nr*nr)*kcur]
 		}
 		for ir := 0; ir < mcur; ir += mr {
 			rows := min(mr, mcur-ir)
 			prefetchNext(next, ir/mr, parts)
 			apan := ap[ir*kcur : ir*kcur+mr*kcur]
-			off := (ic+ir)*p.ldc + jc + jr
-			if rows == mr && cols == nr {
-				microKernel(kcur, apan, bpan, p.c[off:], p.ldc, p.alpha, beta, accumulate)
+			if pair && rows == mr {
+				off := (ic+ir)*p.ldc + jc + jr
+				microKernel2(kcur, apan, bp[jr*kcur:(jr+2*nr)*kcur], p.c[off:], p.ldc, p.alpha, beta, accumulate)
 				continue
 			}
-			// Edge tile: compute the full tile into scratch, then merge the part inside C.
-			microKernel(kcur, apan, bpan, tile[:], nr, 1, 0, false)
-			for r := range rows {
-				crow := p.c[off+r*p.ldc:][:cols]
-				trow := tile[r*nr:][:cols]
-				if accumulate {
-					for j, v := range trow {
-						crow[j] = p.alpha*v + beta*crow[j]
-					}
-				} else {
-					for j, v := range trow {
-						crow[j] = p.alpha * v
-					}
-				}
+			for q := jr; q < jr+step && q < ncur; q += nr {
+				p.tile(&tile, apan, bp[q*kcur:q*kcur+nr*kcur], ic+ir, rows, jc+q, min(nr, ncur-q), kcur, beta, accumulate)
+			}
+		}
+	}
+}
+
+// tile computes the rows×cols tile of C at (i, j) from the packed panels apan and bpan: in place
+// when it is a full tile, else into scratch and merged into the part inside C.
+func (p *problem) tile(scratch *[mr * nr]float32, apan, bpan []float32, i, rows, j, cols, kcur int, beta float32, accumulate bool) {
+	off := i*p.ldc + j
+	if rows == mr && cols == nr {
+		microKernel(kcur, apan, bpan, p.c[off:], p.ldc, p.alpha, beta, accumulate)
+		return
+	}
+	microKernel(kcur, apan, bpan, scratch[:], nr, 1, 0, false)
+	for r := range rows {
+		crow := p.c[off+r*p.ldc:][:cols]
+		trow := scratch[r*nr:][:cols]
+		if accumulate {
+			for j, v := range trow {
+				crow[j] = p.alpha*v + beta*crow[j]
+			}
+		} else {
+			for j, v := range trow {
+				crow[j] = p.alpha * v
 			}
 		}
 	}

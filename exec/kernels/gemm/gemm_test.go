@@ -208,6 +208,17 @@ func TestSgemmAVX2Kernel(t *testing.T) {
 	compareShapes(t, rand.New(rand.NewPCG(7, 8)))
 }
 
+// TestSgemmNarrowTiles runs the shapes on the AVX-512 kernel one 6×16 tile a call, where pairs of
+// tiles (kernel6x32z) are the default.
+func TestSgemmNarrowTiles(t *testing.T) {
+	if !wideTiles() {
+		t.Skip("no AVX-512 kernels here")
+	}
+	noWideTiles = true
+	defer func() { noWideTiles = false }()
+	compareShapes(t, rand.New(rand.NewPCG(9, 10)))
+}
+
 func TestSgemmHandValues(t *testing.T) {
 	// [1 2; 3 4] [5 6; 7 8] = [19 22; 43 50] (by hand); with alpha 2, beta 1 on C = 1: 39 45 87 101.
 	c := []float32{1, 1, 1, 1}
