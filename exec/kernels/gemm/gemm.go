@@ -527,10 +527,10 @@ func packBTransGo(dst, src []float32, lds, l0, kcur, cols int) {
 // macro multiplies the packed block ap (mcur×kcur) by the packed panels bp (kcur×ncur) into
 // C[ic:ic+mcur, jc:jc+ncur], tile by tile.
 func (p *problem) macro(ap, bp []float32, ic, mcur, jc, ncur, kcur int, beta float32, accumulate bool) {
-	var tile [mr * nr]float32
+	var scratch [mr * nr]float32
 	parts := (mcur + mr - 1) / mr
 	wide := wideTiles()
-	for jr, step := 0, nr; jr < ncur; jr += step {
+	for jr, step := 0, 0; jr < ncur; jr += step {
 		// Where the AVX-512 kernel runs, two full panels go together (kernel6x32z): one A
 		// panel read for 32 columns.
 		pair := wide && jr+2*nr <= ncur
@@ -555,7 +555,7 @@ func (p *problem) macro(ap, bp []float32, ic, mcur, jc, ncur, kcur int, beta flo
 				continue
 			}
 			for q := jr; q < jr+step && q < ncur; q += nr {
-				p.tile(&tile, apan, bp[q*kcur:q*kcur+nr*kcur], ic+ir, rows, jc+q, min(nr, ncur-q), kcur, beta, accumulate)
+				p.tile(&scratch, apan, bp[q*kcur:q*kcur+nr*kcur], ic+ir, rows, jc+q, min(nr, ncur-q), kcur, beta, accumulate)
 			}
 		}
 	}
