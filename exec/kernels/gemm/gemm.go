@@ -554,7 +554,7 @@ func (p *problem) macro(ap, bp []float32, ic, mcur, jc, ncur, kcur int, beta flo
 				microKernel2(kcur, apan, bp[jr*kcur:(jr+2*nr)*kcur], p.c[off:], p.ldc, p.alpha, beta, accumulate)
 				continue
 			}
-			for q := jr; q < jr+step && q < ncur; q += nr {
+			for q := jr; q < jr+step; q += nr { // a pair only where both panels lie in ncur
 				p.tile(&scratch, apan, bp[q*kcur:q*kcur+nr*kcur], ic+ir, rows, jc+q, min(nr, ncur-q), kcur, beta, accumulate)
 			}
 		}
