@@ -39,8 +39,8 @@ go build -o /tmp/tpsim-vs-torch ./cmd/tpsim
 # 1024³ product then runs at ~30 GFLOP/s against 72 (Haswell, AVX2) or 124-138 (SkylakeX/Cooperlake,
 # AVX-512). Beating a mis-detected peer proves nothing, so where OpenBLAS reports a pre-AVX2 core on
 # a CPU with AVX2 this script sets OPENBLAS_CORETYPE to the best kernel set the CPU runs (SkylakeX
-# with AVX-512, else Haswell); set OPENBLAS_CORETYPE yourself to choose (Haswell compares AVX2 with
-# tpsim's AVX2 kernel like for like).
+# with AVX-512, else Haswell); set OPENBLAS_CORETYPE yourself to choose (tpsim runs its AVX-512
+# kernel wherever the CPU has AVX-512, so Haswell is like for like only on a CPU without it).
 openblas_core() {
 	OPENBLAS_VERBOSE=2 OPENBLAS_NUM_THREADS=1 "$py" -c 'import torch; torch.ones(8, 8) @ torch.ones(8, 8)' 2>&1 |
 		sed -n 's/^Core: //p' | head -1

@@ -66,11 +66,7 @@ func microKernel2(k int, a, b, c []float32, ldc int, alpha, beta float32, accumu
 	_ = a[6*k-1]
 	_ = b[32*k-1]
 	_ = c[5*ldc+31]
-	acc := 0
-	if accumulate {
-		acc = 1
-	}
-	kernel6x32z(k, &a[0], &b[0], &c[0], ldc, alpha, beta, acc)
+	kernel6x32z(k, &a[0], &b[0], &c[0], ldc, alpha, beta, accFlag(accumulate))
 }
 
 // transposePanel16 writes dst[l*16+j] = src[j*lds+l] for j < 16 and l < 8*blocks: the packing of
@@ -207,13 +203,17 @@ func microKernel(k int, a, b, c []float32, ldc int, alpha, beta float32, accumul
 	_ = a[6*k-1]
 	_ = b[16*k-1]
 	_ = c[5*ldc+15]
-	acc := 0
-	if accumulate {
-		acc = 1
-	}
 	if useAVX512 {
-		kernel6x16z(k, &a[0], &b[0], &c[0], ldc, alpha, beta, acc)
+		kernel6x16z(k, &a[0], &b[0], &c[0], ldc, alpha, beta, accFlag(accumulate))
 		return
 	}
-	kernel6x16(k, &a[0], &b[0], &c[0], ldc, alpha, beta, acc)
+	kernel6x16(k, &a[0], &b[0], &c[0], ldc, alpha, beta, accFlag(accumulate))
+}
+
+// accFlag is the kernels' accumulate argument: 1 to add beta*C, 0 to overwrite C.
+func accFlag(accumulate bool) int {
+	if accumulate {
+		return 1
+	}
+	return 0
 }

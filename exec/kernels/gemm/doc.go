@@ -29,8 +29,9 @@
 // so packing, blocking and threads are shared; two adjacent full tiles go to one call
 // (kernel6x32z: both B rows loaded, each A value broadcast once for two FMAs, so A is read once for
 // 32 columns; 1.03-1.13x, BenchmarkWideTiles). On a 2-core Intel Xeon VM (family 6 model 207) it
-// runs 119-132 GFLOP/s a core against the AVX2 kernel's 65-84 (BenchmarkSgemm, gemm and
-// gemm_avx2 side by side; FMA peaks measured in the same run 175.6 and 94.5).
+// runs 121-133 GFLOP/s a core on squares 512-2048 (one tile a call) against the AVX2 kernel's
+// 82-83 (BenchmarkSgemm, gemm and gemm_avx2 side by side; FMA peaks measured in the same run 174.9
+// and 94.7: the README's speed section).
 //
 // Block sizes are BLIS's for AMD Zen 3 (config/zen3/bli_cntx_init_zen3.c, sgemm: MR=6, NR=16,
 // MC=144, KC=256, NC=4080): a KC×NR panel of B is 16 KiB and stays in the 32 KiB L1d, an MC×KC

@@ -197,8 +197,8 @@ func compareShapes(t *testing.T, rng *rand.Rand) {
 }
 
 // TestSgemmAVX2Kernel runs the shapes on the AVX2 micro-kernel where the AVX-512 one is the
-// default (the test of TestSgemmAgainstGonum then covers the AVX-512 kernel; on a CPU without it,
-// the AVX2 one).
+// default (TestSgemmAgainstGonum then covers the AVX-512 kernel; on a CPU without it, the AVX2
+// one).
 func TestSgemmAVX2Kernel(t *testing.T) {
 	if !useAVX512 {
 		t.Skip("the AVX2 kernel is already the default")
