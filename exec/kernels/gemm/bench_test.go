@@ -176,10 +176,36 @@ func BenchmarkPanelPrefetch(b *testing.B) { flagSpeedup(b, &noPanelPrefetch, "pr
 // BenchmarkStageC times each of benchShapes on one thread with C staged at a padded stride where
 // its own is a multiple of 4 KiB (stageC) and without (noStageC), alternately within each
 // iteration, and reports stage_speedup, the median over iterations of the time without over the
-// time with (1 where stageC does not apply):
+// time with (1 where stageC does not apply), with each micro-kernel the CPU has. It stages on any
+// CPU (stageOnThisCPU), to show whether this one gains:
 //
 //	go test -run '^$' -bench StageC -benchtime 11x ./exec/kernels/gemm
-func BenchmarkStageC(b *testing.B) { flagSpeedup(b, &noStageC, "stage_speedup") }
+func BenchmarkStageC(b *testing.B) {
+	defer stagingOn()()
+	forKernels(b, func(b *testing.B) { flagSpeedup(b, &noStageC, "stage_speedup") })
+}
+
+// stagingOn lets stageC stage on this CPU and returns the function that restores the setting.
+func stagingOn() func() {
+	was := stageOnThisCPU
+	stageOnThisCPU = true
+	return func() { stageOnThisCPU = was }
+}
+
+// forKernels runs f as sub-benchmarks avx512 and avx2 where the CPU has the AVX-512 kernel, else
+// as b itself.
+func forKernels(b *testing.B, f func(b *testing.B)) {
+	if !useAsm || !useAVX512 {
+		f(b)
+		return
+	}
+	b.Run("avx512", f)
+	b.Run("avx2", func(b *testing.B) {
+		useAVX512 = false
+		defer func() { useAVX512 = true }()
+		f(b)
+	})
+}
 
 // BenchmarkStageCAccumulate is BenchmarkStageC for products that accumulate into C (beta = 1, as
 // the weight gradients of a training step): it times each of benchShapes staged (stageAccumulate)
@@ -188,6 +214,7 @@ func BenchmarkStageC(b *testing.B) { flagSpeedup(b, &noStageC, "stage_speedup") 
 //
 //	go test -run '^$' -bench StageCAccumulate -benchtime 11x ./exec/kernels/gemm
 func BenchmarkStageCAccumulate(b *testing.B) {
+	defer stagingOn()()
 	flagSpeedupBeta(b, &stageAccumulate, "unstaged_speedup", 1)
 }
 
@@ -200,6 +227,7 @@ func BenchmarkStageCAccumulate(b *testing.B) {
 //
 //	go test -run '^$' -bench PaddedStride -benchtime 11x ./exec/kernels/gemm
 func BenchmarkPaddedStride(b *testing.B) {
+	defer stagingOn()()
 	for _, s := range benchShapes {
 		a, bb, c, lda, ldb := s.operands(16)
 		b.Run(s.name, func(b *testing.B) {

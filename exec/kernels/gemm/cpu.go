@@ -26,6 +26,15 @@ var noPanelPrefetch bool
 // noStageC turns off the staging of C at a padded stride (stageC); BenchmarkStageC sets it.
 var noStageC bool
 
+// stageOnThisCPU is whether stageC may stage C here: where the L1d has at most 8 ways (or CPUID
+// does not say). Staging is for the 8-way L1d of the project's AMD Zen 3 VM, where the rows of a
+// C tile at a stride of a multiple of 4 KiB evict the B panel from their one set (stageC). On a
+// 12-way L1d (the Intel Xeon VM of family 6 model 207, 48 KiB) the set holds them beside the
+// panel, and the copy is the whole difference: the staged shapes of BenchmarkStageC (11 paired
+// runs each, two runs on 2026-12-04) were 0.91-0.99x as fast staged with the AVX-512 kernel and
+// 0.90-1.00x with the AVX2 one. BenchmarkStageC sets it, to time staging on any CPU.
+var stageOnThisCPU = cpufeat.L1DWays <= 8
+
 // stageAccumulate stages C (stageC) for products with beta != 0 too; BenchmarkStageCAccumulate
 // sets it.
 var stageAccumulate bool

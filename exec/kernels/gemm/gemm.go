@@ -164,9 +164,10 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 // on a quiet one (BenchmarkStageC). With beta != 0 C must be copied in as well, and the two passes
 // cost more than they gain: the products of a training step that accumulate into their gradients
 // run 1.01-1.06x faster unstaged (BenchmarkStageCAccumulate, quiet machine; 1.06x the MLP's weight
-// gradient), so only products that overwrite C are staged.
+// gradient), so only products that overwrite C are staged. These figures are from the 8-way L1d
+// of the project's EPYC VM; where the L1d has more ways, C is not staged (stageOnThisCPU).
 func stageC(p *problem) []float32 {
-	if noStageC || p.ldc%1024 != 0 || p.n < 4*nr || p.m*p.n*p.k < parallelFrom || (p.beta != 0 && !stageAccumulate) {
+	if noStageC || !stageOnThisCPU || p.ldc%1024 != 0 || p.n < 4*nr || p.m*p.n*p.k < parallelFrom || (p.beta != 0 && !stageAccumulate) {
 		return nil
 	}
 	ld := p.n + nr

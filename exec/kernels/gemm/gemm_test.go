@@ -382,6 +382,7 @@ func lowerParallelFrom() func() {
 // old values come in too, over several KC passes, on one thread and split.
 func TestSgemmStagedC(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
+	defer stagingOn()()
 	defer lowerParallelFrom()()
 	defer SetThreads(SetThreads(0))
 	defer func() { stageAccumulate = false }()

@@ -45,3 +45,37 @@ func hasAVX512F() bool {
 	_, ebx7, _, _ := cpuid(7, 0)
 	return ebx7&(1<<16) != 0
 }
+
+// l1dWays reads the associativity of the level-1 data cache from CPUID's deterministic cache
+// parameters: leaf 4 on Intel, leaf 0x8000001D on AMD (where leaf 0x80000001 ECX bit 22,
+// topology extensions, says it exists). Each sub-leaf describes one cache: EAX bits 4:0 its type
+// (1 data, 3 unified, 0 no more caches), bits 7:5 its level, EBX bits 31:22 its ways minus one
+// (Intel SDM vol. 2A, CPUID leaf 04H; AMD APM vol. 3, CPUID Fn8000_001D). 0 where CPUID does
+// not say.
+func l1dWays() int {
+	maxLeaf, ebx0, ecx0, edx0 := cpuid(0, 0)
+	leaf := uint32(4)
+	if ebx0 == 0x68747541 && edx0 == 0x69746e65 && ecx0 == 0x444d4163 { // "AuthenticAMD"
+		maxExt, _, _, _ := cpuid(0x80000000, 0)
+		if maxExt < 0x8000001D {
+			return 0
+		}
+		if _, _, ecx, _ := cpuid(0x80000001, 0); ecx&(1<<22) == 0 {
+			return 0
+		}
+		leaf = 0x8000001D
+	} else if maxLeaf < 4 {
+		return 0
+	}
+	for sub := uint32(0); sub < 16; sub++ {
+		eax, ebx, _, _ := cpuid(leaf, sub)
+		typ, level := eax&0x1f, (eax>>5)&7
+		if typ == 0 {
+			break
+		}
+		if level == 1 && typ == 1 {
+			return int(ebx>>22) + 1
+		}
+	}
+	return 0
+}

@@ -4,3 +4,5 @@ package cpufeat
 
 func hasAVX2FMA() bool { return false }
 func hasAVX512F() bool { return false }
+
+func l1dWays() int { return 0 }

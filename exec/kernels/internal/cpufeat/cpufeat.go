@@ -9,3 +9,7 @@ var AVX2FMA = hasAVX2FMA()
 // AVX512F is true where, beyond AVX2FMA, the CPU has AVX-512 Foundation and the OS saves zmm and
 // opmask state, so that gemm's AVX-512 micro-kernel may run.
 var AVX512F = hasAVX512F()
+
+// L1DWays is the associativity of the level-1 data cache (8 on AMD Zen 3, 12 on Intel Golden
+// Cove), 0 where CPUID does not say. gemm's choice to copy C to a padded stride depends on it.
+var L1DWays = l1dWays()
