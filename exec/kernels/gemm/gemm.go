@@ -32,8 +32,8 @@ const minRowBlock = 4 * mr
 
 // ParallelMACs is the size, in multiply-adds m*n*k, from which a product is split over several
 // goroutines. Waking a helper goroutine on an idle core (the runtime wakes an OS thread; on a
-// virtual machine the host wakes a halted vCPU) costs tens of microseconds, paid on each of the
-// two parallel loops of a KC step. Measured on this project's 2-core EPYC VM with exec's pattern
+// virtual machine the host wakes a halted vCPU) costs tens of microseconds, paid then on each of
+// the two parallel loops of a KC step (now once a product, runParallel). Measured on this project's 2-core EPYC VM with exec's pattern
 // (100 µs of other work before each product, best of 3 medians of 30): two goroutines against one
 // are 0.87x at 4.2M multiply-adds (256x64x256), 1.27x at 8.4M, 1.31x at 16.8M and 1.81x at 33.6M
 // (512x256x256), 1.94x at 67M. From 2^25 the split gains at least 1.8x, so the cost model may
@@ -290,8 +290,20 @@ func (p *problem) blocking(threads int) blocking {
 		blocks: (p.m + mb - 1) / mb,
 		mb:     mb,
 		lenA:   mb * kmax,
-		lenB:   kmax * ((min(nc, p.n) + nr - 1) / nr * nr),
+		lenB:   kmax * ((p.colBlock() + nr - 1) / nr * nr),
 	}
+}
+
+// colBlock is the width of the column blocks of C the product is cut into: NC, or the whole of N
+// where it is at most a quarter more, so that a width just over NC is not cut into a block and a
+// sliver that repacks the whole of A for a few columns (N = 4096 would be 4080 and 16 columns; one
+// block of 4096 ran the MLP's 512×4096×1024 forward 1.05x faster on one core and 1.015x on two,
+// median of 16 paired runs, 2026-12-04).
+func (p *problem) colBlock() int {
+	if p.n <= nc+nc/4 {
+		return p.n
+	}
+	return nc
 }
 
 // step is one iteration of the two outer loops: columns [jc, jc+ncur) of C (panels NR-column
@@ -304,8 +316,9 @@ type step struct {
 
 // forSteps calls f for each step of the blocked loops in order.
 func (p *problem) forSteps(f func(s step)) {
-	for jc := 0; jc < p.n; jc += nc {
-		ncur := min(nc, p.n-jc)
+	w := p.colBlock()
+	for jc := 0; jc < p.n; jc += w {
+		ncur := min(w, p.n-jc)
 		for pc := 0; pc < p.k; pc += kc {
 			s := step{jc: jc, ncur: ncur, panels: (ncur + nr - 1) / nr, pc: pc, kcur: min(kc, p.k-pc), beta: p.beta, accumulate: p.beta != 0}
 			if pc > 0 {
@@ -339,10 +352,18 @@ func (p *problem) runSerial() {
 	putBuf(bp)
 }
 
-// runParallel executes the blocked product on up to threads goroutines (the caller and the helpers
-// parallelFor finds cores for): for each step they pack B in chunks of panels, then take row blocks
-// in turn. It takes the problem by value so that the closures its goroutines share do not make the
-// caller's escape.
+// runParallel executes the blocked product on up to threads goroutines: the caller and the helpers
+// it finds free cores for (acquire), started once for the whole product. The product is a
+// sequence of phases, two a step: pack B in chunks of panels, then multiply the row blocks by it.
+// Each goroutine claims units of the current phase from the phase's counter and, once none is
+// left, waits for the units others claimed to finish before it moves to the next phase. Waking a
+// helper costs tens of microseconds (see ParallelMACs), and this wakes each once a product instead
+// of twice a step: a product of 16 KC steps (the MLP's 512×1024×4096) ran 1.5x faster on two
+// cores than on one with a helper started for each phase, 1.8x with this (TestParallelPhases
+// checks the result; BenchmarkSgemm's threads=2 rows time it). A helper stops claiming units once
+// busy exceeds GOMAXPROCS (another rank started a product), within one unit; the goroutines left
+// finish its phases. It takes the problem by value so that the closures its goroutines share do
+// not make the caller's escape.
 func (p problem) runParallel(threads int) {
 	bl := p.blocking(threads)
 	threads = min(threads, bl.blocks)
@@ -353,45 +374,55 @@ func (p problem) runParallel(threads int) {
 		bufsA[i] = getBuf(bl.lenA)
 		defer putBuf(bufsA[i])
 	}
-	p.forSteps(func(s step) {
+	var steps []step
+	p.forSteps(func(s step) { steps = append(steps, s) })
+	phases := make([]phase, 2*len(steps))
+	for i, s := range steps {
 		chunk := (s.panels + 2*threads - 1) / (2 * threads)
-		parallelFor(threads, (s.panels+chunk-1)/chunk, func(u, _ int) {
+		phases[2*i].units = (s.panels + chunk - 1) / chunk
+		phases[2*i].run = func(u, _ int) {
 			p.packB(bp, s.pc, s.kcur, s.jc, s.ncur, u*chunk, min(s.panels, (u+1)*chunk))
-		})
-		parallelFor(threads, bl.blocks, func(u, w int) {
-			p.rowBlock(s, bl, u, bufsA[w], bp)
-		})
-	})
+		}
+		phases[2*i+1].units = bl.blocks
+		phases[2*i+1].run = func(u, w int) { p.rowBlock(s, bl, u, bufsA[w], bp) }
+	}
+	runPhases(threads, phases)
 }
 
-// parallelFor runs fn(u, worker) for u in [0, units) on the caller (worker 0) and up to threads-1
-// helpers, as many as acquire finds free cores for, which take units in turn from a shared
-// counter; it returns when all are done. A helper stops taking units once busy exceeds GOMAXPROCS,
-// so a product that started while cores were free gives them back when another rank's product
-// starts, within one unit.
-func parallelFor(threads, units int, fn func(u, worker int)) {
+// phase is one step of a parallel product: units independent pieces of work, run(u, worker) each,
+// with the counters of the units claimed and finished.
+type phase struct {
+	units         int
+	run           func(u, worker int)
+	claimed, done atomic.Int64
+}
+
+// runPhases runs the phases in order on the caller (worker 0) and up to threads-1 helpers, as
+// many as acquire finds free cores for; a phase starts on a goroutine once every unit of the one
+// before has finished. It returns when all are done.
+func runPhases(threads int, phases []phase) {
 	helpers := 0
-	if threads > 1 && units > 1 && time.Now().UnixNano() >= contendedUntil.Load() {
-		helpers = acquire(min(threads, units) - 1)
-	}
-	if helpers == 0 {
-		for u := range units {
-			fn(u, 0)
-		}
-		return
+	if threads > 1 && time.Now().UnixNano() >= contendedUntil.Load() {
+		helpers = acquire(threads - 1)
 	}
 	procs := int32(runtime.GOMAXPROCS(0))
-	var next atomic.Int64
 	work := func(w int) {
-		for {
-			if w > 0 && busy.Load() > procs {
-				return
+		for i := range phases {
+			ph := &phases[i]
+			for {
+				if w > 0 && busy.Load() > procs {
+					return
+				}
+				u := int(ph.claimed.Add(1) - 1)
+				if u >= ph.units {
+					break
+				}
+				ph.run(u, w)
+				ph.done.Add(1)
 			}
-			u := int(next.Add(1) - 1)
-			if u >= units {
-				return
+			for ph.done.Load() < int64(ph.units) {
+				runtime.Gosched()
 			}
-			fn(u, w)
 		}
 	}
 	var wg sync.WaitGroup

@@ -7,7 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
@@ -409,5 +411,54 @@ func TestSgemmStagedC(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRunPhases checks runPhases' ordering on two goroutines: every unit of a phase runs once, and
+// only after every unit of the phase before has finished (each unit reads what all units of the
+// previous phase wrote, which -race also checks).
+func TestRunPhases(t *testing.T) {
+	defer SetThreads(SetThreads(0))
+	const nPhases, units = 50, 7
+	vals := make([][]int, nPhases)
+	for i := range vals {
+		vals[i] = make([]int, units)
+	}
+	phases := make([]phase, nPhases)
+	var runs [nPhases][units]atomic.Int32
+	var byHelper atomic.Int32
+	for i := range phases {
+		phases[i].units = units
+		phases[i].run = func(u, w int) {
+			runs[i][u].Add(1)
+			if w > 0 {
+				byHelper.Add(1)
+			}
+			for t0 := time.Now(); time.Since(t0) < 20*time.Microsecond; {
+				// long enough for the helper to take units while the caller runs its own
+			}
+			sum := 1
+			if i > 0 {
+				for _, v := range vals[i-1] {
+					if v == 0 {
+						t.Errorf("phase %d unit %d ran before phase %d finished", i, u, i-1)
+					}
+					sum += v
+				}
+			}
+			vals[i][u] = sum % 1000003
+		}
+	}
+	contendedUntil.Store(0) // a concurrent test may have kept helpers off
+	runPhases(2, phases)
+	for i := range runs {
+		for u := range runs[i] {
+			if n := runs[i][u].Load(); n != 1 {
+				t.Fatalf("phase %d unit %d ran %d times, want once", i, u, n)
+			}
+		}
+	}
+	if runtime.GOMAXPROCS(0) > 1 && byHelper.Load() == 0 {
+		t.Error("the helper ran no unit: the test checked one goroutine only")
 	}
 }
