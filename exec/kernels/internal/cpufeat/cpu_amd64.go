@@ -46,36 +46,48 @@ func hasAVX512F() bool {
 	return ebx7&(1<<16) != 0
 }
 
-// l1dWays reads the associativity of the level-1 data cache from CPUID's deterministic cache
-// parameters: leaf 4 on Intel, leaf 0x8000001D on AMD (where leaf 0x80000001 ECX bit 22,
-// topology extensions, says it exists). Each sub-leaf describes one cache: EAX bits 4:0 its type
-// (1 data, 3 unified, 0 no more caches), bits 7:5 its level, EBX bits 31:22 its ways minus one
-// (Intel SDM vol. 2A, CPUID leaf 04H; AMD APM vol. 3, CPUID Fn8000_001D). 0 where CPUID does
-// not say.
-func l1dWays() int {
+// cacheInfo reads the associativity and size in bytes of the cache of the given level and type
+// (1 data, 3 unified) from CPUID's deterministic cache parameters: leaf 4 on Intel, leaf
+// 0x8000001D on AMD (where leaf 0x80000001 ECX bit 22, topology extensions, says it exists).
+// Each sub-leaf describes one cache: EAX bits 4:0 its type (0: no more caches), bits 7:5 its
+// level; EBX bits 31:22 its ways, 21:12 its physical line partitions and 11:0 its line size, and
+// ECX its sets, each minus one (Intel SDM vol. 2A, CPUID leaf 04H; AMD APM vol. 3, CPUID
+// Fn8000_001D). Zeros where CPUID does not say.
+func cacheInfo(level, typ uint32) (ways, bytes int) {
 	maxLeaf, ebx0, ecx0, edx0 := cpuid(0, 0)
 	leaf := uint32(4)
 	if ebx0 == 0x68747541 && edx0 == 0x69746e65 && ecx0 == 0x444d4163 { // "AuthenticAMD"
 		maxExt, _, _, _ := cpuid(0x80000000, 0)
 		if maxExt < 0x8000001D {
-			return 0
+			return 0, 0
 		}
 		if _, _, ecx, _ := cpuid(0x80000001, 0); ecx&(1<<22) == 0 {
-			return 0
+			return 0, 0
 		}
 		leaf = 0x8000001D
 	} else if maxLeaf < 4 {
-		return 0
+		return 0, 0
 	}
 	for sub := uint32(0); sub < 16; sub++ {
-		eax, ebx, _, _ := cpuid(leaf, sub)
-		typ, level := eax&0x1f, (eax>>5)&7
-		if typ == 0 {
+		eax, ebx, ecx, _ := cpuid(leaf, sub)
+		t, l := eax&0x1f, (eax>>5)&7
+		if t == 0 {
 			break
 		}
-		if level == 1 && typ == 1 {
-			return int(ebx>>22) + 1
+		if l == level && t == typ {
+			ways = int(ebx>>22) + 1
+			return ways, ways * (int(ebx>>12&0x3ff) + 1) * (int(ebx&0xfff) + 1) * (int(ecx) + 1)
 		}
 	}
-	return 0
+	return 0, 0
+}
+
+func l1dWays() int {
+	ways, _ := cacheInfo(1, 1)
+	return ways
+}
+
+func l2Bytes() int {
+	_, bytes := cacheInfo(2, 3)
+	return bytes
 }

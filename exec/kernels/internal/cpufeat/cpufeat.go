@@ -13,3 +13,7 @@ var AVX512F = hasAVX512F()
 // L1DWays is the associativity of the level-1 data cache (8 on AMD Zen 3, 12 on Intel Golden
 // Cove), 0 where CPUID does not say. gemm's choice to copy C to a padded stride depends on it.
 var L1DWays = l1dWays()
+
+// L2Bytes is the size of one core's level-2 cache (512 KiB on AMD Zen 3, 2 MiB on Intel Golden
+// Cove), 0 where CPUID does not say. gemm sizes its blocks of A by it.
+var L2Bytes = l2Bytes()

@@ -37,28 +37,36 @@ func TestAgreesWithProcCPUInfo(t *testing.T) {
 	}
 }
 
-// TestL1DWaysAgreesWithSysfs checks L1DWays against the level-1 data cache Linux describes.
-func TestL1DWaysAgreesWithSysfs(t *testing.T) {
+// TestCachesAgreeWithSysfs checks L1DWays and L2Bytes against the caches Linux describes.
+func TestCachesAgreeWithSysfs(t *testing.T) {
 	if runtime.GOARCH != "amd64" || strings.Contains(os.Getenv("GOFLAGS"), "purego") {
 		t.Skip("CPUID only on amd64")
 	}
+	read := func(dir, name string) string {
+		b, _ := os.ReadFile(dir + name)
+		return strings.TrimSpace(string(b))
+	}
+	checked := 0
 	for i := 0; ; i++ {
 		dir := fmt.Sprintf("/sys/devices/system/cpu/cpu0/cache/index%d/", i)
-		level, err := os.ReadFile(dir + "level")
-		if err != nil {
-			t.Skip("no level-1 data cache in sysfs")
+		level := read(dir, "level")
+		if level == "" {
+			break
 		}
-		typ, _ := os.ReadFile(dir + "type")
-		if strings.TrimSpace(string(level)) != "1" || strings.TrimSpace(string(typ)) != "Data" {
-			continue
+		switch typ := read(dir, "type"); {
+		case level == "1" && typ == "Data":
+			if want := read(dir, "ways_of_associativity"); fmt.Sprint(L1DWays) != want {
+				t.Errorf("L1DWays = %d, sysfs says %s", L1DWays, want)
+			}
+			checked++
+		case level == "2" && typ == "Unified":
+			if want := read(dir, "size"); fmt.Sprintf("%dK", L2Bytes>>10) != want {
+				t.Errorf("L2Bytes = %d (%dK), sysfs says %s", L2Bytes, L2Bytes>>10, want)
+			}
+			checked++
 		}
-		ways, err := os.ReadFile(dir + "ways_of_associativity")
-		if err != nil {
-			t.Skip("sysfs gives no associativity")
-		}
-		if want := strings.TrimSpace(string(ways)); fmt.Sprint(L1DWays) != want {
-			t.Errorf("L1DWays = %d, sysfs says %s", L1DWays, want)
-		}
-		return
+	}
+	if checked == 0 {
+		t.Skip("sysfs describes no level-1 data or level-2 cache")
 	}
 }
