@@ -13,8 +13,9 @@ import (
 )
 
 // gemmShape is one kernels.MatMul call: dst [M, N] = op(a) [M, K] · op(b) [K, N], accumulated
-// into dst (beta 1) for the backward-weight products (exec's LinearBackwardWeight), overwriting it
-// (beta 0) otherwise.
+// into dst (beta 1) for the backward-weight products (exec's LinearBackwardWeight, which
+// overwrites instead on a step's first microbatch, in the same time: costmodel.HostGEMMs),
+// overwriting it (beta 0) otherwise.
 type gemmShape struct {
 	M, K, N        int
 	TransA, TransB bool

@@ -20,7 +20,7 @@ func Example() {
 	fmt.Printf("loss = %.4f, dy = %v\n", loss, dy)
 
 	dx, dw, db := make([]float32, 3), make([]float32, 6), make([]float32, 2)
-	kernels.LinearBackward(dx, dw, db, dy, x, w, 1, 3, 2)
+	kernels.LinearBackward(dx, dw, db, dy, x, w, 1, 3, 2, true) // accumulate into dw and db
 	fmt.Println("dx =", dx, "dw =", dw, "db =", db)
 	// Output:
 	// y = [1.5 1.5]

@@ -86,27 +86,33 @@ func LinearBackwardInput(dx, dy, w []float32, m, in, out int) {
 	MatMul(dx, dy, w, m, out, in, false, false, 1, 0)
 }
 
-// LinearBackwardWeight accumulates dW += dyᵀ x (dw [out, in]) and, if db is not nil,
-// db += the sum of the rows of dy (db [out]); dy is [m, out] and x is [m, in].
+// LinearBackwardWeight computes dW += dyᵀ x (dw [out, in]; dW = dyᵀ x, overwriting dw, if
+// !accumulate) and, if db is not nil, db += the sum of the rows of dy (db [out]); dy is [m, out]
+// and x is [m, in]. With accumulate false dw's old contents are not read (even NaN).
 //
 // It panics if a dimension is negative or a length does not match.
-func LinearBackwardWeight(dw, db, dy, x []float32, m, in, out int) {
-	MatMul(dw, dy, x, out, m, in, true, false, 1, 1)
+func LinearBackwardWeight(dw, db, dy, x []float32, m, in, out int, accumulate bool) {
+	beta := float32(0)
+	if accumulate {
+		beta = 1
+	}
+	MatMul(dw, dy, x, out, m, in, true, false, 1, beta)
 	if db != nil {
 		BiasGrad(db, dy, m, out)
 	}
 }
 
 // LinearBackward runs LinearBackwardInput (skipped if dx is nil, as for the input data) and
-// LinearBackwardWeight: dx = dy W is overwritten, dW += dyᵀ x and db += rows of dy are accumulated
-// (db nil for a Linear without bias).
+// LinearBackwardWeight: dx = dy W is overwritten, dW += dyᵀ x (dW = dyᵀ x if !accumulate, as for
+// a gradient not yet written this step) and db += rows of dy are accumulated (db nil for a Linear
+// without bias).
 //
 // It panics if a dimension is negative or a length does not match.
-func LinearBackward(dx, dw, db, dy, x, w []float32, m, in, out int) {
+func LinearBackward(dx, dw, db, dy, x, w []float32, m, in, out int, accumulate bool) {
 	if dx != nil {
 		LinearBackwardInput(dx, dy, w, m, in, out)
 	}
-	LinearBackwardWeight(dw, db, dy, x, m, in, out)
+	LinearBackwardWeight(dw, db, dy, x, m, in, out, accumulate)
 }
 
 // AddBias adds b [cols] to every row of y [rows, cols] in place (AddInPlace per row, so AVX2).

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -112,7 +113,7 @@ func TestLinearGradients(t *testing.T) {
 	for i := range db {
 		db[i] = 1
 	}
-	LinearBackward(dx, dw, db, r, x, w, m, in, out)
+	LinearBackward(dx, dw, db, r, x, w, m, in, out, true)
 	for i := range dw {
 		dw[i]--
 	}
@@ -123,9 +124,12 @@ func TestLinearGradients(t *testing.T) {
 	gradCheck(t, "dw", w, dw, loss)
 	gradCheck(t, "db", b, db, loss)
 
-	// Without bias and without dx.
+	// Without bias and without dx, overwriting dw: its old contents (NaN) are not read.
 	dw2 := make([]float32, out*in)
-	LinearBackward(nil, dw2, nil, r, x, w, m, in, out)
+	for i := range dw2 {
+		dw2[i] = float32(math.NaN())
+	}
+	LinearBackward(nil, dw2, nil, r, x, w, m, in, out, false)
 	for i := range dw2 {
 		if !closeTo(float64(dw2[i]), float64(dw[i]), 1e-5, 1e-6) {
 			t.Fatalf("dw without bias differs at %d: %g vs %g", i, dw2[i], dw[i])

@@ -226,7 +226,7 @@ func TestNoAllocations(t *testing.T) {
 	adam := NewAdam(1e-3)
 	allocs := testing.AllocsPerRun(10, func() {
 		LinearForward(y, x, w, b, m, in, out)
-		LinearBackward(dx, dw, db, y, x, w, m, in, out)
+		LinearBackward(dx, dw, db, y, x, w, m, in, out, true)
 		LayerNorm(dx, mean, rstd, x, lw, nil, m, in, DefaultEps)
 		LayerNormBackward(dx, lw, nil, dx, x, lw, mean, rstd, m, in)
 		GELU(dx, x)
