@@ -35,13 +35,18 @@
 //
 // Block sizes are BLIS's for AMD Zen 3 (config/zen3/bli_cntx_init_zen3.c, sgemm: MR=6, NR=16,
 // MC=144, KC=256, NC=4080): a KC×NR panel of B is 16 KiB and stays in the 32 KiB L1d, an MC×KC
-// block of A is 144 KiB and stays in the 512 KiB L2.
+// block of A is 144 KiB and stays in the 512 KiB L2. Two depend on the CPU's caches, read with
+// CPUID (package cpufeat): MC is 288 where a core has at least 2 MiB of L2, and C is copied to a
+// padded stride (stageC) only where the L1d has at most 8 ways. A width of C up to 1.25 NC is one
+// column block, not NC columns and a sliver.
 //
 // # Threads
 //
 // Products of at least ParallelMACs multiply-adds are split over MC-row blocks of C (and the
 // packing of B over its panels) among up to Threads() goroutines, which pull blocks from a shared
-// counter; smaller products run on the calling goroutine. A product only takes cores that no
+// counter; smaller products run on the calling goroutine. The helpers start once a product and go
+// through its KC steps' phases (pack B, multiply) with the caller, each phase starting once the
+// one before has finished (runPhases). A product only takes cores that no
 // other product holds: every product of at least 32K multiply-adds counts its caller as a busy
 // core, helpers start only while fewer than GOMAXPROCS are busy, and a helper stops taking blocks
 // once more are (another rank started a product), so ranks multiplying at once share the cores
