@@ -38,9 +38,9 @@ type rank struct {
 	// consumer runs and grads only from a backward to its reduce-scatter (zero.go).
 	params, grads map[string][]float32
 	// stale are the gradients this step has not written yet: they still hold the last step's
-	// values until grad zeroes them for an op that accumulates, or paramGradOut hands them to a linear
-	// backward that overwrites them (trainStep; a cleared 32 MiB of the 1024-4096-1024 MLP's
-	// gradients cost 2% of its step).
+	// values until grad zeroes them for an op that accumulates, or paramGradOut hands them to a
+	// linear backward that overwrites them (trainStep; clearing the 32 MiB of the 1024-4096-1024
+	// MLP's gradients each step cost 2% of it).
 	stale        map[string]bool
 	adamM, adamV map[string][]float32
 	z            *zeroState

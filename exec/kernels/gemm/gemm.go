@@ -48,13 +48,14 @@ const minRowBlock = 4 * mr
 
 // ParallelMACs is the size, in multiply-adds m*n*k, from which a product is split over several
 // goroutines. Waking a helper goroutine on an idle core (the runtime wakes an OS thread; on a
-// virtual machine the host wakes a halted vCPU) costs tens of microseconds, paid then on each of
-// the two parallel loops of a KC step (now once a product, runParallel). Measured on this project's 2-core EPYC VM with exec's pattern
-// (100 µs of other work before each product, best of 3 medians of 30): two goroutines against one
-// are 0.87x at 4.2M multiply-adds (256x64x256), 1.27x at 8.4M, 1.31x at 16.8M and 1.81x at 33.6M
-// (512x256x256), 1.94x at 67M. From 2^25 the split gains at least 1.8x, so the cost model may
-// price a split product at its serial time over the goroutines; below it a product runs on the
-// calling goroutine.
+// virtual machine the host wakes a halted vCPU) costs tens of microseconds. Measured on this
+// project's 2-core EPYC VM with exec's pattern (100 µs of other work before each product, best of
+// 3 medians of 30), when helpers were still woken for each of the two parallel loops of a KC step
+// (runParallel now wakes them once a product): two goroutines against one are 0.87x at 4.2M
+// multiply-adds (256x64x256), 1.27x at 8.4M, 1.31x at 16.8M and 1.81x at 33.6M (512x256x256),
+// 1.94x at 67M. From 2^25 the split gains at least 1.8x, so the cost model may price a split
+// product at its serial time over the goroutines; below it a product runs on the calling
+// goroutine.
 const ParallelMACs = 1 << 25
 
 // parallelFrom is ParallelMACs; tests lower it to reach the parallel path with small products.
@@ -374,9 +375,10 @@ func (p *problem) runSerial() {
 // Each goroutine claims units of the current phase from the phase's counter and, once none is
 // left, waits for the units others claimed to finish before it moves to the next phase. Waking a
 // helper costs tens of microseconds (see ParallelMACs), and this wakes each once a product instead
-// of twice a step: a product of 16 KC steps (the MLP's 512×1024×4096) ran 1.5x faster on two
-// cores than on one with a helper started for each phase, 1.8x with this (TestParallelPhases
-// checks the result; BenchmarkSgemm's threads=2 rows time it). A helper stops claiming units once
+// of twice a step: a product of 16 KC steps (the MLP's 512×1024×4096) ran 1.54x faster on two
+// cores than on one with a helper started for each phase, 1.89x with this (median of 10
+// alternating runs, 2026-12-04; TestRunPhases checks the ordering, BenchmarkSgemm's threads=2
+// rows time it). A helper stops claiming units once
 // busy exceeds GOMAXPROCS (another rank started a product), within one unit; the goroutines left
 // finish its phases. It takes the problem by value so that the closures its goroutines share do
 // not make the caller's escape.
