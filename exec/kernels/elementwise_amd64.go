@@ -51,3 +51,6 @@ func sgdAVX(p, grad *float32, n int, lr float32)
 
 //go:noescape
 func adamAVX(p, grad, m, v *float32, n int, c *[7]float32)
+
+//go:noescape
+func mseAVX(dy, y, t *float32, n int, c float64) float64

@@ -1327,3 +1327,102 @@ adam_loop:
 adam_done:
 	VZEROUPPER
 	RET
+
+// func mseAVX(dy, y, t *float32, n int, c float64) float64
+// MSE's loop, n a multiple of 8: returns Σ (y-t)² in float64 (d = float64(y) - float64(t), d*d
+// rounded and added as the scalar code does, in four partial sums of lanes: Y8/Y9 the elements
+// 16i..16i+7, Y10/Y11 16i+8..16i+15, added in a fixed order at the end), and if dy is not nil
+// writes dy = float32(d*c) with c = 2/n (the scalar code's 2*d*inv: multiplying by 2 is exact).
+// VCVTPS2PD writes its whole register, so unlike scalar CVTSS2SD it carries no dependency on the
+// register's old value from one element to the next.
+TEXT ·mseAVX(SB), NOSPLIT, $0-48
+	MOVQ dy+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ t+16(FP), DX
+	MOVQ n+24(FP), CX
+	VBROADCASTSD c+32(FP), Y7
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+	SHRQ $3, CX
+	MOVQ CX, R8
+	SHRQ $1, R8
+	JZ mse_tail
+
+mse_loop2:
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VCVTPS2PD 32(SI), Y2
+	VCVTPS2PD 48(SI), Y3
+	VCVTPS2PD (DX), Y4
+	VCVTPS2PD 16(DX), Y5
+	VSUBPD Y4, Y0, Y0
+	VSUBPD Y5, Y1, Y1
+	VCVTPS2PD 32(DX), Y4
+	VCVTPS2PD 48(DX), Y5
+	VSUBPD Y4, Y2, Y2
+	VSUBPD Y5, Y3, Y3
+	VMULPD Y0, Y0, Y4
+	VADDPD Y4, Y8, Y8
+	VMULPD Y1, Y1, Y5
+	VADDPD Y5, Y9, Y9
+	VMULPD Y2, Y2, Y4
+	VADDPD Y4, Y10, Y10
+	VMULPD Y3, Y3, Y5
+	VADDPD Y5, Y11, Y11
+	TESTQ DI, DI
+	JZ mse_next2
+	VMULPD Y7, Y0, Y0
+	VMULPD Y7, Y1, Y1
+	VMULPD Y7, Y2, Y2
+	VMULPD Y7, Y3, Y3
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VCVTPD2PSY Y2, X2
+	VCVTPD2PSY Y3, X3
+	VMOVUPS X0, (DI)
+	VMOVUPS X1, 16(DI)
+	VMOVUPS X2, 32(DI)
+	VMOVUPS X3, 48(DI)
+	ADDQ $64, DI
+
+mse_next2:
+	ADDQ $64, SI
+	ADDQ $64, DX
+	DECQ R8
+	JNZ mse_loop2
+
+mse_tail:
+	ANDQ $1, CX
+	JZ mse_sum
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VCVTPS2PD (DX), Y4
+	VCVTPS2PD 16(DX), Y5
+	VSUBPD Y4, Y0, Y0
+	VSUBPD Y5, Y1, Y1
+	VMULPD Y0, Y0, Y4
+	VADDPD Y4, Y8, Y8
+	VMULPD Y1, Y1, Y5
+	VADDPD Y5, Y9, Y9
+	TESTQ DI, DI
+	JZ mse_sum
+	VMULPD Y7, Y0, Y0
+	VMULPD Y7, Y1, Y1
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VMOVUPS X0, (DI)
+	VMOVUPS X1, 16(DI)
+
+mse_sum:
+	VADDPD Y10, Y8, Y8
+	VADDPD Y11, Y9, Y9
+	VADDPD Y9, Y8, Y8
+	VEXTRACTF128 $1, Y8, X1
+	VADDPD X1, X8, X8
+	VUNPCKHPD X8, X8, X1
+	VADDSD X1, X8, X8
+	VMOVSD X8, ret+40(FP)
+	VZEROUPPER
+	RET

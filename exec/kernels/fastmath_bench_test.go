@@ -44,6 +44,8 @@ func BenchmarkElementwise(b *testing.B) {
 			{"add_in_place", 3, func() { AddInPlace(out, x) }},
 			{"sgd", 3, func() { SGD{LR: 1e-3}.Step(out, dy, nil) }},
 			{"adam", 7, func() { NewAdam(1e-3).Step(out, dy, m, v, 1) }},
+			{"mse", 2, func() { MSE(nil, x, dy) }},
+			{"mse_backward", 3, func() { MSE(out, x, dy) }},
 		}
 		for _, k := range kernels {
 			b.Run(fmt.Sprintf("n=%d/%s", n, k.name), func(b *testing.B) {

@@ -389,3 +389,44 @@ func TestOptimizerVectorsMatchScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestMSEVectorsMatchScalar checks MSE's AVX2 loop against the scalar code alone: the same bits of
+// the gradient, and the loss within float64 rounding of a different order of summation, on
+// lengths that cover its two-vector loop, its one-vector tail and the scalar tail, with dy
+// aliasing y too.
+func TestMSEVectorsMatchScalar(t *testing.T) {
+	if !useAVX {
+		t.Skip("without the AVX2 kernels there is only the scalar path (portable code, or -race)")
+	}
+	for _, n := range []int{1, 7, 8, 9, 16, 24, 33, 1000} {
+		rng := NewRand(uint64(n))
+		y, target := make([]float32, n), make([]float32, n)
+		FillUniform(y, rng, -3, 3)
+		FillUniform(target, rng, -1, 1)
+		run := func(avx, alias bool) (float32, []float32) {
+			useAVX = avx
+			defer func() { useAVX = true }()
+			if alias {
+				dy := slices.Clone(y)
+				return MSE(dy, dy, target), dy
+			}
+			dy := make([]float32, n)
+			return MSE(dy, y, target), dy
+		}
+		l0, d0 := run(false, false)
+		for _, alias := range []bool{false, true} {
+			l1, d1 := run(true, alias)
+			if math.Abs(float64(l1-l0)) > 1e-6*math.Abs(float64(l0)) {
+				t.Errorf("n=%d alias=%v: loss %g, scalar %g", n, alias, l1, l0)
+			}
+			for i := range d0 {
+				if math.Float32bits(d1[i]) != math.Float32bits(d0[i]) {
+					t.Fatalf("n=%d alias=%v element %d: dy %g, scalar %g", n, alias, i, d1[i], d0[i])
+				}
+			}
+		}
+		if l := MSE(nil, y, target); l != l0 && math.Abs(float64(l-l0)) > 1e-6*math.Abs(float64(l0)) {
+			t.Errorf("n=%d: loss without dy %g, with %g", n, l, l0)
+		}
+	}
+}

@@ -60,7 +60,20 @@ func MSE(dy, y, target []float32) float32 {
 	}
 	inv := 1 / float64(len(y))
 	var total float64
-	for i, v := range y {
+	// AVX2 for the multiples of 8 (its own partial sums, then this loop's): on the 512×1024
+	// output of the 1024-4096-1024 MLP the scalar loop took 0.51 ms (0.75 with dy), the AVX2 one
+	// 0.088 (0.16), best of 20 on the Intel Xeon VM (2026-12-04); at 64 MiB it runs at 0.93 of
+	// copy (BenchmarkElementwise's mse rows).
+	v0 := vecLen(len(y))
+	if v0 > 0 {
+		var d *float32
+		if dy != nil {
+			d = &dy[0]
+		}
+		total = mseAVX(d, &y[0], &target[0], v0, 2*inv)
+	}
+	for i := v0; i < len(y); i++ {
+		v := y[i]
 		d := float64(v) - float64(target[i])
 		total += d * d
 		if dy != nil {
