@@ -24,4 +24,4 @@ func adamAVX(p, grad, m, v *float32, n int, c *[7]float32) { panic("kernels: no 
 func addAVX(dst, a, b *float32, n int)                     { panic("kernels: no AVX2 kernels") }
 func addBothAVX(x, y *float32, n int)                      { panic("kernels: no AVX2 kernels") }
 func prefetchAVX(x *float32, n int)                        { panic("kernels: no AVX2 kernels") }
-func mseAVX(dy, y, t *float32, n int, c float64) float64 { panic("kernels: no AVX2 kernels") }
+func mseAVX(dy, y, t *float32, n int, c float64) float64   { panic("kernels: no AVX2 kernels") }
