@@ -356,14 +356,18 @@ func TestNonTemporalStores(t *testing.T) {
 	}
 }
 
+// vectorLengths cover the AVX2 loops that take two vectors a pass (16 elements), their
+// one-vector tail and the scalar tail after them.
+var vectorLengths = []int{1, 7, 8, 9, 16, 24, 33, 1000}
+
 // TestOptimizerVectorsMatchScalar checks that SGD and Adam give the same bits with the AVX2 loops
 // (eight elements at a time, then the scalar tail) as with the scalar code alone, over three
-// steps, on lengths that cover the two-vector loop, its one-vector tail and the scalar tail.
+// steps, on vectorLengths.
 func TestOptimizerVectorsMatchScalar(t *testing.T) {
 	if !useAVX {
 		t.Skip("without the AVX2 kernels there is only the scalar path (portable code, or -race)")
 	}
-	for _, n := range []int{1, 7, 8, 9, 16, 24, 33, 1000} {
+	for _, n := range vectorLengths {
 		rng := NewRand(uint64(n))
 		p0, g := make([]float32, n), make([]float32, n)
 		FillUniform(p0, rng, -1, 1)
@@ -392,13 +396,12 @@ func TestOptimizerVectorsMatchScalar(t *testing.T) {
 
 // TestMSEVectorsMatchScalar checks MSE's AVX2 loop against the scalar code alone: the same bits of
 // the gradient, and the loss within float64 rounding of a different order of summation, on
-// lengths that cover its two-vector loop, its one-vector tail and the scalar tail, with dy
-// aliasing y too.
+// vectorLengths, with dy aliasing y too.
 func TestMSEVectorsMatchScalar(t *testing.T) {
 	if !useAVX {
 		t.Skip("without the AVX2 kernels there is only the scalar path (portable code, or -race)")
 	}
-	for _, n := range []int{1, 7, 8, 9, 16, 24, 33, 1000} {
+	for _, n := range vectorLengths {
 		rng := NewRand(uint64(n))
 		y, target := make([]float32, n), make([]float32, n)
 		FillUniform(y, rng, -3, 3)
