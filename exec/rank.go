@@ -376,8 +376,8 @@ func (r *rank) w(name string) []float32 {
 
 // g returns the gradient buffer the kernels accumulate parameter name's gradient into.
 func (r *rank) g(name string) []float32 {
-	if b, ok := r.grads[name]; ok {
-		return r.grad(name, b)
+	if _, ok := r.grads[name]; ok {
+		return r.grad(name)
 	}
 	if r.z != nil && r.z.stage == 3 {
 		return r.z.fullGrad(r, name)
@@ -385,8 +385,9 @@ func (r *rank) g(name string) []float32 {
 	panic(lowering(fmt.Sprintf("parameter %q has no gradient buffer on stage %d", name, r.s.Index)))
 }
 
-// grad is b, name's gradient buffer, zeroed first if this step has not written it yet (stale).
-func (r *rank) grad(name string, b []float32) []float32 {
+// grad is name's gradient buffer, zeroed first if this step has not written it yet (stale).
+func (r *rank) grad(name string) []float32 {
+	b := r.grads[name]
 	if r.stale[name] {
 		clear(b)
 		delete(r.stale, name)
@@ -916,7 +917,7 @@ func (r *rank) optimizerStep() {
 	}
 	for i := range r.s.Params {
 		name := r.s.Params[i].Name
-		r.update(r.params[name], r.grad(name, r.grads[name]), r.adamM[name], r.adamV[name])
+		r.update(r.params[name], r.grad(name), r.adamM[name], r.adamV[name])
 	}
 }
 
@@ -935,7 +936,7 @@ func (r *rank) optGrad(name string) []float32 {
 	if r.z != nil && r.z.stage == 3 {
 		return r.z.z3GradChunk(name)
 	}
-	return r.grad(name, r.grads[name])
+	return r.grad(name)
 }
 
 func (r *rank) result() RankResult {

@@ -326,7 +326,7 @@ func (z *zeroState) collective(r *rank, op *program.Op) error {
 		flat := r.alloc.f32Out(CatComm, u.n) // the gradients overwrite it whole
 		off := 0
 		for _, name := range u.names {
-			off += copy(flat[off:], r.grad(name, r.grads[name]))
+			off += copy(flat[off:], r.grad(name))
 		}
 		err := z.dp.ReduceScatter(u.gshard, flat)
 		r.alloc.putF32(CatComm, flat)
