@@ -45,12 +45,12 @@
 // Products of at least ParallelMACs multiply-adds are split over MC-row blocks of C (and the
 // packing of B over its panels) among up to Threads() goroutines, which pull blocks from a shared
 // counter; smaller products run on the calling goroutine. The helpers start once a product and go
-// through its KC steps' phases (pack B, multiply) with the caller, each phase starting once the
-// one before has finished (runPhases). A product only takes cores that no
-// other product holds: every product of at least 32K multiply-adds counts its caller as a busy
-// core, helpers start only while fewer than GOMAXPROCS are busy, and a helper stops taking blocks
-// once more are (another rank started a product), so ranks multiplying at once share the cores
-// instead of oversubscribing them; once two callers' products have overlapped, helpers stay off
-// for 100 ms, so ranks in lockstep (dp, tp) run each product on its own goroutine. SetThreads caps the goroutines per product; a caller that
-// knows how many cores its ranks leave free (exec: GOMAXPROCS/ranks) may set it.
+// through its KC steps' phases (pack B, multiply) with the caller, each phase starting once the one
+// before has finished (runPhases). A product only takes cores that no other product holds: every
+// product of at least 32K multiply-adds counts its caller as a busy core, helpers start only while
+// fewer than GOMAXPROCS are busy, and a helper stops taking blocks once more are (another rank
+// started a product), so ranks multiplying at once share the cores instead of oversubscribing them;
+// once two callers' products have overlapped, helpers stay off for 100 ms, so ranks in lockstep
+// (dp, tp) run each product on its own goroutine. SetThreads caps the goroutines per product; a
+// caller that knows how many cores its ranks leave free (exec: GOMAXPROCS/ranks) may set it.
 package gemm

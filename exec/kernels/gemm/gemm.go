@@ -378,10 +378,9 @@ func (p *problem) runSerial() {
 // of twice a step: a product of 16 KC steps (the MLP's 512×1024×4096) ran 1.54x faster on two
 // cores than on one with a helper started for each phase, 1.89x with this (median of 10
 // alternating runs, 2026-12-04; TestRunPhases checks the ordering, BenchmarkSgemm's threads=2
-// rows time it). A helper stops claiming units once
-// busy exceeds GOMAXPROCS (another rank started a product), within one unit; the goroutines left
-// finish its phases. It takes the problem by value so that the closures its goroutines share do
-// not make the caller's escape.
+// rows time it). A helper stops claiming units once busy exceeds GOMAXPROCS (another rank started
+// a product), within one unit; the goroutines left finish its phases. It takes the problem by
+// value so that the closures its goroutines share do not make the caller's escape.
 func (p problem) runParallel(threads int) {
 	bl := p.blocking(threads)
 	threads = min(threads, bl.blocks)
