@@ -1333,8 +1333,8 @@ adam_done:
 // rounded and added as the scalar code does, in four partial sums of lanes: Y8/Y9 the elements
 // 16i..16i+7, Y10/Y11 16i+8..16i+15, added in a fixed order at the end), and if dy is not nil
 // writes dy = float32(d*c) with c = 2/n (the scalar code's 2*d*inv: multiplying by 2 is exact).
-// VCVTPS2PD writes its whole register, so unlike scalar CVTSS2SD it carries no dependency on the
-// register's old value from one element to the next.
+// Four conversions a vector: the scalar loop ran no faster with four partial sums than with one,
+// so its cost was converting one element at a time, not the chain of adds.
 TEXT ·mseAVX(SB), NOSPLIT, $0-48
 	MOVQ dy+0(FP), DI
 	MOVQ y+8(FP), SI
