@@ -261,3 +261,31 @@ func BenchmarkWideTiles(b *testing.B) {
 	}
 	flagSpeedup(b, &noWideTiles, "wide_speedup")
 }
+
+// BenchmarkTallTiles times each of benchShapes with the AVX-512 kernel in 24×16 tiles (macroTall)
+// and in pairs of 6×16 tiles (noTallTiles), alternately within each iteration, on one thread and
+// on all cores, and reports tall_speedup, the median over iterations of the time with pairs over
+// the time with tall tiles:
+//
+//	go test -run '^$' -bench TallTiles -benchtime 11x ./exec/kernels/gemm
+func BenchmarkTallTiles(b *testing.B) {
+	if !tallTiles() {
+		b.Skip("no AVX-512 kernels here")
+	}
+	for _, s := range benchShapes {
+		a, bb, c, lda, ldb := s.operands(0)
+		for _, threads := range []int{1, runtime.GOMAXPROCS(0)} {
+			b.Run(fmt.Sprintf("%s/threads=%d", s.name, threads), func(b *testing.B) {
+				defer SetThreads(SetThreads(threads))
+				defer func() { noTallTiles = false }()
+				run := func(pairs bool) func() {
+					return func() {
+						noTallTiles = pairs
+						Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
+					}
+				}
+				b.ReportMetric(medianRatio(b, run(false), run(true)), "tall_speedup")
+			})
+		}
+	}
+}

@@ -43,6 +43,10 @@ var stageAccumulate bool
 // (packBPanels4); BenchmarkPanels4 sets it.
 var noPanels4 bool
 
+// noTallTiles makes the AVX-512 path compute 6-row tiles (kernel6x32z pairs, macro's loop order)
+// instead of 24-row ones (macroTall); BenchmarkTallTiles and a test set it.
+var noTallTiles bool
+
 // noWideTiles makes the AVX-512 path compute one 6×16 tile a kernel call instead of pairs
 // (kernel6x32z); BenchmarkWideTiles and a test set it.
 var noWideTiles bool

@@ -57,6 +57,26 @@ func kernel6x16z(k int, a, b, c *float32, ldc int, alpha, beta float32, accumula
 //go:noescape
 func kernel6x32z(k int, a, b, c *float32, ldc int, alpha, beta float32, accumulate int)
 
+// kernel24x16z computes the 24×16 tile of C at c (row stride ldc) from the four 6-row A panels
+// at a (a[q*6k:] is panel q, in the packed block's layout) and the packed B panel b[:16k], with
+// kernel6x16's store rule (AVX-512).
+//
+//go:noescape
+func kernel24x16z(k int, a, b, c *float32, ldc int, alpha, beta float32, accumulate int)
+
+// tallTiles is whether macro computes 24×16 tiles (kernel24x16z) with the A panels in L1 and a
+// block of B panels in L2 (macroTall).
+func tallTiles() bool { return useAsm && useAVX512 && !noTallTiles }
+
+// microKernel24 is microKernel over the 24×16 tile of the four 6-row A panels a[:24k] (panel q at
+// a[q*6k:]) and the B panel b[:16k], into c[r*ldc : r*ldc+nr] for r < 24. Only where tallTiles.
+func microKernel24(k int, a, b, c []float32, ldc int, alpha, beta float32, accumulate bool) {
+	_ = a[mrTall*k-1]
+	_ = b[nr*k-1]
+	_ = c[(mrTall-1)*ldc+nr-1]
+	kernel24x16z(k, &a[0], &b[0], &c[0], ldc, alpha, beta, accFlag(accumulate))
+}
+
 // wideTiles is whether macro computes pairs of full tiles with microKernel2.
 func wideTiles() bool { return useAsm && useAVX512 && !noWideTiles }
 

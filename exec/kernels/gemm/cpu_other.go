@@ -23,6 +23,12 @@ func measuredPeakGFLOPS(zmm bool) float64 { return 0 }
 
 func wideTiles() bool { return false }
 
+func tallTiles() bool { return false }
+
+func microKernel24(k int, a, b, c []float32, ldc int, alpha, beta float32, accumulate bool) {
+	panic("gemm: microKernel24 without the AVX-512 kernels")
+}
+
 func microKernel2(k int, a, b, c []float32, ldc int, alpha, beta float32, accumulate bool) {
 	panic("gemm: microKernel2 without the AVX-512 kernels")
 }

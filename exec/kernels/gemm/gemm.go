@@ -18,6 +18,21 @@ const (
 	nc = 4080
 )
 
+// mrTall is the height of the AVX-512 path's register tile (kernel24x16z): four MR-row panels.
+const mrTall = 4 * mr
+
+// nbTall is the width of the blocks of B panels macroTall sweeps the row tiles over: as many
+// columns as fill half of a core's L2 at KC (1024 with 2 MiB), so that the block stays in L2 while
+// every row tile of the block reads it.
+var nbTall = nbFor(cpufeat.L2Bytes)
+
+func nbFor(l2 int) int {
+	if l2 <= 0 {
+		l2 = 512 << 10 // CPUID did not say: the smallest L2 of the CPUs with AVX-512
+	}
+	return max(nr, l2/2/(4*kc)/nr*nr)
+}
+
 // mc is the row block height, MC: BLIS's 144 for Zen 3's 512 KiB L2 (an A block of 144 KiB), 288
 // where a core has at least 2 MiB of L2 (Intel Golden Cove and later). On the Intel Xeon VM
 // (family 6 model 207, 2 MiB), one-core products of BenchmarkSgemm's shapes with 288 over 144, in
@@ -284,11 +299,18 @@ func putBuf(b []float32) {
 	freeBufs.Unlock()
 }
 
-// blocking is how a product is cut: row blocks of mb rows (a multiple of MR), the A buffer per
-// goroutine and the shared B buffer.
+// blocking is how a product is cut: row blocks of mb rows (a multiple of the register tile's
+// height), the A buffer per goroutine (or, with tall tiles, the one they share) and the shared B
+// buffer.
 type blocking struct {
 	blocks, mb int
 	lenA, lenB int
+	// tall is whether the blocks are multiplied in 24×16 tiles (tallTiles). shareA is whether,
+	// with them, op(A) is packed whole, every block in its place of one buffer the goroutines
+	// share, in the first column block of a KC step and kept for the others (rowBlock): where C
+	// has several column blocks. With one, each goroutine packs its blocks into its own buffer,
+	// which stays in its L2.
+	tall, shareA bool
 }
 
 func (p *problem) blocking(threads int) blocking {
@@ -301,14 +323,25 @@ func (p *problem) blocking(threads int) blocking {
 		blocks = max(blocks, min(4*threads, p.m/minRowBlock))
 		blocks = (blocks + threads - 1) / threads * threads
 	}
-	mb := ((p.m+blocks-1)/blocks + mr - 1) / mr * mr
+	tall := tallTiles()
+	align := mr
+	if tall {
+		align = mrTall // MC is a multiple of it, so one goroutine's blocks stay MC high
+	}
+	mb := ((p.m+blocks-1)/blocks + align - 1) / align * align
 	kmax := min(kc, p.k)
-	return blocking{
+	bl := blocking{
 		blocks: (p.m + mb - 1) / mb,
 		mb:     mb,
 		lenA:   mb * kmax,
 		lenB:   kmax * ((p.colBlock() + nr - 1) / nr * nr),
+		tall:   tall,
+		shareA: tall && p.colBlock() < p.n,
 	}
+	if bl.shareA {
+		bl.lenA *= bl.blocks
+	}
+	return bl
 }
 
 // colBlock is the width of the column blocks of C the product is cut into: NC, or the whole of N
@@ -317,10 +350,14 @@ func (p *problem) blocking(threads int) blocking {
 // block of 4096 ran the MLP's 512×4096×1024 forward 1.05x faster on one core and 1.015x on two,
 // median of 16 paired runs, 2026-12-04).
 func (p *problem) colBlock() int {
-	if p.n <= nc+nc/4 {
+	w := nc
+	if tallTiles() {
+		w = nbTall
+	}
+	if p.n <= w+w/4 {
 		return p.n
 	}
-	return nc
+	return w
 }
 
 // step is one iteration of the two outer loops: columns [jc, jc+ncur) of C (panels NR-column
@@ -331,12 +368,13 @@ type step struct {
 	accumulate                 bool
 }
 
-// forSteps calls f for each step of the blocked loops in order.
+// forSteps calls f for each step of the blocked loops in order: KC steps over k, and within each
+// the column blocks (the tall tiles' packed op(A) serves every column block of its KC step).
 func (p *problem) forSteps(f func(s step)) {
 	w := p.colBlock()
-	for jc := 0; jc < p.n; jc += w {
-		ncur := min(w, p.n-jc)
-		for pc := 0; pc < p.k; pc += kc {
+	for pc := 0; pc < p.k; pc += kc {
+		for jc := 0; jc < p.n; jc += w {
+			ncur := min(w, p.n-jc)
 			s := step{jc: jc, ncur: ncur, panels: (ncur + nr - 1) / nr, pc: pc, kcur: min(kc, p.k-pc), beta: p.beta, accumulate: p.beta != 0}
 			if pc > 0 {
 				s.beta, s.accumulate = 1, true
@@ -346,12 +384,23 @@ func (p *problem) forSteps(f func(s step)) {
 	}
 }
 
-// rowBlock packs row block u of op(A) for step s into ap and multiplies it by the packed B.
+// rowBlock packs row block u of op(A) for step s into ap and multiplies it by the packed B. Where
+// bl.shareA, ap holds every block in its place, and a block is packed only in the step's first
+// column block, just before its first use.
 func (p *problem) rowBlock(s step, bl blocking, u int, ap, bp []float32) {
 	ic := u * bl.mb
 	mcur := min(bl.mb, p.m-ic)
-	p.packA(ap, ic, mcur, s.pc, s.kcur)
-	p.macro(ap, bp, ic, mcur, s.jc, s.ncur, s.kcur, s.beta, s.accumulate)
+	if bl.shareA {
+		ap = ap[ic*s.kcur:]
+	}
+	if !bl.shareA || s.jc == 0 {
+		p.packA(ap, ic, mcur, s.pc, s.kcur)
+	}
+	if bl.tall {
+		p.macroTall(ap, bp, ic, mcur, s.jc, s.ncur, s.kcur, s.beta, s.accumulate)
+	} else {
+		p.macro(ap, bp, ic, mcur, s.jc, s.ncur, s.kcur, s.beta, s.accumulate)
+	}
 }
 
 // runSerial executes the blocked product on the calling goroutine, allocating nothing once the
@@ -388,6 +437,10 @@ func (p problem) runParallel(threads int) {
 	defer putBuf(bp)
 	bufsA := make([][]float32, threads)
 	for i := range bufsA {
+		if bl.shareA && i > 0 {
+			bufsA[i] = bufsA[0] // one packed op(A), shared
+			continue
+		}
 		bufsA[i] = getBuf(bl.lenA)
 		defer putBuf(bufsA[i])
 	}
@@ -605,6 +658,32 @@ func (p *problem) macro(ap, bp []float32, ic, mcur, jc, ncur, kcur int, beta flo
 			}
 			for q := jr; q < jr+step; q += nr { // a pair only where both panels lie in ncur
 				p.tile(&scratch, apan, bp[q*kcur:q*kcur+nr*kcur], ic+ir, rows, jc+q, min(nr, ncur-q), kcur, beta, accumulate)
+			}
+		}
+	}
+}
+
+// macroTall multiplies the packed rows ap (mcur×kcur, from row ic) by the packed block bp
+// (kcur×ncur) into C[ic:ic+mcur, jc:jc+ncur] in 24×16 tiles, tile row by tile row; rows below the
+// last whole tile and columns past the last whole panel take 6×16 tiles.
+func (p *problem) macroTall(ap, bp []float32, ic, mcur, jc, ncur, kcur int, beta float32, accumulate bool) {
+	var scratch [mr * nr]float32
+	tall := mcur / mrTall * mrTall
+	for ir, step := 0, 0; ir < mcur; ir += step {
+		step = mr
+		if ir < tall {
+			step = mrTall
+		}
+		apan := ap[ir*kcur : (ir+step)*kcur]
+		for jr := 0; jr < ncur; jr += nr {
+			cols := min(nr, ncur-jr)
+			bpan := bp[jr*kcur : (jr+nr)*kcur]
+			if step == mrTall && cols == nr {
+				microKernel24(kcur, apan, bpan, p.c[(ic+ir)*p.ldc+jc+jr:], p.ldc, p.alpha, beta, accumulate)
+				continue
+			}
+			for q := 0; q < step; q += mr {
+				p.tile(&scratch, apan[q*kcur:(q+mr)*kcur], bpan, ic+ir+q, min(mr, mcur-ir-q), jc+jr, cols, kcur, beta, accumulate)
 			}
 		}
 	}

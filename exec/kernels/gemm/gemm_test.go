@@ -111,14 +111,16 @@ func compareErr(rng *rand.Rand, s shape, tA, tB bool, alpha, beta float32, pad i
 	return ""
 }
 
-// shapes covers tiny products, every remainder of the 6×16 tile, the KC, MC and NC block edges
-// and a product big enough for the parallel path.
+// shapes covers tiny products, every remainder of the 6×16 and 24×16 tiles, the KC, MC and NC
+// block edges (and nbTall's, where several column blocks share one packed op(A)) and a product big
+// enough for the parallel path.
 func shapes() []shape {
 	s := []shape{
 		{1, 1, 1}, {1, 17, 1}, {2, 3, 4}, {5, 7, 3}, {6, 16, 1}, {6, 16, 4}, {7, 17, 5},
 		{11, 31, 9}, {12, 32, 257}, {13, 33, 256}, {1, 100, 40}, {100, 1, 40}, {30, 20, 1},
 		{145, 19, 3}, {150, 40, 300}, {289, 20, 7}, {5, 4097, 3},
 		{7, 64, 300}, {3, 80, 5}, {8, 131, 2}, // four panels a pass (packBPanels4), and the panels after
+		{24, 16, 5}, {50, 1300, 260}, {29, 33, 7},
 	}
 	for mRem := range mr {
 		for _, nRem := range []int{0, 1, 7, 8, 9, 15} {
@@ -161,7 +163,7 @@ func TestSgemmParallel(t *testing.T) {
 	}
 	for _, th := range caps {
 		SetThreads(th)
-		for _, s := range []shape{{160, 130, 300}, {13, 300, 600}} {
+		for _, s := range []shape{{160, 130, 300}, {13, 300, 600}, {53, 1400, 270}} {
 			if s.m*s.n*s.k < parallelFrom {
 				t.Fatalf("shape %v too small to test the parallel path", s)
 			}
@@ -210,14 +212,24 @@ func TestSgemmAVX2Kernel(t *testing.T) {
 	compareShapes(t, rand.New(rand.NewPCG(7, 8)))
 }
 
-// TestSgemmNarrowTiles runs the shapes on the AVX-512 kernel one 6×16 tile a call, where pairs of
-// tiles (kernel6x32z) are the default.
+// TestSgemmPairTiles runs the shapes on the AVX-512 kernel in pairs of 6×16 tiles (kernel6x32z),
+// where 24×16 tiles (kernel24x16z) are the default.
+func TestSgemmPairTiles(t *testing.T) {
+	if !tallTiles() {
+		t.Skip("no AVX-512 kernels here")
+	}
+	noTallTiles = true
+	defer func() { noTallTiles = false }()
+	compareShapes(t, rand.New(rand.NewPCG(11, 12)))
+}
+
+// TestSgemmNarrowTiles runs the shapes on the AVX-512 kernel one 6×16 tile a call.
 func TestSgemmNarrowTiles(t *testing.T) {
 	if !wideTiles() {
 		t.Skip("no AVX-512 kernels here")
 	}
-	noWideTiles = true
-	defer func() { noWideTiles = false }()
+	noTallTiles, noWideTiles = true, true
+	defer func() { noTallTiles, noWideTiles = false, false }()
 	compareShapes(t, rand.New(rand.NewPCG(9, 10)))
 }
 

@@ -819,3 +819,175 @@ waccum:
 	VMOVUPS Z15, 64(DX)
 	VZEROUPPER
 	RET
+
+// ZTSTEP is one k step of kernel24x16z. The 16 values of the B row at bo(DI) are loaded twice,
+// with the even-indexed values duplicated into Z4 ([b0 b0 b2 b2 …], VMOVSLDUP) and the odd ones
+// into Z5 ([b1 b1 b3 b3 …], VMOVSHDUP). Each of the twelve row pairs (2p, 2p+1) broadcasts its two
+// adjacent A values as one 64-bit pair ([a0 a1 a0 a1 …], VBROADCASTSD) into Z6 or Z7: the pairs
+// of A panel q (rows 6q..6q+5) are at ao+0, 8, 16 of SI + q×R12 (R13 = 3×R12). One broadcast
+// serves two FMAs: Z(8+2p) accumulates rows 2p, 2p+1 of the even columns, interleaved
+// ([c(2p,0) c(2p+1,0) c(2p,2) …]), Z(9+2p) those of the odd columns; ZTSAVE untangles them.
+#define ZTPAIR(addr, p0, p1, t) \
+	VBROADCASTSD addr, t; \
+	VFMADD231PS Z4, t, p0; \
+	VFMADD231PS Z5, t, p1
+
+#define ZTSTEP(bo, ao) \
+	VMOVSLDUP bo(DI), Z4; \
+	VMOVSHDUP bo(DI), Z5; \
+	ZTPAIR((ao+0)(SI), Z8, Z9, Z6); \
+	ZTPAIR((ao+8)(SI), Z10, Z11, Z7); \
+	ZTPAIR((ao+16)(SI), Z12, Z13, Z6); \
+	ZTPAIR((ao+0)(SI)(R12*1), Z14, Z15, Z7); \
+	ZTPAIR((ao+8)(SI)(R12*1), Z16, Z17, Z6); \
+	ZTPAIR((ao+16)(SI)(R12*1), Z18, Z19, Z7); \
+	ZTPAIR((ao+0)(SI)(R12*2), Z20, Z21, Z6); \
+	ZTPAIR((ao+8)(SI)(R12*2), Z22, Z23, Z7); \
+	ZTPAIR((ao+16)(SI)(R12*2), Z24, Z25, Z6); \
+	ZTPAIR((ao+0)(SI)(R13*1), Z26, Z27, Z7); \
+	ZTPAIR((ao+8)(SI)(R13*1), Z28, Z29, Z6); \
+	ZTPAIR((ao+16)(SI)(R13*1), Z30, Z31, Z7)
+
+// ZTROWS turns the accumulators ev, od of a row pair into its two rows, Z6 (row 2p) and Z7
+// (2p+1), scaled by alpha (Z0): within each 128-bit lane, unpacking the floats of ev and od gives
+// [c(2p,j) c(2p,j+1) c(2p+1,j) c(2p+1,j+1)] for j = 4l and 4l+2, and unpacking those as doubles
+// gives the four consecutive columns of each row.
+#define ZTROWS(ev, od) \
+	VUNPCKLPS od, ev, Z4; \
+	VUNPCKHPS od, ev, Z5; \
+	VUNPCKLPD Z5, Z4, Z6; \
+	VUNPCKHPD Z5, Z4, Z7; \
+	VMULPS Z0, Z6, Z6; \
+	VMULPS Z0, Z7, Z7
+
+// ZTSAVE stores the rows of a pair at DX and DX+R8 and advances DX two rows; ZTSAVEACC adds
+// beta (Z1) times C first.
+#define ZTSAVE(ev, od) \
+	ZTROWS(ev, od); \
+	VMOVUPS Z6, (DX); \
+	VMOVUPS Z7, (DX)(R8*1); \
+	LEAQ (DX)(R8*2), DX
+
+#define ZTSAVEACC(ev, od) \
+	ZTROWS(ev, od); \
+	VFMADD231PS (DX), Z1, Z6; \
+	VFMADD231PS (DX)(R8*1), Z1, Z7; \
+	VMOVUPS Z6, (DX); \
+	VMOVUPS Z7, (DX)(R8*1); \
+	LEAQ (DX)(R8*2), DX
+
+// func kernel24x16z(k int, a, b, c *float32, ldc int, alpha, beta float32, accumulate int)
+// The 24×16 tile of C from four consecutive packed 6-row A panels at a (6k floats apart) and the
+// packed 16-column B panel at b, with kernel6x16's store rule (AVX-512). Twenty-four accumulators
+// take fourteen loads a k step for 24 FMAs, against eight for twelve in kernel6x32z; macro keeps
+// the A panels in L1 across a block of B panels that sits in L2 (see tallTiles).
+TEXT ·kernel24x16z(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
+	SHLQ $2, R8
+	// R12 = the byte distance of two A panels (6k floats), R13 = three of them.
+	LEAQ (CX)(CX*2), R12
+	SHLQ $3, R12
+	LEAQ (R12)(R12*2), R13
+	// Prefetch the 24 rows of the C tile (64 bytes each).
+	MOVQ DX, R10
+	MOVQ $24, AX
+
+tprefc:
+	PREFETCHT0 (R10)
+	ADDQ R8, R10
+	DECQ AX
+	JNZ tprefc
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	MOVQ CX, R9
+	SHRQ $2, R9
+	JZ ttail
+
+tloop4:
+	// The B panel streams from L2: fetch the four lines of the k steps eight ahead.
+	PREFETCHT0 512(DI)
+	PREFETCHT0 576(DI)
+	PREFETCHT0 640(DI)
+	PREFETCHT0 704(DI)
+	ZTSTEP(0, 0)
+	ZTSTEP(64, 24)
+	ZTSTEP(128, 48)
+	ZTSTEP(192, 72)
+	ADDQ $96, SI
+	ADDQ $256, DI
+	DECQ R9
+	JNZ tloop4
+
+ttail:
+	ANDQ $3, CX
+	JZ tstore
+
+tloop1:
+	ZTSTEP(0, 0)
+	ADDQ $24, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ tloop1
+
+tstore:
+	VBROADCASTSS alpha+40(FP), Z0
+	MOVQ accumulate+48(FP), AX
+	TESTQ AX, AX
+	JNZ taccum
+	ZTSAVE(Z8, Z9)
+	ZTSAVE(Z10, Z11)
+	ZTSAVE(Z12, Z13)
+	ZTSAVE(Z14, Z15)
+	ZTSAVE(Z16, Z17)
+	ZTSAVE(Z18, Z19)
+	ZTSAVE(Z20, Z21)
+	ZTSAVE(Z22, Z23)
+	ZTSAVE(Z24, Z25)
+	ZTSAVE(Z26, Z27)
+	ZTSAVE(Z28, Z29)
+	ZTSAVE(Z30, Z31)
+	VZEROUPPER
+	RET
+
+taccum:
+	VBROADCASTSS beta+44(FP), Z1
+	ZTSAVEACC(Z8, Z9)
+	ZTSAVEACC(Z10, Z11)
+	ZTSAVEACC(Z12, Z13)
+	ZTSAVEACC(Z14, Z15)
+	ZTSAVEACC(Z16, Z17)
+	ZTSAVEACC(Z18, Z19)
+	ZTSAVEACC(Z20, Z21)
+	ZTSAVEACC(Z22, Z23)
+	ZTSAVEACC(Z24, Z25)
+	ZTSAVEACC(Z26, Z27)
+	ZTSAVEACC(Z28, Z29)
+	ZTSAVEACC(Z30, Z31)
+	VZEROUPPER
+	RET
