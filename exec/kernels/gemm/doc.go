@@ -33,6 +33,25 @@
 // 82-83 (BenchmarkSgemm, gemm and gemm_avx2 side by side; FMA peaks measured in the same run 174.9
 // and 94.7: the README's speed section).
 //
+// Where the CPU has AVX-512F the default tile is 24×16 (kernel24x16z), after the m16n24 tile of
+// OpenBLAS's SkylakeX sgemm kernel (kernel/x86_64/sgemm_kernel_16x4_skylakex_3.c; C's row-major
+// layout swaps its roles of A and B): 24 accumulators; a k step loads the B row twice, its even
+// values duplicated into one register and its odd ones into another (VMOVSLDUP, VMOVSHDUP), and
+// broadcasts each pair of adjacent A rows as one 64-bit value, so that one broadcast serves two
+// FMAs and a k step is 14 loads for 24 FMAs (the 6×32 pair: 8 for 12); the store untangles the
+// interleaved rows with four unpacks a pair. It reads four consecutive 6-row A panels, so the
+// packing is unchanged. Its loop order is Goto and van de Geijn's (macroTall): a block of nbTall
+// columns of packed B (half of L2: 1024 columns at KC with 2 MiB) stays in L2 while each row of
+// tiles keeps its A panels in L1 and the B panels stream past, where the 6×32 pairs kept a 32 KiB
+// B pair in L1 and streamed the A panels from L2; where C has several such column blocks, op(A)
+// is packed once a KC step and shared by them. On the Intel Xeon VM (family 6 model 207), one
+// KC step's sweep of packed operands ran at 0.99-1.01x of OpenBLAS 0.3.21's own SkylakeX kernel
+// (called on its packed buffers, median of 25 interleaved runs), against 0.86-0.89x for the 6×32
+// pairs; whole products ran 1.03-1.17x faster than with the pairs on one core and 1.00-1.27x on
+// two (BenchmarkTallTiles), except the MLP's weight gradient at 0.98-1.01x, and at 0.94-1.10x of
+// OpenBLAS's (BenchmarkVsOpenBLAS, build tag openblas: OpenBLAS's cblas_sgemm in the same
+// process, alternating with this package's; 0.81-0.99x with the pairs).
+//
 // Block sizes are BLIS's for AMD Zen 3 (config/zen3/bli_cntx_init_zen3.c, sgemm: MR=6, NR=16,
 // MC=144, KC=256, NC=4080): a KC×NR panel of B is 16 KiB and stays in the 32 KiB L1d, an MC×KC
 // block of A is 144 KiB and stays in the 512 KiB L2. Two depend on the CPU's caches, read with
