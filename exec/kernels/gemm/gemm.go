@@ -300,8 +300,7 @@ func putBuf(b []float32) {
 }
 
 // blocking is how a product is cut: row blocks of mb rows (a multiple of the register tile's
-// height), the A buffer per goroutine (or, with tall tiles, the one they share) and the shared B
-// buffer.
+// height), the A buffer per goroutine (or the one they share, shareA) and the shared B buffer.
 type blocking struct {
 	blocks, mb int
 	lenA, lenB int
