@@ -879,8 +879,8 @@ waccum:
 // func kernel24x16z(k int, a, b, c *float32, ldc int, alpha, beta float32, accumulate int)
 // The 24×16 tile of C from four consecutive packed 6-row A panels at a (6k floats apart) and the
 // packed 16-column B panel at b, with kernel6x16's store rule (AVX-512). Twenty-four accumulators
-// take fourteen loads a k step for 24 FMAs, against eight for twelve in kernel6x32z; macro keeps
-// the A panels in L1 across a block of B panels that sits in L2 (see tallTiles).
+// take fourteen loads a k step for 24 FMAs, against eight for twelve in kernel6x32z; macroTall
+// keeps the A panels in L1 across a block of B panels that sits in L2.
 TEXT ·kernel24x16z(SB), NOSPLIT, $0-56
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
