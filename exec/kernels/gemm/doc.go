@@ -47,8 +47,9 @@
 // is packed once a KC step and shared by them. On the Intel Xeon VM (family 6 model 207), one
 // KC step's sweep of packed operands ran at 0.99-1.01x of OpenBLAS 0.3.21's own SkylakeX kernel
 // (called on its packed buffers, median of 25 interleaved runs), against 0.86-0.89x for the 6×32
-// pairs; whole products ran 1.03-1.17x faster than with the pairs on one core and 1.00-1.27x on
-// two (BenchmarkTallTiles), except the MLP's weight gradient at 0.98-1.01x, and at 0.94-1.10x of
+// pairs; whole products ran 0.99-1.17x as fast as with the pairs on one core (squares 256-2048
+// 0.99-1.14x, the MLP's three products 1.01-1.17x) and 0.99-1.27x on two (BenchmarkTallTiles, two
+// runs), and at 0.94-1.10x of
 // OpenBLAS's (BenchmarkVsOpenBLAS, build tag openblas: OpenBLAS's cblas_sgemm in the same
 // process, alternating with this package's; 0.81-0.99x with the pairs).
 //
