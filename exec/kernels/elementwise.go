@@ -15,14 +15,74 @@ import (
 // from 0.48 to 0.55).
 const ntBytes = 16 << 20
 
-// ntStores is 1 when the AVX2 kernels should store dst with non-temporal stores: at least ntBytes
-// long and 32-byte aligned (VMOVNTPS faults otherwise; buffers that large come page-aligned from
-// the Go allocator).
+// ntStores is 1 when the vector kernels should store dst with non-temporal stores: at least
+// ntBytes long and 64-byte aligned (VMOVNTPS faults on a ymm store not 32-byte aligned and a zmm
+// one not 64-byte aligned; buffers that large come page-aligned from the Go allocator).
 func ntStores(dst []float32) int {
-	if len(dst)*4 >= ntBytes && uintptr(unsafe.Pointer(&dst[0]))%32 == 0 {
+	if len(dst)*4 >= ntBytes && uintptr(unsafe.Pointer(&dst[0]))%64 == 0 {
 		return 1
 	}
 	return 0
+}
+
+// activationKind names an activation's vector kernels (activation).
+type activationKind int
+
+const (
+	geluKind activationKind = iota
+	geluBackwardKind
+	siluKind
+	siluBackwardKind
+)
+
+// activation runs the vector kernels of activation k, dst = f(x) (dy nil) or dst = dy * f'(x):
+// the AVX-512 one on the largest multiple of 32 elements where the CPU has it (vec512Len), then
+// the AVX2 one on the whole vectors after them, both computing the same bits. It returns where the
+// scalar tail starts. (A switch rather than function values, which would make every slice escape.)
+func activation(k activationKind, dst, dy, x []float32) int {
+	v := vecLen(len(dst))
+	if v == 0 {
+		return 0
+	}
+	nt := ntStores(dst) // a multiple of 32 floats keeps the AVX2 part 64-byte aligned as well
+	w := vec512Len(v)
+	if w > 0 {
+		activationKernel(k, true, dst, dy, x, 0, w, nt)
+	}
+	if w < v {
+		activationKernel(k, false, dst, dy, x, w, v-w, nt)
+	}
+	return v
+}
+
+func activationKernel(k activationKind, zmm bool, dst, dy, x []float32, lo, n, nt int) {
+	d, xp := &dst[lo], &x[lo]
+	switch k {
+	case geluKind:
+		if zmm {
+			geluAVX512(d, xp, n, nt)
+		} else {
+			geluAVX(d, xp, n, nt)
+		}
+	case geluBackwardKind:
+		if zmm {
+			geluBackwardAVX512(d, &dy[lo], xp, n, nt)
+		} else {
+			geluBackwardAVX(d, &dy[lo], xp, n, nt)
+		}
+	case siluKind:
+		if zmm {
+			siluAVX512(d, xp, n, nt)
+		} else {
+			siluAVX(d, xp, n, nt)
+		}
+	case siluBackwardKind:
+		if zmm {
+			siluBackwardAVX512(d, &dy[lo], xp, n, nt)
+		} else {
+			siluBackwardAVX(d, &dy[lo], xp, n, nt)
+		}
+	}
 }
 
 func checkSame(fn string, dst []float32, names string, xs ...[]float32) {
@@ -187,10 +247,7 @@ const (
 // It panics if the lengths differ.
 func GELU(dst, x []float32) {
 	checkSame("GELU", dst, "x", x)
-	v := vecLen(len(dst))
-	if v > 0 {
-		geluAVX(&dst[0], &x[0], v, ntStores(dst))
-	}
+	v := activation(geluKind, dst, nil, x)
 	for i := v; i < len(dst); i++ {
 		dst[i] = gelu32(x[i])
 	}
@@ -205,10 +262,7 @@ func GELU(dst, x []float32) {
 // It panics if the lengths differ.
 func GELUBackward(dx, dy, x []float32) {
 	checkSame("GELUBackward", dx, "dy, x", dy, x)
-	v := vecLen(len(dx))
-	if v > 0 {
-		geluBackwardAVX(&dx[0], &dy[0], &x[0], v, ntStores(dx))
-	}
+	v := activation(geluBackwardKind, dx, dy, x)
 	for i := v; i < len(dx); i++ {
 		dx[i] = dy[i] * geluGrad32(x[i])
 	}
@@ -220,10 +274,7 @@ func GELUBackward(dx, dy, x []float32) {
 // It panics if the lengths differ.
 func SiLU(dst, x []float32) {
 	checkSame("SiLU", dst, "x", x)
-	v := vecLen(len(dst))
-	if v > 0 {
-		siluAVX(&dst[0], &x[0], v, ntStores(dst))
-	}
+	v := activation(siluKind, dst, nil, x)
 	for i := v; i < len(dst); i++ {
 		dst[i] = silu32(x[i])
 	}
@@ -235,10 +286,7 @@ func SiLU(dst, x []float32) {
 // It panics if the lengths differ.
 func SiLUBackward(dx, dy, x []float32) {
 	checkSame("SiLUBackward", dx, "dy, x", dy, x)
-	v := vecLen(len(dx))
-	if v > 0 {
-		siluBackwardAVX(&dx[0], &dy[0], &x[0], v, ntStores(dx))
-	}
+	v := activation(siluBackwardKind, dx, dy, x)
 	for i := v; i < len(dx); i++ {
 		dx[i] = dy[i] * siluGrad32(x[i])
 	}
@@ -252,6 +300,9 @@ func Softmax(y, x []float32, rows, cols int) {
 	checkDims("Softmax", rows, cols)
 	checkLen("Softmax", "x", x, rows*cols)
 	checkLen("Softmax", "y", y, rows*cols)
+	if rows == 0 || cols == 0 {
+		return
+	}
 	// An output too large to stay in the caches (ntStores) is written once, with non-temporal
 	// stores, from a scratch row that holds the exponentials between the sum and the scaling:
 	// writing them into y first would read every line of y from memory before overwriting it.
@@ -259,19 +310,30 @@ func Softmax(y, x []float32, rows, cols int) {
 	if useAVX && cols%8 == 0 && rows > 1 && ntStores(y) == 1 {
 		scratch = make([]float32, cols)
 	}
+	mx := rowMax(x[:cols]) // each row's maximum comes with the exponentials of the row before
 	for r := range rows {
-		if useAVX && cols > 0 && r+1 < rows {
-			// The row's three passes hit L1 after the first, so the hardware prefetcher sees no
-			// misses to run ahead of; fetch the next row now, while this one computes.
-			prefetchAVX(&x[(r+1)*cols], cols)
-		}
 		xr, yr := x[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols]
-		if scratch == nil {
-			softmaxRow(yr, xr)
-			continue
+		var next []float32
+		if r+1 < rows {
+			next = x[(r+1)*cols : (r+2)*cols]
+			if useAVX && !useAVX512 {
+				// The row's passes hit L1 after the first, so the hardware prefetcher sees no
+				// misses to run ahead of; fetch the next row now, while this one computes. (The
+				// AVX-512 kernel reads it in its pass, expSumMaxNext.)
+				prefetchAVX(&next[0], cols)
+			}
 		}
-		sum := expSumMax(scratch, xr, rowMax(xr))
-		scaleAVX(&yr[0], &scratch[0], cols, float32(1/sum), 1)
+		out := yr
+		if scratch != nil {
+			out = scratch
+		}
+		sum, nextMax := expSumMaxNext(out, xr, mx, next)
+		if scratch != nil {
+			scaleAVX(&yr[0], &scratch[0], cols, float32(1/sum), 1)
+		} else {
+			Scale(float32(1/sum), yr)
+		}
+		mx = nextMax
 	}
 	if scratch != nil {
 		sfenceAVX()

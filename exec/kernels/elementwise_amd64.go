@@ -54,3 +54,21 @@ func adamAVX(p, grad, m, v *float32, n int, c *[7]float32)
 
 //go:noescape
 func mseAVX(dy, y, t *float32, n int, c float64) float64
+
+// The AVX-512 kernels of elementwise_amd64.s: the same bits as the AVX2 ones of the same name, n a
+// multiple of 32.
+
+//go:noescape
+func geluAVX512(dst, x *float32, n int, nt int)
+
+//go:noescape
+func geluBackwardAVX512(dx, dy, x *float32, n int, nt int)
+
+//go:noescape
+func siluAVX512(dst, x *float32, n int, nt int)
+
+//go:noescape
+func siluBackwardAVX512(dx, dy, x *float32, n int, nt int)
+
+//go:noescape
+func expSumMaxNextAVX512(dst, x *float32, n int, shift float32, next, nextMax *float32) float64

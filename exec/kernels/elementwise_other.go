@@ -25,3 +25,10 @@ func addAVX(dst, a, b *float32, n int)                     { panic("kernels: no 
 func addBothAVX(x, y *float32, n int)                      { panic("kernels: no AVX2 kernels") }
 func prefetchAVX(x *float32, n int)                        { panic("kernels: no AVX2 kernels") }
 func mseAVX(dy, y, t *float32, n int, c float64) float64   { panic("kernels: no AVX2 kernels") }
+func geluAVX512(dst, x *float32, n int, nt int)            { panic("kernels: no AVX-512 kernels") }
+func geluBackwardAVX512(dx, dy, x *float32, n int, nt int) { panic("kernels: no AVX-512 kernels") }
+func siluAVX512(dst, x *float32, n int, nt int)            { panic("kernels: no AVX-512 kernels") }
+func siluBackwardAVX512(dx, dy, x *float32, n int, nt int) { panic("kernels: no AVX-512 kernels") }
+func expSumMaxNextAVX512(dst, x *float32, n int, shift float32, next, nextMax *float32) float64 {
+	panic("kernels: no AVX-512 kernels")
+}

@@ -222,3 +222,40 @@ func TestSoftmaxEmptyRows(t *testing.T) {
 	Softmax(nil, nil, 3, 0)
 	Softmax(nil, nil, 0, 5)
 }
+
+// TestSoftmaxRowsMatchOneRowAtATime checks that Softmax over many rows, which takes each row's
+// maximum in the pass over the row before (expSumMaxNext), gives the bits of Softmax one row at a
+// time, in place too, on row lengths that cover the AVX-512 passes, the AVX2 vectors and the scalar
+// tail, with each row's maximum anywhere in it and NaN, -Inf and -1e30 among the values. (It
+// catches a kernel that drops either vector's maximum; a NaN in a row makes that row NaN whatever
+// its maximum.)
+func TestSoftmaxRowsMatchOneRowAtATime(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
+		for _, cols := range []int{1, 8, 31, 32, 33, 64, 100, 1000} {
+			const rows = 6
+			rng := NewRand(uint64(cols))
+			x := make([]float32, rows*cols)
+			FillUniform(x, rng, -20, 20)
+			for r := range rows {
+				x[r*cols+int(rng.Uint64()%uint64(cols))] = 30 + float32(r) // the row's maximum
+			}
+			if cols > 2 {
+				x[cols+1] = float32(math.NaN()) // its row is NaN, the rows after it are not
+				x[2*cols+cols/2] = float32(math.Inf(-1))
+				x[3*cols+cols-1] = -1e30
+			}
+			want := make([]float32, len(x))
+			for r := range rows {
+				Softmax(want[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], 1, cols)
+			}
+			got := make([]float32, len(x))
+			Softmax(got, x, rows, cols)
+			Softmax(x, x, rows, cols)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(x[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("cols=%d element %d: %g (in place %g), one row at a time %g", cols, i, got[i], x[i], want[i])
+				}
+			}
+		}
+	})
+}

@@ -26,10 +26,15 @@ func sweep(lo, hi float64, n int) []float32 {
 	return x
 }
 
-// forBothPaths runs f with the AVX2 kernels (where the CPU has them) and with the portable
-// float32 code on every element.
-func forBothPaths(t *testing.T, f func(t *testing.T)) {
+// forEachPath runs f with the kernels this CPU selects, then, where it has AVX-512, with the AVX2
+// kernels alone, and with the portable float32 code on every element.
+func forEachPath(t *testing.T, f func(t *testing.T)) {
 	t.Run("default", f)
+	if useAVX512 {
+		useAVX512 = false
+		t.Run("avx2", f)
+		useAVX512 = true
+	}
 	if useAVX {
 		useAVX = false
 		defer func() { useAVX = true }()
@@ -41,7 +46,7 @@ func forBothPaths(t *testing.T, f func(t *testing.T)) {
 // the Cephes expf polynomial is accurate to about 1 ulp (its header quotes a peak relative error of
 // 1.7e-7 = 1.4 ulp over ±MAXLOG); we allow 2 ulp.
 func TestExp32Accuracy(t *testing.T) {
-	forBothPaths(t, func(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
 		x := sweep(expLo, expHi, 1<<18+5)
 		y := make([]float32, len(x))
 		sum := expSum(y, x, 0)
@@ -116,7 +121,7 @@ func TestFastActivationAccuracy(t *testing.T) {
 		{"SiLU", -40, 40, SiLU, siluRef},
 		{"SiLUBackward", -40, 40, func(dst, x []float32) { one(dst); SiLUBackward(dst, dst, x) }, siluGradRef},
 	}
-	forBothPaths(t, func(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
 		for _, c := range cases {
 			x := sweep(c.lo, c.hi, 1<<16+5)
 			y := make([]float32, len(x))
@@ -156,7 +161,7 @@ func TestReLUEdgeCases(t *testing.T) {
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	negz := float32(math.Copysign(0, -1))
 	x := []float32{nan, 0, negz, inf, -inf, 1e-45, -1e-45, 3, -3, nan, negz, 1e-45, 2, -inf, inf, 0, 7}
-	forBothPaths(t, func(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
 		y := make([]float32, len(x))
 		ReLU(y, x)
 		dy := make([]float32, len(x))
@@ -181,7 +186,7 @@ func TestReLUEdgeCases(t *testing.T) {
 // element (then the maximum is NaN), as the scalar x > max test gives.
 func TestRowMaxNaN(t *testing.T) {
 	nan := float32(math.NaN())
-	forBothPaths(t, func(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
 		x := sweep(-3, 2, 19)
 		x[3], x[17] = nan, nan
 		x[12] = 5
@@ -198,7 +203,7 @@ func TestRowMaxNaN(t *testing.T) {
 // TestAddLengths checks Add, AddInPlace and AddBoth bit for bit against the scalar sum on lengths that
 // cover the 32-wide unrolled loop, the 8-wide loop and the scalar tail, in place and not.
 func TestAddLengths(t *testing.T) {
-	forBothPaths(t, func(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
 		for _, n := range []int{0, 1, 7, 8, 31, 32, 33, 77, 200} {
 			a, b := sweep(-1, 2, n+2)[:n], sweep(3, -5, n+2)[:n]
 			want := make([]float32, n)
@@ -225,7 +230,7 @@ func TestAddLengths(t *testing.T) {
 // comment derives, for rows whose values are all near 1 (the worst case: the partial sums grow
 // largest) and for a softmax-like spread.
 func TestExpSumMaxSum(t *testing.T) {
-	forBothPaths(t, func(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
 		for _, c := range []struct{ lo, hi float64 }{{-1e-3, 0}, {-20, 0}} {
 			x := sweep(c.lo, c.hi, 1<<12+5)
 			rng := NewRand(3)
@@ -259,7 +264,7 @@ func TestExpSumMaxSum(t *testing.T) {
 // scalar tails; rowMax also with a NaN inside (skipped) and a new maximum in each position class.
 func TestScaleAndMaxLengths(t *testing.T) {
 	nan := float32(math.NaN())
-	forBothPaths(t, func(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
 		for _, n := range []int{1, 7, 8, 31, 32, 33, 40, 63, 64, 77, 200} {
 			x := sweep(-1, 2, n+2)[:n]
 			want := make([]float32, n)
@@ -351,6 +356,55 @@ func TestNonTemporalStores(t *testing.T) {
 		for i := range want {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(in[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("%s: element %d: %g (in place %g), want %g", k.name, i, got[i], in[i], want[i])
+			}
+		}
+	}
+}
+
+// TestAVX512MatchesAVX2 checks that the AVX-512 exponential kernels give the bits of the AVX2 ones
+// (softmax's exponentials too; their sum, added in another order, is TestExpSumMaxSum's), on lengths that cover their 32-element passes, the AVX2 vectors and the scalar tail after them,
+// with NaN, infinities, zeros, subnormals and values beyond the clamps among the inputs.
+func TestAVX512MatchesAVX2(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("no AVX-512 kernels on this CPU (or portable code, or -race)")
+	}
+	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0,
+		float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1e30, -1e30, 100, -100, 88.5, -88.5}
+	kernels := []struct {
+		name string
+		run  func(dst, dy, x []float32)
+	}{
+		{"GELU", func(dst, _, x []float32) { GELU(dst, x) }},
+		{"GELUBackward", GELUBackward},
+		{"SiLU", func(dst, _, x []float32) { SiLU(dst, x) }},
+		{"SiLUBackward", SiLUBackward},
+		{"expSumMax", func(dst, _, x []float32) { expSumMax(dst, x, rowMax(x)) }},
+	}
+	for _, n := range []int{32, 33, 40, 63, 64, 65, 96, 120, 1000, 4096 + 13} {
+		dy := sweep(2, -1, n)
+		for _, k := range kernels {
+			x := sweep(-30, 30, n)
+			for i, v := range special {
+				x[(i*37)%n] = v
+			}
+			if k.name == "expSumMax" {
+				// A finite row maximum, so that the exponentials are not all 0 (rowMax skips a
+				// NaN past the first element); -Inf, -1e30 and NaN inside.
+				x = sweep(-30, 5, n)
+				x[n/3], x[n/2], x[n-1] = float32(math.Inf(-1)), -1e30, float32(math.NaN())
+			}
+			run := func(zmm bool) []float32 {
+				useAVX512 = zmm
+				defer func() { useAVX512 = true }()
+				dst := make([]float32, n)
+				k.run(dst, dy, x)
+				return dst
+			}
+			want, got := run(false), run(true)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s n=%d element %d (x = %g): AVX-512 %g, AVX2 %g", k.name, n, i, x[i], got[i], want[i])
+				}
 			}
 		}
 	}
