@@ -15,11 +15,11 @@ import (
 // from 0.48 to 0.55).
 const ntBytes = 16 << 20
 
-// ntStores is 1 when the vector kernels should store dst with non-temporal stores: at least
-// ntBytes long and 64-byte aligned (VMOVNTPS faults on a ymm store not 32-byte aligned and a zmm
-// one not 64-byte aligned; buffers that large come page-aligned from the Go allocator).
+// ntStores is 1 when the AVX2 kernels should store dst with non-temporal stores: at least ntBytes
+// long and 32-byte aligned (VMOVNTPS faults otherwise; buffers that large come page-aligned from
+// the Go allocator). The AVX-512 kernels' zmm stores need 64 bytes (activation).
 func ntStores(dst []float32) int {
-	if len(dst)*4 >= ntBytes && uintptr(unsafe.Pointer(&dst[0]))%64 == 0 {
+	if len(dst)*4 >= ntBytes && uintptr(unsafe.Pointer(&dst[0]))%32 == 0 {
 		return 1
 	}
 	return 0
@@ -44,10 +44,14 @@ func activation(k activationKind, dst, dy, x []float32) int {
 	if v == 0 {
 		return 0
 	}
-	nt := ntStores(dst) // a multiple of 32 floats keeps the AVX2 part 64-byte aligned as well
+	nt := ntStores(dst)
 	w := vec512Len(v)
 	if w > 0 {
-		activationKernel(k, true, dst, dy, x, 0, w, nt)
+		ntz := nt // zmm non-temporal stores need dst 64-byte aligned
+		if uintptr(unsafe.Pointer(&dst[0]))%64 != 0 {
+			ntz = 0
+		}
+		activationKernel(k, true, dst, dy, x, 0, w, ntz)
 	}
 	if w < v {
 		activationKernel(k, false, dst, dy, x, w, v-w, nt)
@@ -241,7 +245,7 @@ const (
 //
 // This is the form GPT-2 uses and PyTorch's nn.GELU(approximate='tanh'); it differs from the exact
 // erf form (PyTorch's default) by less than 1e-3. It is computed in float32 as x / (1 + exp(-2u))
-// with u the argument of tanh (see gelu32; AVX2 where the CPU has it), within a few ulp of the
+// with u the argument of tanh (see gelu32; AVX2 or AVX-512 where the CPU has it), within a few ulp of the
 // float64 formula (TestFastActivationAccuracy). dst may alias x.
 //
 // It panics if the lengths differ.

@@ -1428,10 +1428,11 @@ mse_sum:
 	RET
 
 // The AVX-512 kernels below compute what the AVX2 ones above do, with the same operations in the
-// same order on sixteen lanes, so they give the same bits (only the float64 sum of expSum's
-// exponentials is added in another order). They take n a multiple of 32: two vectors a pass, each
-// one chain of dependent steps in one pass from load to store, with every constant in a register
-// (Z16 and up). On AMD Zen 4, which runs a 512-bit operation as one micro-op on its 256-bit units
+// same order on sixteen lanes, so they give the same bits (only the float64 sum of expSumMax's
+// exponentials is added in another order, so softmax's outputs may differ in the last bit). They
+// use AVX-512F instructions alone (cpufeat.AVX512F) and take n a multiple of 32: two vectors a
+// pass, each one chain of dependent steps in one pass from load to store, with every constant in a
+// register (Z16 and up). On AMD Zen 4, which runs a 512-bit operation as one micro-op on its 256-bit units
 // in two cycles, a zmm chain holds twice the elements of a ymm one in the same scheduler entries:
 // the AVX2 kernels' chains fill the out-of-order window before the arithmetic units are busy, and
 // these come nearer the units' throughput. On this machine's Zen 4 (BenchmarkAVX512, four runs of
@@ -1712,6 +1713,7 @@ silubz_done:
 	RET
 
 // func expSumMaxNextAVX512(dst, x *float32, n int, shift float32, next, nextMax *float32) float64
+// (AVX-512F only, as every kernel here: the zeroing, extracts and reductions use no DQ or VL form.)
 // expSumBoundedAVX on zmm registers, n a multiple of 32 (the float32 lane sums, Z15, go to the
 // float64 ones, Z20 and Z21, every 16 passes: 32 values a lane), and in the same pass the maximum
 // of next[:n] into *nextMax as maxAVX computes it (lanes seeded with next[0], a NaN kept only
@@ -1725,8 +1727,8 @@ TEXT ·expSumMaxNextAVX512(SB), NOSPLIT, $0-56
 	MOVQ next+32(FP), R8
 	VBROADCASTSS (R8), Z28
 	VMOVAPS Z28, Z29
-	VXORPD Z20, Z20, Z20
-	VXORPD Z21, Z21, Z21
+	VPXORQ Z20, Z20, Z20
+	VPXORQ Z21, Z21, Z21
 	SHRQ $5, CX
 	JZ expbz_done
 	VBROADCASTSS shift+24(FP), Z13
@@ -1749,7 +1751,7 @@ expbz_block:
 	JLE 2(PC)
 	MOVQ $16, DX
 	SUBQ DX, CX
-	VXORPS Z15, Z15, Z15
+	VPXORD Z15, Z15, Z15
 
 expbz_loop:
 	VMOVUPS 0(SI), Z0
@@ -1808,7 +1810,7 @@ expbz_loop:
 	DECQ DX
 	JNZ expbz_loop
 	VCVTPS2PD Y15, Z0
-	VEXTRACTF32X8 $1, Z15, Y1
+	VEXTRACTF64X4 $1, Z15, Y1
 	VCVTPS2PD Y1, Z1
 	VADDPD Z0, Z20, Z20
 	VADDPD Z1, Z21, Z21
@@ -1817,8 +1819,8 @@ expbz_loop:
 
 expbz_done:
 	VMAXPS Z28, Z29, Z28
-	VEXTRACTF32X8 $1, Z28, Y0
-	VMAXPS Y28, Y0, Y0
+	VEXTRACTF64X4 $1, Z28, Y0
+	VMAXPS Z28, Z0, Z0
 	VEXTRACTF128 $1, Y0, X1
 	VMAXPS X0, X1, X0
 	VPERMILPS $0x4e, X0, X1
@@ -1829,7 +1831,7 @@ expbz_done:
 	VMOVSS X0, (R9)
 	VADDPD Z21, Z20, Z20
 	VEXTRACTF64X4 $1, Z20, Y7
-	VADDPD Y20, Y7, Y7
+	VADDPD Z20, Z7, Z7
 	HSUMY7
 	VMOVSD X7, ret+48(FP)
 	VZEROUPPER

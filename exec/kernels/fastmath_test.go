@@ -294,11 +294,22 @@ func TestScaleAndMaxLengths(t *testing.T) {
 
 // TestNonTemporalStores checks that the kernels that store outputs of ntBytes or more with
 // non-temporal stores give the bits they give below the threshold (computed here in pieces of
-// 4096 elements), into a fresh buffer and in place (dst = x forward, dx = dy backward).
+// 4096 elements), into a fresh buffer and in place (dst = x forward, dx = dy backward), with the
+// AVX-512 kernels where the CPU has them and with the AVX2 ones alone; and that a dst only 32-byte
+// aligned takes the AVX2 kernels' non-temporal stores too (the zmm ones need 64).
 func TestNonTemporalStores(t *testing.T) {
 	if !useAVX {
 		t.Skip("without the AVX2 kernels there is no non-temporal path (portable code, or -race)")
 	}
+	if useAVX512 {
+		t.Run("avx512", nonTemporalStores)
+		useAVX512 = false
+		defer func() { useAVX512 = true }()
+	}
+	t.Run("avx2", nonTemporalStores)
+}
+
+func nonTemporalStores(t *testing.T) {
 	const n = ntBytes/4 + 13
 	x := sweep(-9, 9, n)
 	dy := sweep(2, -1, n)
@@ -345,6 +356,17 @@ func TestNonTemporalStores(t *testing.T) {
 			t.Fatalf("a fresh buffer of %d bytes does not take non-temporal stores", 4*n)
 		}
 		k.run(got, dy, x)
+		// 32 bytes past a page boundary: the AVX2 kernels' non-temporal stores, not the zmm ones'.
+		off := make([]float32, n+8)[8:]
+		if ntStores(off) == 0 {
+			t.Fatalf("a buffer 32-byte aligned does not take non-temporal stores")
+		}
+		k.run(off, dy[:len(off)], x[:len(off)])
+		for i := range off {
+			if math.Float32bits(off[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s at a 32-byte offset: element %d: %g, want %g", k.name, i, off[i], want[i])
+			}
+		}
 		var in []float32
 		if k.forward {
 			in = append([]float32(nil), x...)
@@ -362,7 +384,8 @@ func TestNonTemporalStores(t *testing.T) {
 }
 
 // TestAVX512MatchesAVX2 checks that the AVX-512 exponential kernels give the bits of the AVX2 ones
-// (softmax's exponentials too; their sum, added in another order, is TestExpSumMaxSum's), on lengths that cover their 32-element passes, the AVX2 vectors and the scalar tail after them,
+// (softmax's exponentials too; their sum, added in another order, is TestExpSumMaxSum's), on
+// lengths that cover their 32-element passes, the AVX2 vectors and the scalar tail after them,
 // with NaN, infinities, zeros, subnormals and values beyond the clamps among the inputs.
 func TestAVX512MatchesAVX2(t *testing.T) {
 	if !useAVX512 {
@@ -389,9 +412,12 @@ func TestAVX512MatchesAVX2(t *testing.T) {
 			}
 			if k.name == "expSumMax" {
 				// A finite row maximum, so that the exponentials are not all 0 (rowMax skips a
-				// NaN past the first element); -Inf, -1e30 and NaN inside.
+				// NaN past the first element), with the specials below it inside.
 				x = sweep(-30, 5, n)
-				x[n/3], x[n/2], x[n-1] = float32(math.Inf(-1)), -1e30, float32(math.NaN())
+				for i, v := range []float32{float32(math.Inf(-1)), -1e30, float32(math.NaN()), 0,
+					float32(math.Copysign(0, -1)), 1e-45, -1e-45, -88.5, -100} {
+					x[(i*37+1)%n] = v
+				}
 			}
 			run := func(zmm bool) []float32 {
 				useAVX512 = zmm
@@ -408,6 +434,60 @@ func TestAVX512MatchesAVX2(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestExpSumMaxNext checks expSumMaxNext against expSumMax and rowMax: the same exponentials and
+// sum, and the next row's maximum with its bits, wherever the maximum is (each of the 32 positions
+// of a pass of the AVX-512 kernel, and the elements after them), with NaN in the maximum's lane
+// later on (skipped) and as next[0] (the maximum is then NaN, as rowMax's).
+func TestExpSumMaxNext(t *testing.T) {
+	nan := float32(math.NaN())
+	forEachPath(t, func(t *testing.T) {
+		for _, n := range []int{1, 8, 31, 32, 33, 63, 64, 100, 1000} {
+			rng := NewRand(uint64(n))
+			x := make([]float32, n)
+			FillUniform(x, rng, -10, 0)
+			positions := []int{n - 1, n - 2, n - 9}
+			for p := range min(n, 40) {
+				positions = append(positions, p)
+			}
+			for _, p := range positions {
+				if p < 0 {
+					continue
+				}
+				for nans := range 3 { // none; in the maximum's lane later on; next[0]
+					next := make([]float32, n)
+					FillUniform(next, rng, -10, 10)
+					next[p] = 20
+					switch {
+					case nans == 1:
+						for _, q := range []int{p + 16, p + 32} {
+							if q < n {
+								next[q] = nan
+							}
+						}
+					case nans == 2 && p != 0:
+						next[0] = nan
+					}
+					want := rowMax(next)
+					dst, dst2 := make([]float32, n), make([]float32, n)
+					sum, got := expSumMaxNext(dst, x, 0, next)
+					sum2 := expSumMax(dst2, x, 0)
+					if math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("n=%d maximum at %d, NaNs %d: next's maximum %g, rowMax %g", n, p, nans, got, want)
+					}
+					if sum != sum2 {
+						t.Fatalf("n=%d: sum %g, expSumMax's %g", n, sum, sum2)
+					}
+					for i := range dst {
+						if math.Float32bits(dst[i]) != math.Float32bits(dst2[i]) {
+							t.Fatalf("n=%d element %d: %g, expSumMax's %g", n, i, dst[i], dst2[i])
+						}
+					}
+				}
+			}
+		}
+	})
 }
 
 // vectorLengths cover the AVX2 loops that take two vectors a pass (16 elements), their

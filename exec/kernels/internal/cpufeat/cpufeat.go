@@ -7,7 +7,8 @@ package cpufeat
 var AVX2FMA = hasAVX2FMA()
 
 // AVX512F is true where, beyond AVX2FMA, the CPU has AVX-512 Foundation and the OS saves zmm and
-// opmask state, so that gemm's AVX-512 micro-kernel may run.
+// opmask state, so that gemm's AVX-512 micro-kernels and the AVX-512 exponential kernels of
+// package kernels may run (both use AVX-512F instructions alone).
 var AVX512F = hasAVX512F()
 
 // L1DWays is the associativity of the level-1 data cache (8 on AMD Zen 3, 12 on Intel Golden
