@@ -245,8 +245,8 @@ const (
 //
 // This is the form GPT-2 uses and PyTorch's nn.GELU(approximate='tanh'); it differs from the exact
 // erf form (PyTorch's default) by less than 1e-3. It is computed in float32 as x / (1 + exp(-2u))
-// with u the argument of tanh (see gelu32; AVX2 or AVX-512 where the CPU has it), within a few ulp of the
-// float64 formula (TestFastActivationAccuracy). dst may alias x.
+// with u the argument of tanh (see gelu32; AVX2 or AVX-512 where the CPU has it), within a few
+// ulp of the float64 formula (TestFastActivationAccuracy). dst may alias x.
 //
 // It panics if the lengths differ.
 func GELU(dst, x []float32) {

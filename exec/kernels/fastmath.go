@@ -169,17 +169,19 @@ func expSumMax(dst, x []float32, mx float32) float64 {
 // pass computes both on the largest multiple of 32 elements (expSumMaxNextAVX512, two zmm vectors
 // at a time); elsewhere the maximum follows the exponentials, so that a prefetch of next issued
 // before has their time to land. The elements after the AVX-512 ones go two ymm vectors at a time
-// (expSumBoundedAVX), then the odd one by the general kernel, then the scalar tail. Softmax hands it the next row: on this machine's Zen 4, with
-// the rows streaming from memory, that took the 64 MiB softmax from 0.46-0.48 of copy's bandwidth
-// to 0.57-0.62 (best of 15, BenchmarkElementwise's sizes), the next row's loads overlapping this
-// row's arithmetic instead of stalling a pass of their own.
+// (expSumBoundedAVX), then the odd one by the general kernel, then the scalar tail. Softmax hands
+// it the next row: on the Zen 4 of 2026-12-04, with the rows streaming from memory, that took the
+// 64 MiB softmax from 0.46-0.48 of copy's bandwidth to 0.57-0.62 (best of 15,
+// BenchmarkElementwise's sizes), the next row's loads overlapping this row's arithmetic instead of
+// stalling a pass of their own.
 func expSumMaxNext(dst, x []float32, mx float32, next []float32) (sum float64, nextMax float32) {
 	v := vecLen(len(dst))
 	z := vec512Len(v)
 	w := z
 	if z > 0 {
-		nx := x // without a next row, the maximum of x, computed and dropped (it costs no time:
-		// the loop is bound by its multiplies and FMAs, 0.21 ns an element either way)
+		// Without a next row, the maximum of x, computed and dropped: it costs no time, the loop
+		// being bound by its multiplies and FMAs (0.21 ns an element either way on the Zen 4).
+		nx := x
 		if next != nil {
 			nx = next
 		}
