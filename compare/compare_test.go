@@ -273,6 +273,25 @@ func TestMeasuredSample(t *testing.T) {
 	if s := MeasuredSample([]*exec.Result{st}, 40*ms, 1); s.CommBytes["dp"] != 11 || s.CommBytes["pp"] != 6 {
 		t.Errorf("pipeline stages' bytes %v, want dp 11 (stage 0's mean) and pp 6 (stage 1's)", s.CommBytes)
 	}
+	// A pipeline's split is each step's critical rank's, the one whose last op ends last: stage
+	// 0 in step 1 (compute 4 ms, receives 6), stage 1 in step 2 (compute 8, receives 2).
+	recv := string(program.OpRecv)
+	op := func(step int, kind string, start, end time.Duration) exec.OpEvent {
+		return exec.OpEvent{Step: step, Kind: kind, Phase: fwd, Comm: kind == recv, Start: start, End: end}
+	}
+	pipe := &exec.Result{Ranks: []exec.RankResult{
+		{Coords: map[string]int{"pp": 0}, Events: []exec.OpEvent{
+			op(1, "linear", 0, 2*ms), op(1, recv, 2*ms, 8*ms), op(1, "linear", 8*ms, 10*ms),
+			op(2, "linear", 20*ms, 22*ms), op(2, recv, 22*ms, 23*ms)}},
+		{Coords: map[string]int{"pp": 1}, Events: []exec.OpEvent{
+			op(1, recv, 0, 1*ms), op(1, "linear", 1*ms, 9*ms),
+			op(2, recv, 20*ms, 22*ms), op(2, "linear", 22*ms, 30*ms)}},
+	}}
+	s = MeasuredSample([]*exec.Result{pipe}, 20*ms, 1)
+	// 12 ms of compute and 8 of receives over the two steps, scaled to a 20 ms step.
+	if math.Abs(s.Time.Compute-0.012) > 1e-12 || math.Abs(s.Time.Bubble-0.008) > 1e-12 || s.Time.CommExposed != 0 {
+		t.Errorf("pipeline split %+v, want compute 12 ms and bubble 8 ms (each step's critical rank's)", s.Time)
+	}
 }
 
 // Loaded rounds and a loaded calibration each give a warning that says what the load does.

@@ -17,7 +17,8 @@
 // mechanisms (pp with 1F1B, gpipe, ppdp, zero1-3, recompute) on the smallest size they fit. Each
 // mechanism's time is predicted (the cost model's price of its ops: the bubble, ZeRO's all-gathers
 // over dp, recompute's replayed forward) and measured (exec's events matched one to one with the
-// Program's ops, phases.go). A row's memory errors are exec's (memory the ranks held that the
+// Program's ops, phases.go); a pipeline's bubble, like its whole split, is the critical rank's on
+// both sides (MeasuredSample). A row's memory errors are exec's (memory the ranks held that the
 // Program does not declare) and every params/grads/optimizer/activations byte count other than
 // predicted; compare exits with status 1 when a row has any.
 package compare

@@ -111,7 +111,7 @@ func figureSpecs(name string, rows []reports.Row) []figureSpec {
 	}
 	for _, r := range rows {
 		if len(phasesOf(r.Predicted, r.Measured)) > 0 {
-			list = append(list, figureSpec{"mechanisms", "Time per rank per step of the pipeline bubble, ZeRO's parameter all-gathers and recompute's replayed forward, predicted (P), simulated (S, the bubble) and measured (M)",
+			list = append(list, figureSpec{"mechanisms", "Time per step of the pipeline bubble (the critical rank's), ZeRO's parameter all-gathers and recompute's replayed forward (per rank), predicted (P), simulated (S, the bubble) and measured (M)",
 				func() (*reports.Figure, error) {
 					return reports.PhaseTimes("Pipeline bubble, ZeRO gathers and recompute: predicted vs measured\n"+name, rows)
 				}})

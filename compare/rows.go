@@ -44,39 +44,73 @@ func SimulatedSample(r *sim.Result, pred reports.Sample) *reports.Sample {
 // every round's post-warm-up steps); its split into compute, exposed communication, pipeline
 // bubble (pipeline receives) and optimizer is the share of each in the op time of every rank over
 // every post-warm-up step of every round (one rank's one step, exec's Breakdown, moves by tens of
-// percent from run to run), and so is the time of each mechanism (Phases: bubble, ZeRO gathers,
-// recompute; left out when the events cannot be matched to the Program); memory is that of the
-// most loaded rank (the highest peak, the rank the cost model reports); bytes sent on each mesh
-// dimension the mean over the ranks of a pipeline stage, which is what DESIGN.md's 2(p-1)/p n
-// per rank means (when p does not divide n ring chunks differ by one element and some ranks send
-// a few bytes more than others, but the group sends 2(p-1) n in all), of the pipeline stage that
-// sends most (pipeline stages hold different layers; the cost model reports the busiest). Memory and bytes are those of the last run (every run of a row sends
-// and holds the same).
+// percent from run to run), except that a pipeline's is the critical rank's, as the cost model and
+// the simulator report it: in each step, the rank whose last op ends last (the pipeline's stages
+// differ, and the first stage, which waits for every backward, has a larger bubble than the last).
+// The time of each mechanism (Phases: ZeRO gathers, recompute; left out when the events cannot be
+// matched to the Program) is its share of every rank's op time, as the prediction averages them
+// over the pipeline ranks, and the bubble's is the split's. Memory is that of the most loaded
+// rank (the highest peak, the rank the cost model reports); bytes sent on each mesh dimension the
+// mean over the ranks of a pipeline stage, which is what DESIGN.md's 2(p-1)/p n per rank means
+// (when p does not divide n ring chunks differ by one element and some ranks send a few bytes
+// more than others, but the group sends 2(p-1) n in all), of the pipeline stage that sends most
+// (pipeline stages hold different layers; the cost model reports the busiest). Memory and bytes
+// are those of the last run (every run of a row sends and holds the same).
 func MeasuredSample(runs []*exec.Result, step time.Duration, warmup int) reports.Sample {
 	s := reports.Sample{Memory: map[string]float64{}, CommBytes: map[string]float64{}}
-	var comp, comm, bub, opt time.Duration
+	type split struct{ comp, comm, bub, opt, end time.Duration }
+	var sum split         // the split reported
+	var all time.Duration // every rank's op time, of which the mechanisms' times are shares
 	phases, matched := map[string]float64{}, len(runs) > 0
 	for _, res := range runs {
+		pipeline := false
 		for _, r := range res.Ranks {
+			pipeline = pipeline || r.Coords[string(strategies.DimPP)] > 0
+		}
+		steps := map[int][]split{} // each post-warm-up step's split of each rank
+		for ri, r := range res.Ranks {
 			for _, e := range r.Events {
 				if e.Step < warmup {
 					continue
 				}
+				sp := steps[e.Step]
+				if sp == nil {
+					sp = make([]split, len(res.Ranks))
+					steps[e.Step] = sp
+				}
+				x := &sp[ri]
 				d := e.End - e.Start
+				all += d
 				switch {
 				case e.Kind == string(program.OpRecv):
-					bub += d
+					x.bub += d
 				case e.Comm:
-					comm += d
+					x.comm += d
 				case e.Phase == program.Optimizer.String():
-					opt += d
+					x.opt += d
 				default:
-					comp += d
+					x.comp += d
 				}
+				x.end = max(x.end, e.End)
+			}
+		}
+		for _, sp := range steps { // sums of durations: the map's order does not change them
+			if pipeline {
+				c := 0
+				for i := range sp {
+					if sp[i].end > sp[c].end {
+						c = i
+					}
+				}
+				sp = sp[c : c+1]
+			}
+			for _, x := range sp {
+				sum.comp, sum.comm, sum.bub, sum.opt = sum.comp+x.comp, sum.comm+x.comm, sum.bub+x.bub, sum.opt+x.opt
 			}
 		}
 		matched = matched && measuredPhases(res, warmup, phases)
 	}
+	comp, comm, bub, opt := sum.comp, sum.comm, sum.bub, sum.opt
 	st := step.Seconds()
 	s.Time.Step = st
 	k := 0.0
@@ -89,13 +123,13 @@ func MeasuredSample(runs []*exec.Result, step time.Duration, warmup int) reports
 		return s
 	}
 	last := runs[len(runs)-1]
-	if matched && last.Program != nil {
+	if matched && last.Program != nil && all > 0 {
 		s.Phases = map[string]float64{}
 		for _, ph := range programPhases(last.Program) {
-			s.Phases[ph] = k * phases[ph]
+			s.Phases[ph] = st * phases[ph] / all.Seconds()
 		}
 		if _, ok := s.Phases[PhaseBubble]; ok {
-			s.Phases[PhaseBubble] = s.Time.Bubble // the same receives, summed in another order
+			s.Phases[PhaseBubble] = s.Time.Bubble // the critical rank's receives, as the split
 		}
 	}
 	most := -1
