@@ -292,6 +292,19 @@ func TestMeasuredSample(t *testing.T) {
 	if math.Abs(s.Time.Compute-0.012) > 1e-12 || math.Abs(s.Time.Bubble-0.008) > 1e-12 || s.Time.CommExposed != 0 {
 		t.Errorf("pipeline split %+v, want compute 12 ms and bubble 8 ms (each step's critical rank's)", s.Time)
 	}
+	// With dp copies of each stage, the split is the critical stage's ranks': stage 1 holds the
+	// rank that ends last (11 ms), so its two ranks' 6+8 ms of compute and 4+2 of receives.
+	at := func(pp int) map[string]int { return map[string]int{"pp": pp} }
+	ppdp := &exec.Result{Ranks: []exec.RankResult{
+		{Coords: at(0), Events: []exec.OpEvent{op(1, "linear", 0, 2*ms), op(1, recv, 2*ms, 10*ms)}},
+		{Coords: at(0), Events: []exec.OpEvent{op(1, "linear", 0, 3*ms), op(1, recv, 3*ms, 10*ms)}},
+		{Coords: at(1), Events: []exec.OpEvent{op(1, recv, 0, 4*ms), op(1, "linear", 4*ms, 10*ms)}},
+		{Coords: at(1), Events: []exec.OpEvent{op(1, recv, 1*ms, 3*ms), op(1, "linear", 3*ms, 11*ms)}},
+	}}
+	s = MeasuredSample([]*exec.Result{ppdp}, 20*ms, 1)
+	if math.Abs(s.Time.Compute-0.014) > 1e-12 || math.Abs(s.Time.Bubble-0.006) > 1e-12 {
+		t.Errorf("pp x dp split %+v, want compute 14 ms and bubble 6 ms (the critical stage's two ranks)", s.Time)
+	}
 }
 
 // Loaded rounds and a loaded calibration each give a warning that says what the load does.

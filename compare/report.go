@@ -329,7 +329,7 @@ func WriteReport(w io.Writer, res *Results, figs []Figure) error {
 	ew.Printf("\nWhere the prediction is off, and why: %s\n", ExplainErrors(res))
 	if ph, prow := PhaseRows(res.Rows); len(prow) > 0 {
 		ew.Printf("\n## Pipeline bubble, ZeRO gathers and recompute\n\n")
-		ew.Printf("Time per rank per step of each mechanism a row has: predicted by the cost model (the bubble as it prices the step; gathers and replayed forward ops at its price of each op, every microbatch's, averaged over pipeline ranks), simulated (the bubble), and measured from exec's timeline (the time of those ops on every rank after the warm-up, as a share of the op time times the measured step).\n\n")
+		ew.Printf("Time per step of each mechanism a row has: predicted by the cost model (the bubble as it prices the step, the critical pipeline rank's; gathers and replayed forward ops at its price of each op, every microbatch's, averaged over pipeline ranks), simulated (the bubble, the critical rank's), and measured from exec's timeline (the bubble: the critical stage's pipeline receives, the stage of the rank that ends each step last; gathers and recompute: the time of those ops on every rank after the warm-up, as a share of the op time; each times the measured step).\n\n")
 		if err := reports.Markdown(ew, ph, prow); err != nil {
 			return err
 		}

@@ -45,8 +45,10 @@ func SimulatedSample(r *sim.Result, pred reports.Sample) *reports.Sample {
 // bubble (pipeline receives) and optimizer is the share of each in the op time of every rank over
 // every post-warm-up step of every round (one rank's one step, exec's Breakdown, moves by tens of
 // percent from run to run), except that a pipeline's is the critical rank's, as the cost model and
-// the simulator report it: in each step, the rank whose last op ends last (the pipeline's stages
-// differ, and the first stage, which waits for every backward, has a larger bubble than the last).
+// the simulator report it: in each step, the stage of the rank whose last op ends last, its ranks'
+// mean (the pipeline's stages differ, and the first, which waits for every backward, has a larger
+// bubble than the last; with a tied embedding the first and last end nearly together, and the
+// critical stage may change from step to step).
 // The time of each mechanism (Phases: ZeRO gathers, recompute; left out when the events cannot be
 // matched to the Program) is its share of every rank's op time, as the prediction averages them
 // over the pipeline ranks, and the bubble's is the split's. Memory is that of the most loaded
@@ -63,7 +65,7 @@ func MeasuredSample(runs []*exec.Result, step time.Duration, warmup int) reports
 	var all time.Duration // every rank's op time, of which the mechanisms' times are shares
 	phases, matched := map[string]float64{}, len(runs) > 0
 	for _, res := range runs {
-		pipeline := false
+		pipeline := res.Program != nil && res.Program.Strategy.Mesh.PP > 1
 		for _, r := range res.Ranks {
 			pipeline = pipeline || r.Coords[string(strategies.DimPP)] > 0
 		}
@@ -95,17 +97,21 @@ func MeasuredSample(runs []*exec.Result, step time.Duration, warmup int) reports
 			}
 		}
 		for _, sp := range steps { // sums of durations: the map's order does not change them
+			crit := -1 // the critical pipeline stage: the one with the rank that ends last
 			if pipeline {
-				c := 0
-				for i := range sp {
-					if sp[i].end > sp[c].end {
-						c = i
+				var end time.Duration
+				for i, x := range sp {
+					if pp := res.Ranks[i].Coords[string(strategies.DimPP)]; x.end > end || crit < 0 {
+						crit, end = pp, x.end
 					}
 				}
-				sp = sp[c : c+1]
 			}
-			for _, x := range sp {
-				sum.comp, sum.comm, sum.bub, sum.opt = sum.comp+x.comp, sum.comm+x.comm, sum.bub+x.bub, sum.opt+x.opt
+			for i, x := range sp {
+				// A stage's dp copies are alike in the cost model; which of them ends last is
+				// the scheduler's, so the split is the mean over the stage's ranks.
+				if crit < 0 || res.Ranks[i].Coords[string(strategies.DimPP)] == crit {
+					sum.comp, sum.comm, sum.bub, sum.opt = sum.comp+x.comp, sum.comm+x.comm, sum.bub+x.bub, sum.opt+x.opt
+				}
 			}
 		}
 		matched = matched && measuredPhases(res, warmup, phases)

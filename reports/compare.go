@@ -322,16 +322,16 @@ func CommBytesByDim(title string, rows []Row) (*Figure, error) {
 		yname: "bytes sent per rank per step", unit: byteUnit, none: "no communication"})
 }
 
-// PhaseTimes draws grouped bars of the time per rank per step of each mechanism rows have
-// (Sample.Phases, in PhaseNames' order: the pipeline bubble, ZeRO's all-gathers, recompute's
-// replayed forward), predicted, simulated where rows have it, and measured side by side, as
-// CommBytesByDim draws bytes. An empty title gives "Pipeline bubble, ZeRO gathers and recompute".
+// PhaseTimes draws grouped bars of the time per step of each mechanism rows have (Sample.Phases,
+// in PhaseNames' order: the pipeline bubble, the critical pipeline rank's; ZeRO's all-gathers and
+// recompute's replayed forward, per rank), predicted, simulated where rows have it, and measured
+// side by side, as CommBytesByDim draws bytes. An empty title gives "Pipeline bubble, ZeRO gathers and recompute".
 func PhaseTimes(title string, rows []Row) (*Figure, error) {
 	return groupedBars(orDefault(title, "Pipeline bubble, ZeRO gathers and recompute"), rows, groups{
 		what: "s", values: func(s Sample) map[string]float64 { return s.Phases }, order: PhaseNames,
 		fixed: map[string]color.RGBA{"bubble": yellow, "zero_gather": orange, "recompute": teal},
 		names: map[string]string{"bubble": "pipeline bubble", "zero_gather": "ZeRO all-gathers", "recompute": "recompute (replayed forward)"},
-		yname: "time per rank per step", unit: timeUnit, none: "no bubble, gathers or recompute"})
+		yname: "time per step", unit: timeUnit, none: "no bubble, gathers or recompute"})
 }
 
 // groups describes a grouped bar chart of one map of values per sample.

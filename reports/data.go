@@ -22,9 +22,10 @@ type Sample struct {
 	Memory map[string]float64 `json:"memory_bytes"`
 	// CommBytes is bytes sent per rank per step on each mesh dimension ("dp", "tp", "pp", "cp").
 	CommBytes map[string]float64 `json:"comm_bytes"`
-	// Phases is the time per rank per step, in seconds, of the mechanisms of PhaseNames the
-	// strategy has (a pipeline's bubble, ZeRO's gathers, recompute's replayed forward); nil or
-	// missing keys: the strategy does not have them (or they were not measured).
+	// Phases is the time per step, in seconds, of the mechanisms of PhaseNames the strategy has
+	// (a pipeline's bubble, the critical pipeline rank's; ZeRO's gathers and recompute's replayed
+	// forward, per rank); nil or missing keys: the strategy does not have them (or they were not
+	// measured).
 	Phases map[string]float64 `json:"phase_s,omitempty"`
 }
 

@@ -16,7 +16,8 @@
 //     predicted and measured bars side by side.
 //   - MemoryByCategory: memory per rank stacked by category, with the peak marked.
 //   - CommBytesByDim: bytes sent per rank per step on each mesh dimension.
-//   - PhaseTimes: time per rank per step of the pipeline bubble, ZeRO's gathers and recompute.
+//   - PhaseTimes: time per step of the pipeline bubble (the critical pipeline rank's), ZeRO's
+//     gathers and recompute (per rank).
 //   - Scaling: step time against number of ranks, one line per strategy.
 //   - Timeline, Timelines: Gantt charts of spans, one lane per process and thread, for
 //     example the simulated step above the measured one.
