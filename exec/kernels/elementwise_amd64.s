@@ -1522,6 +1522,32 @@ mse_sum:
 	VFMADD213PS Z26, X, A; \
 	VMULPS B, A, A
 
+// ZFWD is one pass of a forward kernel: OUT = OP(x) for the two vectors at SI, stored at DI with
+// STORE (VMOVUPS, or VMOVNTPS for a 64-byte aligned DI).
+#define ZFWD(OP, STORE) \
+	VMOVUPS (SI), Z0; \
+	VMOVUPS 64(SI), Z8; \
+	OP(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7); \
+	OP(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15); \
+	STORE Z1, (DI); \
+	STORE Z9, 64(DI); \
+	ADDQ $128, SI; \
+	ADDQ $128, DI
+
+// ZBWD is one pass of a gradient kernel: dx = dy OP(x), x at SI, dy at BX, dx at DI.
+#define ZBWD(OP, STORE) \
+	VMOVUPS (SI), Z0; \
+	VMOVUPS 64(SI), Z8; \
+	OP(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7); \
+	OP(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15); \
+	VMULPS (BX), Z5, Z5; \
+	VMULPS 64(BX), Z13, Z13; \
+	STORE Z5, (DI); \
+	STORE Z13, 64(DI); \
+	ADDQ $128, SI; \
+	ADDQ $128, BX; \
+	ADDQ $128, DI
+
 // func geluAVX512(dst, x *float32, n int, nt int)
 TEXT ·geluAVX512(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
@@ -1537,27 +1563,13 @@ TEXT ·geluAVX512(SB), NOSPLIT, $0-32
 	JNZ geluz_nt
 
 geluz_loop:
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z8
-	ZGELU(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ZGELU(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	VMOVUPS Z1, (DI)
-	VMOVUPS Z9, 64(DI)
-	ADDQ $128, SI
-	ADDQ $128, DI
+	ZFWD(ZGELU, VMOVUPS)
 	DECQ CX
 	JNZ geluz_loop
 	JMP geluz_done
 
 geluz_nt:
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z8
-	ZGELU(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ZGELU(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	VMOVNTPS Z1, (DI)
-	VMOVNTPS Z9, 64(DI)
-	ADDQ $128, SI
-	ADDQ $128, DI
+	ZFWD(ZGELU, VMOVNTPS)
 	DECQ CX
 	JNZ geluz_nt
 	SFENCE
@@ -1584,33 +1596,13 @@ TEXT ·geluBackwardAVX512(SB), NOSPLIT, $0-40
 	JNZ gelubz_nt
 
 gelubz_loop:
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z8
-	ZGELUB(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ZGELUB(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	VMULPS (BX), Z5, Z5
-	VMULPS 64(BX), Z13, Z13
-	VMOVUPS Z5, (DI)
-	VMOVUPS Z13, 64(DI)
-	ADDQ $128, SI
-	ADDQ $128, BX
-	ADDQ $128, DI
+	ZBWD(ZGELUB, VMOVUPS)
 	DECQ CX
 	JNZ gelubz_loop
 	JMP gelubz_done
 
 gelubz_nt:
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z8
-	ZGELUB(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ZGELUB(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	VMULPS (BX), Z5, Z5
-	VMULPS 64(BX), Z13, Z13
-	VMOVNTPS Z5, (DI)
-	VMOVNTPS Z13, 64(DI)
-	ADDQ $128, SI
-	ADDQ $128, BX
-	ADDQ $128, DI
+	ZBWD(ZGELUB, VMOVNTPS)
 	DECQ CX
 	JNZ gelubz_nt
 	SFENCE
@@ -1633,27 +1625,13 @@ TEXT ·siluAVX512(SB), NOSPLIT, $0-32
 	JNZ siluz_nt
 
 siluz_loop:
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z8
-	ZSILU(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ZSILU(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	VMOVUPS Z1, (DI)
-	VMOVUPS Z9, 64(DI)
-	ADDQ $128, SI
-	ADDQ $128, DI
+	ZFWD(ZSILU, VMOVUPS)
 	DECQ CX
 	JNZ siluz_loop
 	JMP siluz_done
 
 siluz_nt:
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z8
-	ZSILU(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ZSILU(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	VMOVNTPS Z1, (DI)
-	VMOVNTPS Z9, 64(DI)
-	ADDQ $128, SI
-	ADDQ $128, DI
+	ZFWD(ZSILU, VMOVNTPS)
 	DECQ CX
 	JNZ siluz_nt
 	SFENCE
@@ -1677,33 +1655,13 @@ TEXT ·siluBackwardAVX512(SB), NOSPLIT, $0-40
 	JNZ silubz_nt
 
 silubz_loop:
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z8
-	ZSILUB(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ZSILUB(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	VMULPS (BX), Z5, Z5
-	VMULPS 64(BX), Z13, Z13
-	VMOVUPS Z5, (DI)
-	VMOVUPS Z13, 64(DI)
-	ADDQ $128, SI
-	ADDQ $128, BX
-	ADDQ $128, DI
+	ZBWD(ZSILUB, VMOVUPS)
 	DECQ CX
 	JNZ silubz_loop
 	JMP silubz_done
 
 silubz_nt:
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z8
-	ZSILUB(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ZSILUB(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	VMULPS (BX), Z5, Z5
-	VMULPS 64(BX), Z13, Z13
-	VMOVNTPS Z5, (DI)
-	VMOVNTPS Z13, 64(DI)
-	ADDQ $128, SI
-	ADDQ $128, BX
-	ADDQ $128, DI
+	ZBWD(ZSILUB, VMOVNTPS)
 	DECQ CX
 	JNZ silubz_nt
 	SFENCE
