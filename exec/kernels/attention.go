@@ -296,11 +296,10 @@ func AttentionBackwardLSE(dq, dk, dv, scratch, do, q, k, v, lse []float32, d Att
 			headScores(p, q, k, d, b, h, g, scale) // the forward's product, so the forward's scores
 			l := lse[(b*d.Heads+h)*S : (b*d.Heads+h+1)*S]
 			for i := range S {
+				// The probabilities exp(s_ij - lse_i), each at most 1 (lse_i is at least the row's
+				// largest score): expSumMax's kernels, its sum unused.
 				row := p.Data[i*S : (i+1)*S]
-				li := float64(l[i])
-				for j := range row[:i+1] {
-					row[j] = float32(math.Exp(float64(row[j]) - li))
-				}
+				expSumMax(row[:i+1], row[:i+1], l[i])
 				clear(row[i+1:])
 			}
 			attnBackwardHead(dq, dk, dv, do, q, k, v, p, ds, d, b, h, g, scale)

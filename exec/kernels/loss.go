@@ -31,16 +31,20 @@ func CrossEntropy(dlogits, logits []float32, targets []int32, n, vocab int) floa
 			panicf("CrossEntropy: targets[%d] = %d outside [0, %d)", i, t, vocab)
 		}
 		row := logits[i*vocab : (i+1)*vocab]
-		mx, sum := maxSumExp(row)
-		lse := float64(mx) + math.Log(sum)
-		total += lse - float64(row[t])
-		if dlogits != nil {
-			drow := dlogits[i*vocab : (i+1)*vocab]
-			for j, x := range row {
-				drow[j] = float32(math.Exp(float64(x)-lse) * invN)
-			}
-			drow[t] -= float32(invN)
+		tl := float64(row[t]) // before dlogits, which may alias logits, overwrites it
+		if dlogits == nil {
+			mx, sum := maxSumExp(row)
+			total += float64(mx) + math.Log(sum) - tl
+			continue
 		}
+		// The gradient's softmax from the exponentials of the log-sum-exp, computed once:
+		// exp(x_j - lse)/n = exp(x_j - m)/(n Σ).
+		drow := dlogits[i*vocab : (i+1)*vocab]
+		mx := rowMax(row)
+		sum := expSumRow(drow, row, mx)
+		total += float64(mx) + math.Log(sum) - tl
+		Scale(float32(invN/sum), drow)
+		drow[t] -= float32(invN)
 	}
 	return float32(total * invN)
 }
@@ -163,10 +167,10 @@ func CrossEntropyShardBackward(dlogits, logits, lse []float32, targets []int32, 
 		}
 		row := logits[i*local : (i+1)*local]
 		drow := dlogits[i*local : (i+1)*local]
-		l := float64(lse[i])
-		for j, x := range row {
-			drow[j] = float32(math.Exp(float64(x)-l) * invN)
-		}
+		// exp(y_ij - lse_i) <= 1: lse_i is at least the row's largest logit over the whole
+		// vocabulary, so expSumMax's bounded kernels apply (its sum is not needed).
+		expSumMax(drow, row, lse[i])
+		Scale(float32(invN), drow)
 		if j := int(t) - lo; j >= 0 && j < local {
 			drow[j] -= float32(invN)
 		}
@@ -174,11 +178,29 @@ func CrossEntropyShardBackward(dlogits, logits, lse []float32, targets []int32, 
 }
 
 // maxSumExp returns the largest of the non-empty x and Σ_j exp(x_j - max), the two passes of a
-// numerically stable log-sum-exp.
+// numerically stable log-sum-exp, its exponentials written a chunk at a time into a buffer on the
+// stack (kernels allocate nothing), with the sums expSumRow adds: the same bits as a caller that
+// keeps the exponentials.
 func maxSumExp(x []float32) (mx float32, sum float64) {
 	mx = rowMax(x)
-	for _, v := range x {
-		sum += math.Exp(float64(v - mx))
+	var buf [lseChunk]float32
+	for lo := 0; lo < len(x); lo += lseChunk {
+		hi := min(len(x), lo+lseChunk)
+		sum += expSumMax(buf[:hi-lo], x[lo:hi], mx)
 	}
 	return mx, sum
+}
+
+// lseChunk is the piece of a row maxSumExp and expSumRow sum at a time: 4 KiB of exponentials.
+const lseChunk = 1024
+
+// expSumRow sets dst = exp32(x - mx) for mx at least every x and returns Σ dst, summed as
+// maxSumExp sums it (expSumMax's float32 lane sums, within 2e-6 of the exact sum relative to it).
+func expSumRow(dst, x []float32, mx float32) float64 {
+	var sum float64
+	for lo := 0; lo < len(x); lo += lseChunk {
+		hi := min(len(x), lo+lseChunk)
+		sum += expSumMax(dst[lo:hi], x[lo:hi], mx)
+	}
+	return sum
 }
