@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// BenchmarkElementwise runs each activation kernel (and the optimizers' updates and the losses:
-// cross-entropy over rows of a 1024-word vocabulary, forward and with its gradient) beside a plain
+// BenchmarkElementwise runs each activation kernel (and the optimizers' updates, LayerNorm over
+// rows of 64 and the losses: cross-entropy over rows of a 1024-word vocabulary, forward and with
+// its gradient) beside a plain
 // copy of the same bytes, at a size
 // that fits in this machine's L2 (4 Ki floats = 16 KiB per stream, the four buffers a little more
 // than the 32 KiB L1: mostly the kernels' arithmetic, reported as ns_per_8, the best time for each
@@ -31,6 +32,10 @@ func BenchmarkElementwise(b *testing.B) {
 		m, v := make([]float32, n), make([]float32, n) // Adam's moments
 		copy(m, dy)
 		copy(v, x)
+		// LayerNorm over rows of 64 (gpt-tiny's hidden size).
+		lw, lb, ldw, ldb := make([]float32, 64), make([]float32, 64), make([]float32, 64), make([]float32, 64)
+		FillUniform(lw, rng, 0.5, 1.5)
+		mean, rstd := make([]float32, n/64), make([]float32, n/64)
 		targets := make([]int32, n/1024) // cross-entropy over rows of a 1024-word vocabulary
 		for i := range targets {
 			targets[i] = int32(rng.Uint64() % 1024)
@@ -51,6 +56,8 @@ func BenchmarkElementwise(b *testing.B) {
 			{"sgd", 3, func() { SGD{LR: 1e-3}.Step(out, dy, nil) }},
 			{"adam", 7, func() { NewAdam(1e-3).Step(out, dy, m, v, 1) }},
 			{"mse", 2, func() { MSE(nil, x, dy) }},
+			{"layernorm_64", 2, func() { LayerNorm(out, mean, rstd, x, lw, lb, n/64, 64, DefaultEps) }},
+			{"layernorm_64_backward", 3, func() { LayerNormBackward(out, ldw, ldb, dy, x, lw, mean, rstd, n/64, 64) }},
 			{"cross_entropy_1024", 1, func() { CrossEntropy(nil, x, targets, n/1024, 1024) }},
 			{"cross_entropy_1024_backward", 2, func() { CrossEntropy(out, x, targets, n/1024, 1024) }},
 			{"mse_backward", 3, func() { MSE(out, x, dy) }},

@@ -29,26 +29,22 @@ func LayerNorm(y, mean, rstd, x, w, b []float32, rows, cols int, eps float32) {
 	if cols == 0 {
 		return
 	}
+	w = w[:cols]
 	for r := range rows {
 		xr, yr := x[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols]
-		var s float64
-		for _, v := range xr {
-			s += float64(v)
-		}
-		mu := s / float64(cols)
-		var ss float64
-		for _, v := range xr {
-			d := float64(v) - mu
-			ss += d * d
-		}
-		rs := 1 / math.Sqrt(ss/float64(cols)+float64(eps))
+		mu := sum64(xr) / float64(cols)
+		rs := 1 / math.Sqrt(sumSqDev64(xr, mu)/float64(cols)+float64(eps))
 		mean[r], rstd[r] = float32(mu), float32(rs)
-		for j, v := range xr {
-			o := (float64(v) - mu) * rs * float64(w[j])
-			if b != nil {
-				o += float64(b[j])
+		yr = yr[:len(xr)]
+		if b == nil {
+			for j, v := range xr {
+				yr[j] = float32((float64(v) - mu) * rs * float64(w[j]))
 			}
-			yr[j] = float32(o)
+			continue
+		}
+		b := b[:len(xr)]
+		for j, v := range xr {
+			yr[j] = float32((float64(v)-mu)*rs*float64(w[j]) + float64(b[j]))
 		}
 	}
 }
@@ -79,21 +75,34 @@ func LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd []float32, rows, cols in
 		return
 	}
 	inv := 1 / float64(cols)
+	w, dw = w[:cols], dw[:cols]
 	for r := range rows {
 		xr, dyr, dxr := x[r*cols:(r+1)*cols], dy[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
+		dyr, dxr = dyr[:len(xr)], dxr[:len(xr)]
 		mu, rs := float64(mean[r]), float64(rstd[r])
-		var sg, sgx float64
-		for j, v := range xr {
-			xh := (float64(v) - mu) * rs
-			g := float64(dyr[j]) * float64(w[j])
-			sg += g
-			sgx += g * xh
-			dw[j] += float32(float64(dyr[j]) * xh)
-			if db != nil {
-				db[j] += dyr[j]
-			}
+		// Two partial sums each (even and odd j): the float64 adds' latency, not their
+		// throughput, bounds a loop with one.
+		var sg0, sg1, sgx0, sgx1 float64
+		j := 0
+		for ; j+2 <= len(xr); j += 2 {
+			xh0, xh1 := (float64(xr[j])-mu)*rs, (float64(xr[j+1])-mu)*rs
+			g0, g1 := float64(dyr[j])*float64(w[j]), float64(dyr[j+1])*float64(w[j+1])
+			sg0, sg1 = sg0+g0, sg1+g1
+			sgx0, sgx1 = sgx0+g0*xh0, sgx1+g1*xh1
+			dw[j] += float32(float64(dyr[j]) * xh0)
+			dw[j+1] += float32(float64(dyr[j+1]) * xh1)
 		}
-		mg, mgx := sg*inv, sgx*inv
+		for ; j < len(xr); j++ {
+			xh := (float64(xr[j]) - mu) * rs
+			g := float64(dyr[j]) * float64(w[j])
+			sg0 += g
+			sgx0 += g * xh
+			dw[j] += float32(float64(dyr[j]) * xh)
+		}
+		if db != nil {
+			AddInPlace(db, dyr)
+		}
+		mg, mgx := (sg0+sg1)*inv, (sgx0+sgx1)*inv
 		for j, v := range xr {
 			xh := (float64(v) - mu) * rs
 			g := float64(dyr[j]) * float64(w[j])
@@ -120,14 +129,12 @@ func RMSNorm(y, rstd, x, w []float32, rows, cols int, eps float32) {
 	if cols == 0 {
 		return
 	}
+	w = w[:cols]
 	for r := range rows {
 		xr, yr := x[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols]
-		var ss float64
-		for _, v := range xr {
-			ss += float64(v) * float64(v)
-		}
-		rs := 1 / math.Sqrt(ss/float64(cols)+float64(eps))
+		rs := 1 / math.Sqrt(sumSqDev64(xr, 0)/float64(cols)+float64(eps))
 		rstd[r] = float32(rs)
+		yr = yr[:len(xr)]
 		for j, v := range xr {
 			yr[j] = float32(float64(v) * rs * float64(w[j]))
 		}
@@ -156,19 +163,64 @@ func RMSNormBackward(dx, dw, dy, x, w, rstd []float32, rows, cols int) {
 		return
 	}
 	inv := 1 / float64(cols)
+	w, dw = w[:cols], dw[:cols]
 	for r := range rows {
 		xr, dyr, dxr := x[r*cols:(r+1)*cols], dy[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
+		dyr, dxr = dyr[:len(xr)], dxr[:len(xr)]
 		rs := float64(rstd[r])
-		var sgx float64
-		for j, v := range xr {
-			xh := float64(v) * rs
-			sgx += float64(dyr[j]) * float64(w[j]) * xh
+		var sgx0, sgx1 float64 // two partial sums, as LayerNormBackward's
+		j := 0
+		for ; j+2 <= len(xr); j += 2 {
+			xh0, xh1 := float64(xr[j])*rs, float64(xr[j+1])*rs
+			sgx0 += float64(dyr[j]) * float64(w[j]) * xh0
+			sgx1 += float64(dyr[j+1]) * float64(w[j+1]) * xh1
+			dw[j] += float32(float64(dyr[j]) * xh0)
+			dw[j+1] += float32(float64(dyr[j+1]) * xh1)
+		}
+		for ; j < len(xr); j++ {
+			xh := float64(xr[j]) * rs
+			sgx0 += float64(dyr[j]) * float64(w[j]) * xh
 			dw[j] += float32(float64(dyr[j]) * xh)
 		}
-		mgx := sgx * inv
+		mgx := (sgx0 + sgx1) * inv
 		for j, v := range xr {
 			xh := float64(v) * rs
 			dxr[j] = float32(rs * (float64(dyr[j])*float64(w[j]) - xh*mgx))
 		}
 	}
+}
+
+// sum64 is Σ x in float64, in four partial sums (a loop with one runs at the latency of a float64
+// add, about four cycles an element).
+func sum64(x []float32) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += float64(x[i])
+		s1 += float64(x[i+1])
+		s2 += float64(x[i+2])
+		s3 += float64(x[i+3])
+	}
+	for ; i < len(x); i++ {
+		s0 += float64(x[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// sumSqDev64 is Σ (x - mu)² in float64, as sum64 sums (mu = 0: RMSNorm's Σ x²).
+func sumSqDev64(x []float32, mu float64) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		d0, d1, d2, d3 := float64(x[i])-mu, float64(x[i+1])-mu, float64(x[i+2])-mu, float64(x[i+3])-mu
+		s0 += d0 * d0
+		s1 += d1 * d1
+		s2 += d2 * d2
+		s3 += d3 * d3
+	}
+	for ; i < len(x); i++ {
+		d := float64(x[i]) - mu
+		s0 += d * d
+	}
+	return (s0 + s1) + (s2 + s3)
 }
