@@ -239,3 +239,57 @@ func TestNoAllocations(t *testing.T) {
 		t.Errorf("kernels allocated %v times per run, want 0", allocs)
 	}
 }
+
+// TestNormVectorsMatchScalar checks the norms' AVX2 row loops against the scalar code alone:
+// LayerNorm (with and without a bias) and RMSNorm, forward and backward (dx aliasing dy too),
+// on lengths that cover the 8-element vectors and the scalar tail. Only the row sums' order
+// differs, so the outputs agree to a few float64 rounding errors, far below float32's.
+func TestNormVectorsMatchScalar(t *testing.T) {
+	if !useAVX {
+		t.Skip("without the AVX2 kernels there is only the scalar path (portable code, or -race)")
+	}
+	type out struct{ y, mean, rstd, dx, dw, db []float32 }
+	for _, cols := range []int{1, 7, 8, 9, 16, 31, 64, 100} {
+		const rows = 3
+		rng := NewRand(uint64(cols))
+		x, dy, w, b := randSlice(rng, rows*cols, 3), randSlice(rng, rows*cols, 1), randSlice(rng, cols, 1), randSlice(rng, cols, 1)
+		for i := range x { // an offset, so that the mean matters
+			x[i] += 2
+		}
+		run := func(avx, rms, bias, alias bool) out {
+			useAVX = avx
+			defer func() { useAVX = true }()
+			o := out{y: make([]float32, rows*cols), mean: make([]float32, rows), rstd: make([]float32, rows),
+				dw: make([]float32, cols), db: make([]float32, cols)}
+			bb, db := b, o.db
+			if !bias {
+				bb, db = nil, nil
+			}
+			o.dx = make([]float32, rows*cols)
+			g := dy
+			if alias {
+				copy(o.dx, dy)
+				g = o.dx
+			}
+			if rms {
+				RMSNorm(o.y, o.rstd, x, w, rows, cols, DefaultEps)
+				RMSNormBackward(o.dx, o.dw, g, x, w, o.rstd, rows, cols)
+			} else {
+				LayerNorm(o.y, o.mean, o.rstd, x, w, bb, rows, cols, DefaultEps)
+				LayerNormBackward(o.dx, o.dw, db, g, x, w, o.mean, o.rstd, rows, cols)
+			}
+			return o
+		}
+		for _, c := range []struct{ rms, bias, alias bool }{{false, true, false}, {false, false, true}, {true, false, false}, {true, false, true}} {
+			want, got := run(false, c.rms, c.bias, c.alias), run(true, c.rms, c.bias, c.alias)
+			for name, pair := range map[string][2][]float32{"y": {got.y, want.y}, "mean": {got.mean, want.mean}, "rstd": {got.rstd, want.rstd},
+				"dx": {got.dx, want.dx}, "dw": {got.dw, want.dw}, "db": {got.db, want.db}} {
+				for i := range pair[1] {
+					if d := math.Abs(float64(pair[0][i] - pair[1][i])); d > 1e-6*(1+math.Abs(float64(pair[1][i]))) {
+						t.Fatalf("cols=%d %+v: %s[%d] = %g with AVX2, %g scalar", cols, c, name, i, pair[0][i], pair[1][i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -29,23 +29,12 @@ func LayerNorm(y, mean, rstd, x, w, b []float32, rows, cols int, eps float32) {
 	if cols == 0 {
 		return
 	}
-	w = w[:cols]
 	for r := range rows {
 		xr, yr := x[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols]
 		mu := sum64(xr) / float64(cols)
 		rs := 1 / math.Sqrt(sumSqDev64(xr, mu)/float64(cols)+float64(eps))
 		mean[r], rstd[r] = float32(mu), float32(rs)
-		yr = yr[:len(xr)]
-		if b == nil {
-			for j, v := range xr {
-				yr[j] = float32((float64(v) - mu) * rs * float64(w[j]))
-			}
-			continue
-		}
-		b := b[:len(xr)]
-		for j, v := range xr {
-			yr[j] = float32((float64(v)-mu)*rs*float64(w[j]) + float64(b[j]))
-		}
+		normOut(yr, xr, w, b, mu, rs)
 	}
 }
 
@@ -75,39 +64,14 @@ func LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd []float32, rows, cols in
 		return
 	}
 	inv := 1 / float64(cols)
-	w, dw = w[:cols], dw[:cols]
 	for r := range rows {
 		xr, dyr, dxr := x[r*cols:(r+1)*cols], dy[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
-		dyr, dxr = dyr[:len(xr)], dxr[:len(xr)]
 		mu, rs := float64(mean[r]), float64(rstd[r])
-		// Two partial sums each (even and odd j): the float64 adds' latency, not their
-		// throughput, bounds a loop with one.
-		var sg0, sg1, sgx0, sgx1 float64
-		j := 0
-		for ; j+2 <= len(xr); j += 2 {
-			xh0, xh1 := (float64(xr[j])-mu)*rs, (float64(xr[j+1])-mu)*rs
-			g0, g1 := float64(dyr[j])*float64(w[j]), float64(dyr[j+1])*float64(w[j+1])
-			sg0, sg1 = sg0+g0, sg1+g1
-			sgx0, sgx1 = sgx0+g0*xh0, sgx1+g1*xh1
-			dw[j] += float32(float64(dyr[j]) * xh0)
-			dw[j+1] += float32(float64(dyr[j+1]) * xh1)
-		}
-		for ; j < len(xr); j++ {
-			xh := (float64(xr[j]) - mu) * rs
-			g := float64(dyr[j]) * float64(w[j])
-			sg0 += g
-			sgx0 += g * xh
-			dw[j] += float32(float64(dyr[j]) * xh)
-		}
+		sg, sgx := normGradSums(dw, dyr, xr, w, mu, rs)
 		if db != nil {
 			AddInPlace(db, dyr)
 		}
-		mg, mgx := (sg0+sg1)*inv, (sgx0+sgx1)*inv
-		for j, v := range xr {
-			xh := (float64(v) - mu) * rs
-			g := float64(dyr[j]) * float64(w[j])
-			dxr[j] = float32(rs * (g - mg - xh*mgx))
-		}
+		normGradOut(dxr, dyr, xr, w, mu, rs, sg*inv, sgx*inv)
 	}
 }
 
@@ -129,15 +93,11 @@ func RMSNorm(y, rstd, x, w []float32, rows, cols int, eps float32) {
 	if cols == 0 {
 		return
 	}
-	w = w[:cols]
 	for r := range rows {
 		xr, yr := x[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols]
 		rs := 1 / math.Sqrt(sumSqDev64(xr, 0)/float64(cols)+float64(eps))
 		rstd[r] = float32(rs)
-		yr = yr[:len(xr)]
-		for j, v := range xr {
-			yr[j] = float32(float64(v) * rs * float64(w[j]))
-		}
+		normOut(yr, xr, w, nil, 0, rs) // (x - 0) is x exactly
 	}
 }
 
@@ -163,64 +123,107 @@ func RMSNormBackward(dx, dw, dy, x, w, rstd []float32, rows, cols int) {
 		return
 	}
 	inv := 1 / float64(cols)
-	w, dw = w[:cols], dw[:cols]
 	for r := range rows {
 		xr, dyr, dxr := x[r*cols:(r+1)*cols], dy[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
-		dyr, dxr = dyr[:len(xr)], dxr[:len(xr)]
 		rs := float64(rstd[r])
-		var sgx0, sgx1 float64 // two partial sums, as LayerNormBackward's
-		j := 0
-		for ; j+2 <= len(xr); j += 2 {
-			xh0, xh1 := float64(xr[j])*rs, float64(xr[j+1])*rs
-			sgx0 += float64(dyr[j]) * float64(w[j]) * xh0
-			sgx1 += float64(dyr[j+1]) * float64(w[j+1]) * xh1
-			dw[j] += float32(float64(dyr[j]) * xh0)
-			dw[j+1] += float32(float64(dyr[j+1]) * xh1)
-		}
-		for ; j < len(xr); j++ {
-			xh := float64(xr[j]) * rs
-			sgx0 += float64(dyr[j]) * float64(w[j]) * xh
-			dw[j] += float32(float64(dyr[j]) * xh)
-		}
-		mgx := (sgx0 + sgx1) * inv
-		for j, v := range xr {
-			xh := float64(v) * rs
-			dxr[j] = float32(rs * (float64(dyr[j])*float64(w[j]) - xh*mgx))
-		}
+		_, sgx := normGradSums(dw, dyr, xr, w, 0, rs)
+		normGradOut(dxr, dyr, xr, w, 0, rs, 0, sgx*inv) // (g - 0) is g exactly
 	}
 }
 
-// sum64 is Σ x in float64, in four partial sums (a loop with one runs at the latency of a float64
-// add, about four cycles an element).
+// The row loops of both norms, each an AVX2 kernel on the whole vectors (norm_amd64.s) and the
+// same formulas in scalar code after them. xh = (x - mu) rs is the normalised input (mu = 0 for
+// RMSNorm) and g = dy w the gradient through the weight.
+
+// sum64 is Σ x in float64 (in several partial sums: a loop with one runs at the latency of a
+// float64 add, about four cycles an element).
 func sum64(x []float32) float64 {
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
+	v := vecLen(len(x))
+	var s0, s1 float64
+	if v > 0 {
+		s0 = normSumAVX(&x[0], v)
+	}
+	i := v
+	for ; i+2 <= len(x); i += 2 {
 		s0 += float64(x[i])
 		s1 += float64(x[i+1])
-		s2 += float64(x[i+2])
-		s3 += float64(x[i+3])
 	}
 	for ; i < len(x); i++ {
 		s0 += float64(x[i])
 	}
-	return (s0 + s1) + (s2 + s3)
+	return s0 + s1
 }
 
 // sumSqDev64 is Σ (x - mu)² in float64, as sum64 sums (mu = 0: RMSNorm's Σ x²).
 func sumSqDev64(x []float32, mu float64) float64 {
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		d0, d1, d2, d3 := float64(x[i])-mu, float64(x[i+1])-mu, float64(x[i+2])-mu, float64(x[i+3])-mu
+	v := vecLen(len(x))
+	var s0, s1 float64
+	if v > 0 {
+		s0 = normSqDevAVX(&x[0], v, mu)
+	}
+	i := v
+	for ; i+2 <= len(x); i += 2 {
+		d0, d1 := float64(x[i])-mu, float64(x[i+1])-mu
 		s0 += d0 * d0
 		s1 += d1 * d1
-		s2 += d2 * d2
-		s3 += d3 * d3
 	}
 	for ; i < len(x); i++ {
 		d := float64(x[i]) - mu
 		s0 += d * d
 	}
-	return (s0 + s1) + (s2 + s3)
+	return s0 + s1
+}
+
+// normOut sets y = float32(xh w + b) (b nil: no bias).
+func normOut(y, x, w, b []float32, mu, rs float64) {
+	y, w = y[:len(x)], w[:len(x)]
+	v := vecLen(len(x))
+	if v > 0 {
+		var bp *float32
+		if b != nil {
+			bp = &b[0]
+		}
+		normOutAVX(&y[0], &x[0], &w[0], bp, v, mu, rs)
+	}
+	if b == nil {
+		for j := v; j < len(x); j++ {
+			y[j] = float32((float64(x[j]) - mu) * rs * float64(w[j]))
+		}
+		return
+	}
+	b = b[:len(x)]
+	for j := v; j < len(x); j++ {
+		y[j] = float32((float64(x[j])-mu)*rs*float64(w[j]) + float64(b[j]))
+	}
+}
+
+// normGradSums returns Σ g and Σ g xh and adds float32(dy xh) into dw.
+func normGradSums(dw, dy, x, w []float32, mu, rs float64) (sg, sgx float64) {
+	dw, dy, w = dw[:len(x)], dy[:len(x)], w[:len(x)]
+	v := vecLen(len(x))
+	if v > 0 {
+		sg, sgx = normGradSumsAVX(&dw[0], &dy[0], &x[0], &w[0], v, mu, rs)
+	}
+	for j := v; j < len(x); j++ {
+		xh := (float64(x[j]) - mu) * rs
+		g := float64(dy[j]) * float64(w[j])
+		sg += g
+		sgx += g * xh
+		dw[j] += float32(float64(dy[j]) * xh)
+	}
+	return sg, sgx
+}
+
+// normGradOut sets dx = float32(rs ((g - mg) - xh mgx)); dx may alias dy.
+func normGradOut(dx, dy, x, w []float32, mu, rs, mg, mgx float64) {
+	dx, dy, w = dx[:len(x)], dy[:len(x)], w[:len(x)]
+	v := vecLen(len(x))
+	if v > 0 {
+		normGradOutAVX(&dx[0], &dy[0], &x[0], &w[0], v, mu, rs, mg, mgx)
+	}
+	for j := v; j < len(x); j++ {
+		xh := (float64(x[j]) - mu) * rs
+		g := float64(dy[j]) * float64(w[j])
+		dx[j] = float32(rs * (g - mg - xh*mgx))
+	}
 }
