@@ -129,11 +129,20 @@ func headScores(p blas32.General, q, k []float32, d AttnDims, b, h, g int, scale
 func attnForwardHead(o, lse, q, k, v []float32, p blas32.General, d AttnDims, b, h, g int, scale float32) {
 	S := d.Seq
 	headScores(p, q, k, d, b, h, g, scale)
+	negInf := float32(math.Inf(-1))
 	for i := range S {
+		// Causal row i has i+1 scores. It is rounded up to whole 8-float vectors (within the row)
+		// with scores of -Inf, so that none takes the scalar exponential: their exponential is
+		// exp32's smallest, 2^-126, which a sum of at least 1 does not hold, and they are
+		// cleared after.
 		row := p.Data[i*S : (i+1)*S]
-		l := softmaxRow(row[:i+1], row[:i+1])
+		w := min(S, (i+1+7)&^7)
+		for j := i + 1; j < w; j++ {
+			row[j] = negInf
+		}
+		mx, sum := softmaxRow(row[:w], row[:w])
 		if lse != nil {
-			lse[i] = float32(l)
+			lse[i] = float32(float64(mx) + math.Log(sum))
 		}
 		clear(row[i+1:])
 	}
@@ -207,15 +216,11 @@ func attnBackwardHead(dq, dk, dv, do, q, k, v []float32, p, ds blas32.General, d
 	// dP = dO_h V_gᵀ, then dS = P ⊙ (dP − rowsum(P ⊙ dP)) in place.
 	gemmGeneral(false, true, 1, dOh, vg, 0, ds)
 	for i := range S {
-		pr := p.Data[i*S : i*S+i+1]
+		// Over whole 8-float vectors where the row has them: P is 0 past the diagonal, so
+		// those columns add nothing to the row's sum and give 0, cleared after.
+		w := min(S, (i+1+7)&^7)
 		dr := ds.Data[i*S : (i+1)*S]
-		var dot float64
-		for j, pv := range pr {
-			dot += float64(pv) * float64(dr[j])
-		}
-		for j, pv := range pr {
-			dr[j] = float32(float64(pv) * (float64(dr[j]) - dot))
-		}
+		softmaxGradRow(dr[:w], dr[:w], p.Data[i*S:i*S+w])
 		clear(dr[i+1:])
 	}
 	// dQ_h = scale · dS K_g

@@ -1,9 +1,6 @@
 package kernels
 
-import (
-	"math"
-	"unsafe"
-)
+import "unsafe"
 
 // ntBytes is the output size from which the activation kernels store with non-temporal stores,
 // which write memory without first reading the destination lines into the caches (the Go runtime's
@@ -344,16 +341,13 @@ func Softmax(y, x []float32, rows, cols int) {
 	}
 }
 
-// softmaxRow writes the softmax of x into y (same length, may alias) and returns the log-sum-exp
-// of x, log Σ_j exp(x_j) (-Inf for an empty x).
-func softmaxRow(y, x []float32) float64 {
-	if len(x) == 0 {
-		return math.Inf(-1)
-	}
-	mx := rowMax(x)
-	sum := expSumMax(y, x, mx)
+// softmaxRow writes the softmax of the non-empty x into y (same length, may alias) and returns
+// x's maximum and Σ_j exp(x_j - max), from which its log-sum-exp is max + log Σ.
+func softmaxRow(y, x []float32) (mx float32, sum float64) {
+	mx = rowMax(x)
+	sum = expSumMax(y, x, mx)
 	Scale(float32(1/sum), y)
-	return float64(mx) + math.Log(sum)
+	return mx, sum
 }
 
 // rowMax is the largest of the non-empty x (NaN only if x[0] is NaN).
@@ -382,13 +376,26 @@ func SoftmaxBackward(dx, dy, y []float32, rows, cols int) {
 	checkLen("SoftmaxBackward", "dy", dy, n)
 	checkLen("SoftmaxBackward", "y", y, n)
 	for r := range rows {
-		yr, dyr, dxr := y[r*cols:(r+1)*cols], dy[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
-		var dot float64
-		for j, v := range yr {
-			dot += float64(v) * float64(dyr[j])
-		}
-		for j, v := range yr {
-			dxr[j] = float32(float64(v) * (float64(dyr[j]) - dot))
-		}
+		softmaxGradRow(dx[r*cols:(r+1)*cols], dy[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols])
+	}
+}
+
+// softmaxGradRow sets dx = y ⊙ (dy − Σ_j dy_j y_j) for one row, the sum in float64 and each
+// element's product in float64 (AVX2 on the whole vectors); dx may alias dy.
+func softmaxGradRow(dx, dy, y []float32) {
+	dx, dy = dx[:len(y)], dy[:len(y)]
+	v := vecLen(len(y))
+	var dot float64
+	if v > 0 {
+		dot = dot64AVX(&y[0], &dy[0], v)
+	}
+	for j := v; j < len(y); j++ {
+		dot += float64(y[j]) * float64(dy[j])
+	}
+	if v > 0 {
+		softmaxGradAVX(&dx[0], &dy[0], &y[0], v, dot)
+	}
+	for j := v; j < len(y); j++ {
+		dx[j] = float32(float64(y[j]) * (float64(dy[j]) - dot))
 	}
 }

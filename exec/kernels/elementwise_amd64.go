@@ -72,3 +72,9 @@ func siluBackwardAVX512(dx, dy, x *float32, n int, nt int)
 
 //go:noescape
 func expSumMaxNextAVX512(dst, x *float32, n int, shift float32, next, nextMax *float32) float64
+
+//go:noescape
+func dot64AVX(a, b *float32, n int) float64
+
+//go:noescape
+func softmaxGradAVX(dx, dy, y *float32, n int, dot float64)

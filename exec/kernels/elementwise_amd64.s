@@ -1794,3 +1794,71 @@ expbz_done:
 	VMOVSD X7, ret+48(FP)
 	VZEROUPPER
 	RET
+
+// func dot64AVX(a, b *float32, n int) float64
+// Σ a b in float64 (two 4-lane partial sums), n a multiple of 8.
+TEXT ·dot64AVX(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), BX
+	MOVQ n+16(FP), CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	SHRQ $3, CX
+	JZ dot64_done
+
+dot64_loop:
+	VCVTPS2PD (SI), Y2
+	VCVTPS2PD 16(SI), Y3
+	VCVTPS2PD (BX), Y4
+	VCVTPS2PD 16(BX), Y5
+	VFMADD231PD Y4, Y2, Y0
+	VFMADD231PD Y5, Y3, Y1
+	ADDQ $32, SI
+	ADDQ $32, BX
+	DECQ CX
+	JNZ dot64_loop
+
+dot64_done:
+	VADDPD Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD X1, X0, X0
+	VPERMILPD $1, X0, X1
+	VADDSD X1, X0, X0
+	VMOVSD X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func softmaxGradAVX(dx, dy, y *float32, n int, dot float64)
+// dx = float32(y (dy - dot)) in float64, as SoftmaxBackward's scalar loop; dx may alias dy; n a
+// multiple of 8.
+TEXT ·softmaxGradAVX(SB), NOSPLIT, $0-40
+	MOVQ dx+0(FP), DI
+	MOVQ dy+8(FP), BX
+	MOVQ y+16(FP), SI
+	MOVQ n+24(FP), CX
+	VBROADCASTSD dot+32(FP), Y6
+	SHRQ $3, CX
+	JZ sgrad_done
+
+sgrad_loop:
+	VCVTPS2PD (BX), Y0
+	VCVTPS2PD 16(BX), Y1
+	VSUBPD Y6, Y0, Y0
+	VSUBPD Y6, Y1, Y1
+	VCVTPS2PD (SI), Y2
+	VCVTPS2PD 16(SI), Y3
+	VMULPD Y0, Y2, Y0
+	VMULPD Y1, Y3, Y1
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VMOVUPS X0, (DI)
+	VMOVUPS X1, 16(DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ sgrad_loop
+
+sgrad_done:
+	VZEROUPPER
+	RET

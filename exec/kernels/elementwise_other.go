@@ -32,3 +32,5 @@ func siluBackwardAVX512(dx, dy, x *float32, n int, nt int) { panic("kernels: no 
 func expSumMaxNextAVX512(dst, x *float32, n int, shift float32, next, nextMax *float32) float64 {
 	panic("kernels: no AVX-512 kernels")
 }
+func dot64AVX(a, b *float32, n int) float64                 { panic("kernels: no AVX2 kernels") }
+func softmaxGradAVX(dx, dy, y *float32, n int, dot float64) { panic("kernels: no AVX2 kernels") }

@@ -259,3 +259,42 @@ func TestSoftmaxRowsMatchOneRowAtATime(t *testing.T) {
 		}
 	})
 }
+
+// TestSoftmaxBackwardVectorsMatchScalar checks SoftmaxBackward's AVX2 row loop (softmaxGradRow)
+// against the scalar code alone, dx aliasing dy too, on lengths that cover the 8-float vectors and
+// the scalar tail: only the row sum's order differs, so the results agree far below float32's
+// rounding.
+func TestSoftmaxBackwardVectorsMatchScalar(t *testing.T) {
+	if !useAVX {
+		t.Skip("without the AVX2 kernels there is only the scalar path (portable code, or -race)")
+	}
+	for _, cols := range []int{1, 7, 8, 9, 16, 33, 100} {
+		const rows = 3
+		rng := NewRand(uint64(cols))
+		x, dy := make([]float32, rows*cols), make([]float32, rows*cols)
+		FillUniform(x, rng, -3, 3)
+		FillUniform(dy, rng, -1, 1)
+		y := make([]float32, rows*cols)
+		Softmax(y, x, rows, cols)
+		for _, alias := range []bool{false, true} {
+			run := func(avx bool) []float32 {
+				useAVX = avx
+				defer func() { useAVX = true }()
+				dx := make([]float32, rows*cols)
+				g := dy
+				if alias {
+					copy(dx, dy)
+					g = dx
+				}
+				SoftmaxBackward(dx, g, y, rows, cols)
+				return dx
+			}
+			want, got := run(false), run(true)
+			for i := range want {
+				if d := math.Abs(float64(got[i] - want[i])); d > 1e-6*(1e-3+math.Abs(float64(want[i]))) {
+					t.Fatalf("cols=%d alias=%v: dx[%d] = %g with AVX2, %g scalar", cols, alias, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}

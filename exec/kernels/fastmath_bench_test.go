@@ -52,6 +52,7 @@ func BenchmarkElementwise(b *testing.B) {
 			{"silu", 2, func() { SiLU(out, x) }},
 			{"silu_backward", 3, func() { SiLUBackward(out, dy, x) }},
 			{"softmax_1024", 2, func() { Softmax(out, x, n/1024, 1024) }},
+			{"softmax_1024_backward", 3, func() { SoftmaxBackward(out, dy, m, n/1024, 1024) }},
 			{"add_in_place", 3, func() { AddInPlace(out, x) }},
 			{"sgd", 3, func() { SGD{LR: 1e-3}.Step(out, dy, nil) }},
 			{"adam", 7, func() { NewAdam(1e-3).Step(out, dy, m, v, 1) }},
