@@ -131,12 +131,16 @@ func attnForwardHead(o, lse, q, k, v []float32, p blas32.General, d AttnDims, b,
 	headScores(p, q, k, d, b, h, g, scale)
 	negInf := float32(math.Inf(-1))
 	for i := range S {
-		// Causal row i has i+1 scores. It is rounded up to whole 8-float vectors (within the row)
-		// with scores of -Inf, so that none takes the scalar exponential: their exponential is
-		// exp32's smallest, 2^-126, which a sum of at least 1 does not hold, and they are
-		// cleared after.
+		// Causal row i has i+1 scores. Where the rows are a vector or longer it is rounded up
+		// to whole 8-float vectors (within the row, so the last rows of a Seq not a multiple of
+		// 8 keep a scalar tail) with scores of -Inf: their exponential is exp32's smallest,
+		// 2^-126, which a sum of at least 1 (the maximum's) does not hold, and they are cleared
+		// after.
 		row := p.Data[i*S : (i+1)*S]
-		w := min(S, (i+1+7)&^7)
+		w := i + 1
+		if S >= 8 {
+			w = min(S, (i+1+7)&^7)
+		}
 		for j := i + 1; j < w; j++ {
 			row[j] = negInf
 		}
@@ -176,8 +180,8 @@ func causalUniform(probs []float32, d AttnDims) {
 //	dV_g = Σ_{h in group g} Pᵀ dO_h
 //
 // dq, dk and dv are overwritten (each key/value head sums over the query heads of its group).
-// scratch must hold Seq*Seq floats (d.ScratchLen()); its contents are clobbered. No output may
-// alias an input.
+// scratch must hold Seq*Seq floats (d.ScratchLen()); its contents are clobbered. probs must be
+// AttentionForward's, 0 above the diagonal. No output may alias an input.
 //
 // It panics if a dimension is negative, KVHeads does not divide Heads, or a length does not match.
 func AttentionBackward(dq, dk, dv, scratch, do, q, k, v, probs []float32, d AttnDims) {
@@ -216,12 +220,16 @@ func attnBackwardHead(dq, dk, dv, do, q, k, v []float32, p, ds blas32.General, d
 	// dP = dO_h V_gᵀ, then dS = P ⊙ (dP − rowsum(P ⊙ dP)) in place.
 	gemmGeneral(false, true, 1, dOh, vg, 0, ds)
 	for i := range S {
-		// Over whole 8-float vectors where the row has them: P is 0 past the diagonal, so
-		// those columns add nothing to the row's sum and give 0, cleared after.
-		w := min(S, (i+1+7)&^7)
+		// Over whole 8-float vectors where the rows have them: past the diagonal P is 0
+		// (AttentionForward's) and dP is cleared first, so those columns add nothing to the
+		// row's sum and give 0.
+		w := i + 1
+		if S >= 8 {
+			w = min(S, (i+1+7)&^7)
+		}
 		dr := ds.Data[i*S : (i+1)*S]
-		softmaxGradRow(dr[:w], dr[:w], p.Data[i*S:i*S+w])
 		clear(dr[i+1:])
+		softmaxGradRow(dr[:w], dr[:w], p.Data[i*S:i*S+w])
 	}
 	// dQ_h = scale · dS K_g
 	gemmGeneral(false, false, scale, ds, kg, 0, headMat(dq, d, b, h, d.Heads))
@@ -274,8 +282,9 @@ func AttentionForwardLSE(o, lse, scratch, q, k, v []float32, d AttnDims) {
 // AttentionBackwardLSE computes the gradients of AttentionForwardLSE from do, the forward inputs
 // q, k, v and the saved lse [Batch, Heads, Seq]: for each sequence and head it recomputes the
 // probabilities P = exp(Q_h K_gᵀ / sqrt(HeadDim) − lse) under the causal mask, then follows
-// AttentionBackward. dq, dk and dv are overwritten. scratch must hold 2*Seq*Seq floats
-// (d.FlashScratchLen()); its contents are clobbered. No output may alias an input.
+// AttentionBackward. lse must be AttentionForwardLSE's, at least every score of its row (each
+// probability at most 1: expSumMax). dq, dk and dv are overwritten. scratch must hold 2*Seq*Seq
+// floats (d.FlashScratchLen()); its contents are clobbered. No output may alias an input.
 //
 // It panics if a dimension is negative, KVHeads does not divide Heads, or a length does not match.
 func AttentionBackwardLSE(dq, dk, dv, scratch, do, q, k, v, lse []float32, d AttnDims) {

@@ -56,6 +56,8 @@ var attnCases = []AttnDims{
 	{Batch: 2, Seq: 5, Heads: 4, KVHeads: 2, HeadDim: 3}, // grouped-query
 	{Batch: 1, Seq: 4, Heads: 3, KVHeads: 1, HeadDim: 2}, // multi-query
 	{Batch: 1, Seq: 6, Heads: 4, KVHeads: 4, HeadDim: 8},
+	{Batch: 1, Seq: 19, Heads: 2, KVHeads: 1, HeadDim: 8}, // rows rounded up to whole vectors, the last clamped
+	{Batch: 1, Seq: 40, Heads: 1, KVHeads: 1, HeadDim: 4}, // rows past 32 (the AVX-512 exponentials)
 }
 
 func TestAttentionForwardAgainstNaive(t *testing.T) {

@@ -158,7 +158,9 @@ func expSumTail(dst, x []float32, shift float32, v int, sum float64) float64 {
 
 // expSumMax is expSum for a shift at least every x (softmax's row maximum), so that every value is
 // at most 1: the vector kernels then sum each block of 32 values a lane in float32 lanes before
-// adding them in float64, within 2e-6 of the float64 sum relative to it.
+// adding them in float64, within 2e-6 of the float64 sum relative to it. They clamp the argument
+// from below only: an x more than about 88 above the shift would overflow 2^n (callers pass a
+// row maximum, or a log-sum-exp, which is at least it).
 func expSumMax(dst, x []float32, mx float32) float64 {
 	sum, _ := expSumMaxNext(dst, x, mx, nil)
 	return sum

@@ -9,9 +9,7 @@ import (
 
 // BenchmarkElementwise runs each activation kernel (and the optimizers' updates, LayerNorm over
 // rows of 64 and the losses: cross-entropy over rows of a 1024-word vocabulary, forward and with
-// its gradient) beside a plain
-// copy of the same bytes, at a size
-// that fits in this machine's L2 (4 Ki floats = 16 KiB per stream, the four buffers a little more
+// its gradient) beside a plain copy of the same bytes, at a size that fits in this machine's L2 (4 Ki floats = 16 KiB per stream, the four buffers a little more
 // than the 32 KiB L1: mostly the kernels' arithmetic, reported as ns_per_8, the best time for each
 // 8 floats, one AVX2 vector), one that fits in its L3 (1 Mi floats = 4 MiB per stream) and one that
 // does not (16 Mi floats = 64 MiB per stream), and reports the bandwidth (bytes read plus written

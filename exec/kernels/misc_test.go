@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -242,8 +243,9 @@ func TestNoAllocations(t *testing.T) {
 
 // TestNormVectorsMatchScalar checks the norms' AVX2 row loops against the scalar code alone:
 // LayerNorm (with and without a bias) and RMSNorm, forward and backward (dx aliasing dy too),
-// on lengths that cover the 8-element vectors and the scalar tail. Only the row sums' order
-// differs, so the outputs agree to a few float64 rounding errors, far below float32's.
+// on lengths that cover the 8-element vectors and the scalar tail. Only the row sums differ (their
+// order, and the fused multiply-adds of the squared deviations), so the outputs agree to a few
+// float64 rounding errors, far below float32's.
 func TestNormVectorsMatchScalar(t *testing.T) {
 	if !useAVX {
 		t.Skip("without the AVX2 kernels there is only the scalar path (portable code, or -race)")
@@ -292,4 +294,91 @@ func TestNormVectorsMatchScalar(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCrossEntropyVectors checks CrossEntropy on vocabularies that cover the vector kernels (16-
+// and 32-float passes, the scalar tail) and the 1024-float chunks: the loss is the same with and
+// without the gradient (==), the gradient into logits itself (aliased) has the bits of the one
+// into a separate buffer, and both are within 1e-6 of the float64 formula; so is the vocab-parallel
+// gradient of two shards.
+func TestCrossEntropyVectors(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
+		for _, vocab := range []int{31, 33, 1000, 1024, 1025, 2500} {
+			const n = 3
+			rng := NewRand(uint64(vocab))
+			logits := randSlice(rng, n*vocab, 4)
+			targets := []int32{0, int32(vocab / 2), int32(vocab - 1)}
+			d := make([]float32, n*vocab)
+			loss := CrossEntropy(d, logits, targets, n, vocab)
+			if l := CrossEntropy(nil, logits, targets, n, vocab); l != loss {
+				t.Fatalf("vocab=%d: loss %v without the gradient, %v with it", vocab, l, loss)
+			}
+			alias := slices.Clone(logits)
+			if l := CrossEntropy(alias, alias, targets, n, vocab); l != loss {
+				t.Fatalf("vocab=%d: loss %v with the gradient into logits, %v into a separate buffer", vocab, l, loss)
+			}
+			var want float64
+			for i := range n {
+				row := logits[i*vocab : (i+1)*vocab]
+				mx := math.Inf(-1)
+				for _, v := range row {
+					mx = math.Max(mx, float64(v))
+				}
+				var s float64
+				for _, v := range row {
+					s += math.Exp(float64(v) - mx)
+				}
+				lse := mx + math.Log(s)
+				want += (lse - float64(row[targets[i]])) / n
+				for j, v := range row {
+					g := math.Exp(float64(v)-lse) / n
+					if int32(j) == targets[i] {
+						g -= 1.0 / n
+					}
+					k := i*vocab + j
+					if math.Abs(float64(d[k])-g) > 1e-6*math.Abs(g)+1e-9 {
+						t.Fatalf("vocab=%d: dlogits[%d][%d] = %g, float64 %g", vocab, i, j, d[k], g)
+					}
+					if math.Float32bits(alias[k]) != math.Float32bits(d[k]) {
+						t.Fatalf("vocab=%d: aliased dlogits[%d][%d] = %g, separate %g", vocab, i, j, alias[k], d[k])
+					}
+				}
+			}
+			if math.Abs(float64(loss)-want) > 1e-6*want {
+				t.Errorf("vocab=%d: loss %v, float64 %v", vocab, loss, want)
+			}
+			// Two shards (vocab even only).
+			if vocab%2 != 0 {
+				continue
+			}
+			local := vocab / 2
+			all := make([]float32, 3*2*n)
+			shards := make([][]float32, 2)
+			for r := range 2 {
+				shards[r] = make([]float32, n*local)
+				for i := range n {
+					copy(shards[r][i*local:(i+1)*local], logits[i*vocab+r*local:i*vocab+(r+1)*local])
+				}
+				st := make([]float32, 3*n)
+				CrossEntropyStats(st, shards[r], targets, n, local, r*local, vocab)
+				for i := range n {
+					copy(all[i*6+3*r:i*6+3*r+3], st[3*i:3*i+3])
+				}
+			}
+			lse := make([]float32, n)
+			CrossEntropyCombine(lse, all, n, 2)
+			for r := range 2 {
+				ds := make([]float32, n*local)
+				CrossEntropyShardBackward(ds, shards[r], lse, targets, n, local, r*local, vocab)
+				for i := range n {
+					for j := range local {
+						g, w := ds[i*local+j], d[i*vocab+r*local+j]
+						if math.Abs(float64(g-w)) > 1e-6*math.Abs(float64(w))+1e-9 {
+							t.Fatalf("vocab=%d shard %d: dlogits[%d][%d] = %g, whole %g", vocab, r, i, j, g, w)
+						}
+					}
+				}
+			}
+		}
+	})
 }

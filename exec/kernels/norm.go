@@ -177,6 +177,9 @@ func sumSqDev64(x []float32, mu float64) float64 {
 // normOut sets y = float32(xh w + b) (b nil: no bias).
 func normOut(y, x, w, b []float32, mu, rs float64) {
 	y, w = y[:len(x)], w[:len(x)]
+	if b != nil {
+		b = b[:len(x)]
+	}
 	v := vecLen(len(x))
 	if v > 0 {
 		var bp *float32
@@ -191,9 +194,10 @@ func normOut(y, x, w, b []float32, mu, rs float64) {
 		}
 		return
 	}
-	b = b[:len(x)]
 	for j := v; j < len(x); j++ {
-		y[j] = float32((float64(x[j])-mu)*rs*float64(w[j]) + float64(b[j]))
+		// The conversion rounds the product before the add, so no compiler fuses them into a
+		// multiply-add (GOAMD64=v3 may): the kernel's separate VMULPD and VADDPD.
+		y[j] = float32(float64((float64(x[j])-mu)*rs*float64(w[j])) + float64(b[j]))
 	}
 }
 
