@@ -87,11 +87,13 @@ func (o Adam) Step(param, grad, m, v []float32, t int) {
 		adamAVX(&param[0], &grad[0], &m[0], &v[0], n, &c)
 	}
 	for i := n; i < len(grad); i++ {
+		// Each product converted before its add, so that no compiler fuses them into a
+		// multiply-add (GOAMD64=v3 may): adamAVX's separate multiplies and adds.
 		g := grad[i]
-		mi := b1*m[i] + ob1*g
-		vi := b2*v[i] + ob2*g*g
+		mi := float32(b1*m[i]) + float32(ob1*g)
+		vi := float32(b2*v[i]) + float32(ob2*g*g)
 		m[i], v[i] = mi, vi
-		denom := float32(math.Sqrt(float64(vi)))*invSqrtBC2 + eps
+		denom := float32(float32(math.Sqrt(float64(vi)))*invSqrtBC2) + eps
 		param[i] -= stepSize * mi / denom
 	}
 }
