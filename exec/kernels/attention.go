@@ -131,16 +131,11 @@ func attnForwardHead(o, lse, q, k, v []float32, p blas32.General, d AttnDims, b,
 	headScores(p, q, k, d, b, h, g, scale)
 	negInf := float32(math.Inf(-1))
 	for i := range S {
-		// Causal row i has i+1 scores. Where the rows are a vector or longer it is rounded up
-		// to whole 8-float vectors (within the row, so the last rows of a Seq not a multiple of
-		// 8 keep a scalar tail) with scores of -Inf: their exponential is exp32's smallest,
-		// 2^-126, which a sum of at least 1 (the maximum's) does not hold, and they are cleared
-		// after.
+		// The columns past the diagonal up to causalWidth get scores of -Inf: their exponential
+		// is exp32's smallest, 2^-126, which a sum of at least 1 (the maximum's) does not hold,
+		// and they are cleared after.
 		row := p.Data[i*S : (i+1)*S]
-		w := i + 1
-		if S >= 8 {
-			w = min(S, (i+1+7)&^7)
-		}
+		w := causalWidth(i, S)
 		for j := i + 1; j < w; j++ {
 			row[j] = negInf
 		}
@@ -151,6 +146,17 @@ func attnForwardHead(o, lse, q, k, v []float32, p blas32.General, d AttnDims, b,
 		clear(row[i+1:])
 	}
 	gemmGeneral(false, false, 1, p, headMat(v, d, b, g, d.KVHeads), 0, headMat(o, d, b, h, d.Heads))
+}
+
+// causalWidth is how many columns of causal row i (of a Seq of S) the softmax and its gradient
+// take: the i+1 on and below the diagonal, rounded up to whole 8-float vectors within the row
+// where the rows are a vector or longer, so that none but the last rows of an S not a multiple of
+// 8 takes the scalar tail of the vector kernels.
+func causalWidth(i, S int) int {
+	if S < 8 {
+		return i + 1
+	}
+	return min(S, (i+1+7)&^7)
 }
 
 // causalUniform fills probs with the causal softmax of all-zero scores (HeadDim = 0).
@@ -220,13 +226,9 @@ func attnBackwardHead(dq, dk, dv, do, q, k, v []float32, p, ds blas32.General, d
 	// dP = dO_h V_gᵀ, then dS = P ⊙ (dP − rowsum(P ⊙ dP)) in place.
 	gemmGeneral(false, true, 1, dOh, vg, 0, ds)
 	for i := range S {
-		// Over whole 8-float vectors where the rows have them: past the diagonal P is 0
-		// (AttentionForward's) and dP is cleared first, so those columns add nothing to the
-		// row's sum and give 0.
-		w := i + 1
-		if S >= 8 {
-			w = min(S, (i+1+7)&^7)
-		}
+		// Over causalWidth columns: past the diagonal P is 0 (AttentionForward's) and dP is
+		// cleared first, so those columns add nothing to the row's sum and give 0.
+		w := causalWidth(i, S)
 		dr := ds.Data[i*S : (i+1)*S]
 		clear(dr[i+1:])
 		softmaxGradRow(dr[:w], dr[:w], p.Data[i*S:i*S+w])

@@ -1796,13 +1796,13 @@ expbz_done:
 	RET
 
 // func dot64AVX(a, b *float32, n int) float64
-// Σ a b in float64 (two 4-lane partial sums), n a multiple of 8.
+// Σ a b in float64 (two 4-lane partial sums, Y7 and Y8), n a multiple of 8.
 TEXT ·dot64AVX(SB), NOSPLIT, $0-32
 	MOVQ a+0(FP), SI
 	MOVQ b+8(FP), BX
 	MOVQ n+16(FP), CX
-	VXORPD Y0, Y0, Y0
-	VXORPD Y1, Y1, Y1
+	VXORPD Y7, Y7, Y7
+	VXORPD Y8, Y8, Y8
 	SHRQ $3, CX
 	JZ dot64_done
 
@@ -1811,20 +1811,17 @@ dot64_loop:
 	VCVTPS2PD 16(SI), Y3
 	VCVTPS2PD (BX), Y4
 	VCVTPS2PD 16(BX), Y5
-	VFMADD231PD Y4, Y2, Y0
-	VFMADD231PD Y5, Y3, Y1
+	VFMADD231PD Y4, Y2, Y7
+	VFMADD231PD Y5, Y3, Y8
 	ADDQ $32, SI
 	ADDQ $32, BX
 	DECQ CX
 	JNZ dot64_loop
 
 dot64_done:
-	VADDPD Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPD X1, X0, X0
-	VPERMILPD $1, X0, X1
-	VADDSD X1, X0, X0
-	VMOVSD X0, ret+24(FP)
+	VADDPD Y8, Y7, Y7
+	HSUMY7
+	VMOVSD X7, ret+24(FP)
 	VZEROUPPER
 	RET
 

@@ -9,10 +9,10 @@ import (
 
 // BenchmarkElementwise runs each activation kernel (and the optimizers' updates, LayerNorm over
 // rows of 64 and the losses: cross-entropy over rows of a 1024-word vocabulary, forward and with
-// its gradient) beside a plain copy of the same bytes, at a size that fits in this machine's L2 (4 Ki floats = 16 KiB per stream, the four buffers a little more
-// than the 32 KiB L1: mostly the kernels' arithmetic, reported as ns_per_8, the best time for each
-// 8 floats, one AVX2 vector), one that fits in its L3 (1 Mi floats = 4 MiB per stream) and one that
-// does not (16 Mi floats = 64 MiB per stream), and reports the bandwidth (bytes read plus written
+// its gradient) beside a plain copy of the same bytes, at a size that fits in this machine's L2
+// (4 Ki floats = 16 KiB per stream, the four buffers a little more than the 32 KiB L1: mostly the
+// kernels' arithmetic, reported as ns_per_8, the best time for each 8 floats, one AVX2 vector),
+// one that fits in its L3 (1 Mi floats = 4 MiB per stream) and one that does not (16 Mi floats = 64 MiB per stream), and reports the bandwidth (bytes read plus written
 // per second) and its fraction of copy's. Each iteration times one copy and then one run of the
 // kernel, so that both see the same load on a shared machine: frac_copy is the median over
 // iterations of the kernel's bandwidth over the copy's just before it, and frac_copy_best the

@@ -190,7 +190,7 @@ func maxSumExp(x []float32) (mx float32, sum float64) {
 	var buf [lseChunk]float32
 	for lo := 0; lo < len(x); lo += lseChunk {
 		hi := min(len(x), lo+lseChunk)
-		sum += expSumMax(buf[:hi-lo], x[lo:hi], mx)
+		sum += expSumRow(buf[:hi-lo], x[lo:hi], mx) // one chunk, as expSumRow's own
 	}
 	return mx, sum
 }
