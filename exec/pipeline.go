@@ -53,9 +53,9 @@ func (k p2pKey) what() string {
 	return fmt.Sprintf("microbatch %d's activation", k.micro)
 }
 
-// send posts a copy of buf, stamped with the sender's device clock at; self and peer are the
-// global ranks of the sender and the receiver, for the errors.
-func (mb *mailbox) send(ctx context.Context, k p2pKey, buf []float32, at time.Duration, self, peer int) error {
+// send posts a copy of buf, stamped with the sender's device clock at; peer is the receiver's
+// global rank, for the errors (comm.RunError names the rank that sends).
+func (mb *mailbox) send(ctx context.Context, k p2pKey, buf []float32, at time.Duration, peer int) error {
 	msg := p2pMsg{data: slices.Clone(buf), at: at}
 	box := mb.box(k)
 	select {
@@ -69,15 +69,15 @@ func (mb *mailbox) send(ctx context.Context, k p2pKey, buf []float32, at time.Du
 	case box <- msg:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("exec: rank %d: pipeline send of %s from stage %d to stage %d on rank %d canceled: %w", self, k.what(), k.from, k.to, peer, context.Cause(ctx))
+		return fmt.Errorf("exec: pipeline send of %s from stage %d to stage %d on rank %d canceled: %w", k.what(), k.from, k.to, peer, context.Cause(ctx))
 	case <-t.C:
-		return fmt.Errorf("exec: rank %d: pipeline send of %s from stage %d to stage %d on rank %d waited %v for rank %d to take the last one: %w", self, k.what(), k.from, k.to, peer, mb.timeout, peer, comm.ErrTimeout)
+		return fmt.Errorf("exec: pipeline send of %s from stage %d to stage %d on rank %d waited %v for rank %d to take the last one: %w", k.what(), k.from, k.to, peer, mb.timeout, peer, comm.ErrTimeout)
 	}
 }
 
-// recv copies its message into buf and returns the sender's device clock at the send; self and
-// peer are the global ranks of the receiver and the sender, for the errors.
-func (mb *mailbox) recv(ctx context.Context, k p2pKey, buf []float32, self, peer int) (time.Duration, error) {
+// recv copies its message into buf and returns the sender's device clock at the send; peer is the
+// sender's global rank, for the errors (comm.RunError names the rank that receives).
+func (mb *mailbox) recv(ctx context.Context, k p2pKey, buf []float32, peer int) (time.Duration, error) {
 	box := mb.box(k)
 	var msg p2pMsg
 	select {
@@ -88,13 +88,13 @@ func (mb *mailbox) recv(ctx context.Context, k p2pKey, buf []float32, self, peer
 		select {
 		case msg = <-box:
 		case <-ctx.Done():
-			return 0, fmt.Errorf("exec: rank %d: pipeline recv of %s on stage %d from stage %d on rank %d canceled: %w", self, k.what(), k.to, k.from, peer, context.Cause(ctx))
+			return 0, fmt.Errorf("exec: pipeline recv of %s on stage %d from stage %d on rank %d canceled: %w", k.what(), k.to, k.from, peer, context.Cause(ctx))
 		case <-t.C:
-			return 0, fmt.Errorf("exec: rank %d: pipeline recv of %s on stage %d from stage %d on rank %d: rank %d did not send it within %v: %w", self, k.what(), k.to, k.from, peer, peer, mb.timeout, comm.ErrTimeout)
+			return 0, fmt.Errorf("exec: pipeline recv of %s on stage %d from stage %d on rank %d: rank %d did not send it within %v: %w", k.what(), k.to, k.from, peer, peer, mb.timeout, comm.ErrTimeout)
 		}
 	}
 	if len(msg.data) != len(buf) {
-		return 0, fmt.Errorf("exec: rank %d: pipeline stage %d on rank %d sent %d elements to stage %d where %d were expected (%s)", self, k.from, peer, len(msg.data), k.to, len(buf), k.what())
+		return 0, fmt.Errorf("exec: pipeline stage %d on rank %d sent %d elements to stage %d where %d were expected (%s)", k.from, peer, len(msg.data), k.to, len(buf), k.what())
 	}
 	copy(buf, msg.data)
 	return msg.at, nil

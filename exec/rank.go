@@ -494,7 +494,7 @@ func (r *rank) p2p(op *program.Op) error {
 	if op.Kind == program.OpSend {
 		k.from, k.to = r.s.Index, op.Peer
 		buf := r.value(op.In[0])
-		if err := r.mail.send(r.c.Context(), k, buf, r.dev.now, r.c.Rank(), r.stageRank(op.Peer)); err != nil {
+		if err := r.mail.send(r.c.Context(), k, buf, r.dev.now, r.stageRank(op.Peer)); err != nil {
 			return err
 		}
 		r.ppSent += 4 * int64(len(buf))
@@ -502,7 +502,7 @@ func (r *rank) p2p(op *program.Op) error {
 		return nil
 	}
 	k.from, k.to = op.Peer, r.s.Index
-	at, err := r.mail.recv(r.c.Context(), k, r.value(op.Out[0]), r.c.Rank(), r.stageRank(op.Peer))
+	at, err := r.mail.recv(r.c.Context(), k, r.value(op.Out[0]), r.stageRank(op.Peer))
 	r.dev.arrive(at, true)
 	return err
 }
@@ -528,14 +528,14 @@ func (r *rank) tiedAllReduce(op *program.Op) error {
 	for _, name := range op.Params {
 		g := r.g(name)
 		k := p2pKey{dp: r.dpIdx, tp: r.tpIdx, micro: -1, from: r.s.Index, to: op.Peer, grad: true}
-		if err := r.mail.send(r.c.Context(), k, g, r.dev.now, r.c.Rank(), r.stageRank(op.Peer)); err != nil {
+		if err := r.mail.send(r.c.Context(), k, g, r.dev.now, r.stageRank(op.Peer)); err != nil {
 			return err
 		}
 		r.ppSent += 4 * int64(len(g))
 		r.ppMsgs++
 		other := r.scratch(len(g))
 		k.from, k.to = op.Peer, r.s.Index
-		at, err := r.mail.recv(r.c.Context(), k, other, r.c.Rank(), r.stageRank(op.Peer))
+		at, err := r.mail.recv(r.c.Context(), k, other, r.stageRank(op.Peer))
 		if err != nil {
 			return err
 		}
