@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"encoding/json"
 	"math"
 	"sort"
 	"strconv"
@@ -70,6 +71,19 @@ type ParamDiff struct {
 	// FloorUse is the largest |got - ref| / floor of an element: how much of the rounding floor
 	// the closest element used (at most 1 when Diff is 0).
 	FloorUse float64 `json:"floor_use"`
+}
+
+// MarshalJSON writes p with null for a figure that is not finite (a diverged run), as JSONFloat.
+func (p ParamDiff) MarshalJSON() ([]byte, error) {
+	type out struct {
+		Name     string    `json:"name"`
+		Diff     JSONFloat `json:"diff"`
+		MaxAbs   JSONFloat `json:"max_abs_diff"`
+		Update   JSONFloat `json:"update_norm"`
+		Floor    JSONFloat `json:"max_floor"`
+		FloorUse JSONFloat `json:"floor_use"`
+	}
+	return json.Marshal(out{p.Name, JSONFloat(p.Diff), JSONFloat(p.MaxAbs), JSONFloat(p.Update), JSONFloat(p.Floor), JSONFloat(p.FloorUse)})
 }
 
 // Match is a run compared with single-device training.
@@ -189,6 +203,9 @@ func compareParam(name string, a, b, b0 []float32, ref *Result, steps float64) P
 		scale = 1
 	}
 	pd.Diff = math.Sqrt(excess) / scale
+	if math.IsNaN(pd.Diff) { // a reference that diverged
+		pd.Diff = math.Inf(1)
+	}
 	return pd
 }
 

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"slices"
 	"sync"
@@ -219,5 +220,14 @@ func TestWrongLoweringFails(t *testing.T) {
 				t.Errorf("%s %s with an all-reduce dropped: max_rel_diff_vs_single %g, want above %g", c.s, opt, m.Worst, 100*MatchTolerance)
 			}
 		}
+	}
+}
+
+// A diverged run's figures are not finite: the report's JSON writes them as null.
+func TestParamDiffJSON(t *testing.T) {
+	b, err := json.Marshal(ParamDiff{Name: "w", Diff: math.Inf(1), MaxAbs: math.NaN(), Update: 0.5, Floor: 1e-7, FloorUse: math.Inf(1)})
+	want := `{"name":"w","diff":null,"max_abs_diff":null,"update_norm":0.5,"max_floor":1e-7,"floor_use":null}`
+	if err != nil || string(b) != want {
+		t.Errorf("json.Marshal = %s, %v; want %s", b, err, want)
 	}
 }
