@@ -47,6 +47,8 @@ type Report struct {
 	// parameter closest to failing (Match.WorstParam).
 	MaxRelDiffAt string    `json:"max_rel_diff_at"`
 	WorstParam   ParamDiff `json:"worst_param_vs_single"`
+	// ParamsVsSingle is every parameter's comparison, by name (Compare).
+	ParamsVsSingle []ParamDiff `json:"params_vs_single"`
 	// OK is false when Failures lists why the run failed.
 	OK       bool     `json:"ok"`
 	Failures []string `json:"failures"`
@@ -128,7 +130,7 @@ func NewReport(cfg Config, res, ref *Result) *Report {
 		TrackedBytes: res.TrackedBytes, UntrackedPerStep: res.UntrackedAllocBytesPerStep, GoHeapLiveBytes: res.GoHeapLiveBytes, MemoryErrors: res.MemoryErrors,
 		MeasuredNotes: measuredNotes}
 	m := Compare(res, ref)
-	rep.MaxRelDiff, rep.MaxRelDiffAt, rep.WorstParam = JSONFloat(m.Worst), m.Where, m.WorstParam
+	rep.MaxRelDiff, rep.MaxRelDiffAt, rep.WorstParam, rep.ParamsVsSingle = JSONFloat(m.Worst), m.Where, m.WorstParam, m.Params
 	rep.Failures = Failures(cfg, res, ref, m)
 	rep.OK = len(rep.Failures) == 0
 	if rep.Failures == nil {
