@@ -223,6 +223,7 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 	cpuClock = cpuClock && st.Mesh.PP == n && (n > runtime.GOMAXPROCS(0) || alwaysCPUClock)
 	defer gemm.SetThreads(prev)
 	ranks := make([]*rank, n)
+	returned := make([]bool, n) // under mu: the ranks whose function has returned
 	t0 := time.Now()
 	var mu sync.Mutex
 	mail := &mailbox{timeout: timeout}
@@ -247,12 +248,20 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 		mu.Lock()
 		ranks[c.Rank()] = r
 		mu.Unlock()
-		return r.run()
+		err := r.run()
+		mu.Lock()
+		returned[c.Rank()] = true
+		mu.Unlock()
+		return err
 	})
 	if err != nil {
+		// A rank that has not returned (abandoned after the timeout, stuck outside exec) may
+		// still write its losses: the partial result needs every rank returned.
+		mu.Lock()
+		defer mu.Unlock()
 		done := cfg.Steps
-		for _, r := range ranks {
-			if r == nil {
+		for i, r := range ranks {
+			if r == nil || !returned[i] {
 				done = 0
 				continue
 			}
