@@ -194,7 +194,8 @@ func compareParam(name string, a, b, b0 []float32, ref *Result, steps float64) P
 		bnorm += float64(b[i]) * float64(b[i])
 	}
 	pd.Update = math.Sqrt(upd)
-	// The scale: the update, or for a parameter the reference never moved, the parameter (or 1).
+	// The scale: the update, or for a parameter the reference never moved (or whose initial value
+	// ref lacks), the parameter (or 1).
 	scale := pd.Update
 	if scale == 0 {
 		scale = math.Sqrt(bnorm)
