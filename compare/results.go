@@ -19,8 +19,10 @@ type Skipped struct {
 // errors of the prediction, and how the measurement varied.
 type Row struct {
 	reports.Row
-	Errors     Errors    `json:"errors"`
-	MaxRelDiff float64   `json:"max_rel_diff_vs_single"`
+	Errors     Errors  `json:"errors"`
+	MaxRelDiff float64 `json:"max_rel_diff_vs_single"`
+	// WorstParam is the parameter closest to failing the match check (exec.Match.WorstParam).
+	WorstParam string    `json:"worst_param_vs_single"`
 	Loss       []float64 `json:"loss"`
 	Plan       string    `json:"plan"`
 	// Rounds is how many rounds measured this row (fewer than planned when interrupted).

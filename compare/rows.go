@@ -372,7 +372,8 @@ func MakeRow(in RowInput, ref *exec.Result, hw *hardware.Hardware) Row {
 	if n := len(in.Runs); n > 0 {
 		last := in.Runs[n-1]
 		row.Loss = last.Losses
-		row.MaxRelDiff = exec.MaxRelDiff(last, ref)
+		m := exec.Compare(last, ref)
+		row.MaxRelDiff, row.WorstParam = m.Worst, m.WorstParam.Name
 	}
 	e := &row.Errors
 	e.StepTimeAPE = ape(row.Predicted.Time.Step, row.Measured.Time.Step)

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"runtime"
 	"runtime/metrics"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -29,8 +27,12 @@ type Config struct {
 	Seed          uint64
 	// LR is the learning rate; 0 means 0.01 for SGD and 1e-3 for Adam.
 	LR float64
-	// Timeout bounds how long a rank waits for the others in one collective (0: 2 minutes).
+	// Timeout bounds how long a rank waits for another in one collective or pipeline send or
+	// receive (0: DefaultTimeout).
 	Timeout time.Duration
+	// Reference marks a single-device run that others are checked against (Single sets it): it
+	// records each parameter's gradient magnitudes (Result.Grads) for the check's rounding floor.
+	Reference bool
 	// OnStep, when set, is called by global rank 0 after each step it finishes (progress).
 	OnStep func(step int)
 }
@@ -78,8 +80,15 @@ type Result struct {
 	StepTimes []time.Duration
 	StepTime  time.Duration
 	Ranks     []RankResult
-	// Params are the full parameters after the last step, assembled from the shards.
-	Params map[string][]float32
+	// Params are the full parameters after the last step, assembled from the shards, and
+	// Initial the full parameters before the first step (the same for every mesh).
+	Params, Initial map[string][]float32
+	// Optimizer and LR are the optimizer and learning rate the run used.
+	Optimizer strategies.Optimizer
+	LR        float64
+	// Grads are the gradient magnitudes of a reference run (Config.Reference) on one rank; nil
+	// otherwise.
+	Grads *GradStats
 	// GoHeapBytes is the Go heap in use after the run (runtime.MemStats.HeapAlloc), and
 	// GoTotalAllocBytes everything the run allocated on it.
 	GoHeapBytes, GoTotalAllocBytes uint64
@@ -166,6 +175,11 @@ func check(p *program.Program) error {
 	return nil
 }
 
+// DefaultTimeout is how long a rank waits for another in one collective or pipeline transfer when
+// Config.Timeout is 0: generous, so that a slow rank on a loaded machine is never taken for a hang.
+// exec's tests set it to 30 s (timeout_test.go), so that a hang fails within a minute.
+var DefaultTimeout = 2 * time.Minute
+
 // MaxBytes bounds the memory exec lets a run take, so that a model too big for this machine is an
 // error and not an out-of-memory crash.
 const MaxBytes = 8 << 30
@@ -193,7 +207,7 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 	dims := []comm.Dim{{Name: string(strategies.DimPP), Size: st.Mesh.PP}, {Name: string(strategies.DimDP), Size: st.Mesh.DP}, {Name: string(strategies.DimTP), Size: st.Mesh.TP}}
 	timeout := cfg.Timeout
 	if timeout == 0 {
-		timeout = 2 * time.Minute
+		timeout = DefaultTimeout
 	}
 	world, err := comm.NewWorld(dims, comm.WithTimeout(timeout))
 	if err != nil {
@@ -209,6 +223,7 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 	cpuClock = cpuClock && st.Mesh.PP == n && (n > runtime.GOMAXPROCS(0) || alwaysCPUClock)
 	defer gemm.SetThreads(prev)
 	ranks := make([]*rank, n)
+	returned := make([]bool, n) // under mu: the ranks whose function has returned
 	t0 := time.Now()
 	var mu sync.Mutex
 	mail := &mailbox{timeout: timeout}
@@ -227,15 +242,26 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 	}
 	err = world.Run(ctx, func(c *comm.Comm) error {
 		r := &rank{cfg: cfg, p: p, s: p.Stages[0], c: c, lr: lr, t0: t0, batch: batch, mail: mail, dev: deviceClock{cpu: cpuClock}}
+		if cfg.Reference && n == 1 && st.ZeRO == 0 {
+			r.gstats = &GradStats{Max: map[string]float64{}, Gain: map[string][]float32{}, Terms: p.Tokens}
+		}
 		mu.Lock()
 		ranks[c.Rank()] = r
 		mu.Unlock()
-		return r.run()
+		err := r.run()
+		mu.Lock()
+		returned[c.Rank()] = true
+		mu.Unlock()
+		return err
 	})
 	if err != nil {
+		// A rank that has not returned (abandoned after the timeout, stuck outside exec) may
+		// still write its losses: the partial result needs every rank returned.
+		mu.Lock()
+		defer mu.Unlock()
 		done := cfg.Steps
-		for _, r := range ranks {
-			if r == nil {
+		for i, r := range ranks {
+			if r == nil || !returned[i] {
 				done = 0
 				continue
 			}
@@ -247,7 +273,8 @@ func runProgram(ctx context.Context, cfg Config, p *program.Program) (*Result, e
 		return &Result{Program: p, Partial: true, Losses: losses(ranks, st, done)}, err
 	}
 	allocsEnd := heapAllocs() // before the result's own allocations (assemble copies every parameter)
-	res := &Result{Program: p, Params: map[string][]float32{}, Losses: losses(ranks, st, cfg.Steps)}
+	res := &Result{Program: p, Params: map[string][]float32{}, Losses: losses(ranks, st, cfg.Steps),
+		Initial: initial(p, cfg.Seed), Optimizer: st.Optimizer, LR: lr, Grads: ranks[0].gstats}
 	res.StepTimes = worldSteps(ranks, cfg.Steps)
 	res.StepTime = Median(res.StepTimes[cfg.Warmup:])
 	res.BubbleFraction = bubble(ranks, st, res.StepTimes, cfg.Warmup, res.StepTime)
@@ -370,6 +397,20 @@ func makeBatch(p *program.Program, seed uint64) *batchData {
 	return d
 }
 
+// initial is every parameter of p in full before the first step, as every mesh starts from it.
+func initial(p *program.Program, seed uint64) map[string][]float32 {
+	out := map[string][]float32{}
+	for _, s := range p.Stages {
+		for i := range s.Params {
+			q := &s.Params[i]
+			if _, ok := out[q.Name]; !ok {
+				out[q.Name] = initParam(q, p.Model.Find(q.Module), seed)
+			}
+		}
+	}
+	return out
+}
+
 // initParam returns the full initial value of parameter q of module kind k.
 func initParam(q *program.Param, mod *model.Module, seed uint64) []float32 {
 	n := 1
@@ -476,46 +517,6 @@ func localParam(r *rank, ranks []*rank, name string) []float32 {
 	return flat[a:b]
 }
 
-// MaxRelDiff compares a run with a reference: for every step's loss and every parameter tensor,
-// the relative difference in the Euclidean norm, ||a - b|| / ||b||, and returns the largest.
-// The norm-wise measure is used because Adam turns the rounding noise of gradients that are zero
-// in exact arithmetic (a key bias shifts every score of a query equally, so softmax ignores it)
-// into updates of +-lr on single elements; an elementwise maximum would report that noise.
-func MaxRelDiff(got, ref *Result) float64 {
-	worst := 0.0
-	rel := func(a, b []float64) float64 {
-		var d, m float64
-		for i := range b {
-			d += (a[i] - b[i]) * (a[i] - b[i])
-			m += b[i] * b[i]
-		}
-		if m == 0 {
-			return math.Sqrt(d)
-		}
-		return math.Sqrt(d / m)
-	}
-	for i := range ref.Losses {
-		worst = max(worst, rel(got.Losses[i:i+1], ref.Losses[i:i+1]))
-	}
-	names := make([]string, 0, len(ref.Params))
-	for k := range ref.Params {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		a, b := got.Params[k], ref.Params[k]
-		if len(a) != len(b) {
-			return math.Inf(1)
-		}
-		fa, fb := make([]float64, len(a)), make([]float64, len(b))
-		for i := range a {
-			fa[i], fb[i] = float64(a[i]), float64(b[i])
-		}
-		worst = max(worst, rel(fa, fb))
-	}
-	return worst
-}
-
 // Single returns cfg on one device: the same model, global batch, optimizer and seed.
 func Single(cfg Config) Config {
 	st := cfg.Strategy
@@ -528,6 +529,7 @@ func Single(cfg Config) Config {
 	st.ZeRO, st.Recompute, st.SP = 0, strategies.RecomputeNone, false
 	st.Schedule, st.VPP = strategies.Schedule1F1B, 1
 	cfg.Strategy = st
+	cfg.Reference = true
 	return cfg
 }
 

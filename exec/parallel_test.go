@@ -2,11 +2,13 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/tpsim/tpsim/exec/comm"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
@@ -81,13 +83,16 @@ func checkAgainstSingle(t *testing.T, m *model.Model, tolSGD, tolAdam float64, s
 		ref := reference(t, m, opt)
 		for _, s := range strategies {
 			got, err := Run(context.Background(), tenSteps(t, m, s+",optimizer="+opt))
+			if errors.Is(err, comm.ErrTimeout) {
+				t.Fatalf("%s %s %s: %v", m.Name, s, opt, err) // a hang: do not wait for the next one
+			}
 			if err != nil {
 				t.Errorf("%s %s %s: %v", m.Name, s, opt, err)
 				continue
 			}
 			out[s+","+opt] = got
-			if d := MaxRelDiff(got, ref); !(d <= tol) {
-				t.Errorf("%s %s %s: max relative difference to single device %.3g > %g (losses %v vs %v)", m.Name, s, opt, d, tol, got.Losses, ref.Losses)
+			if mt := Compare(got, ref); !(mt.Worst <= tol) {
+				t.Errorf("%s %s %s: max relative difference to single device %.3g > %g at %s (losses %v vs %v)", m.Name, s, opt, mt.Worst, tol, mt.Where, got.Losses, ref.Losses)
 			}
 			checkBytes(t, m.Name+" "+s, got)
 			for _, e := range got.MemoryErrors {
@@ -146,11 +151,10 @@ func TestPipelineMatchesSingleDevice(t *testing.T) {
 			t.Errorf("pp=2 rank 0 with 4 microbatches: GPipe holds %d activation bytes, 1F1B %d; want twice as many", a, b)
 		}
 	}
-	// gpt-tiny's shape: biases, learned positions, LayerNorm, GELU, under SGD (measured 2e-7).
-	// Not under Adam: it turns the rounding noise of the key bias's gradient, zero in exact
-	// arithmetic, into +-lr updates (MaxRelDiff), 8e-5 to 1.1e-4 whatever the strategy, as dp and
-	// tp runs of it show too; the Llama shape has no biases and is checked under both.
-	checkAgainstSingle(t, gpt, tight, 0, "pp=2,mbs=2,schedule=1f1b", "pp=2,mbs=2,schedule=interleaved,vpp=2")
+	// gpt-tiny's shape: biases, learned positions, LayerNorm, GELU. Under Adam its key bias,
+	// whose gradient is zero in exact arithmetic, moves by rounding noise that the check's floor
+	// counts (exec's doc, "The match check").
+	checkAgainstSingle(t, gpt, tight, tight, "pp=2,mbs=2,schedule=1f1b", "pp=2,mbs=2,schedule=interleaved,vpp=2")
 	// A head tied to the embedding (GPT-2's): the first and last stages' gradients of the shared
 	// weight are all-reduced over pp.
 	tied, err := model.Transformer{Hidden: 32, Layers: 2, Heads: 4, KVHeads: 4, HeadDim: 8, FFN: 128, Vocab: 64, Seq: 16,
@@ -158,7 +162,7 @@ func TestPipelineMatchesSingleDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs = checkAgainstSingle(t, tied, tight, 0, "pp=2,mbs=2", "dp=2,pp=2,mbs=2")
+	runs = checkAgainstSingle(t, tied, tight, tight, "pp=2,mbs=2", "dp=2,pp=2,mbs=2")
 	if r := runs["pp=2,mbs=2,sgd"]; r != nil && r.Ranks[0].CommByKind["send/pp"] == 0 {
 		t.Errorf("tied pp=2: nothing sent on pp")
 	}
@@ -214,7 +218,7 @@ func TestZeROMatchesSingleDevice(t *testing.T) {
 // as one device does, under sp's tp all-reduce of the norms' gradient chunks too.
 func TestZeRO3OneCollectivePerOp(t *testing.T) {
 	_, gpt := tinyModels(t)
-	checkAgainstSingle(t, gpt, tight, 0, "dp=2,zero=3,mbs=2", "dp=2,tp=2,sp=on,zero=3,mbs=2,recompute=full")
+	checkAgainstSingle(t, gpt, tight, tight, "dp=2,zero=3,mbs=2", "dp=2,tp=2,sp=on,zero=3,mbs=2,recompute=full")
 	cfg := tenSteps(t, gpt, "dp=2,zero=3,mbs=2,recompute=full,optimizer=sgd")
 	cfg.Steps = 2
 	res, err := Run(context.Background(), cfg)
@@ -264,7 +268,7 @@ func TestRecomputeMatchesSingleDevice(t *testing.T) {
 		// Everything at once that DeepSpeed allows with a pipeline (ZeRO-1).
 		"dp=2,pp=2,tp=2,zero=1,recompute=full,sp=on,mbs=1",
 	)
-	checkAgainstSingle(t, gpt, tight, 0, "tp=2,sp=on,recompute=full", "dp=1,recompute=selective")
+	checkAgainstSingle(t, gpt, tight, tight, "tp=2,sp=on,recompute=full", "dp=1,recompute=selective")
 	none := reference(t, llama, "sgd").Ranks[0].PeakBytes[CatActivations]
 	sel := runs["dp=1,recompute=selective,sgd"]
 	full := runs["dp=1,recompute=full,sgd"]

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/tpsim/tpsim/exec/comm"
 )
 
 // mailbox carries the activations and gradients that pipeline stages send each other, point to
@@ -13,7 +15,8 @@ import (
 // direction), so a message can never be taken by a receive meant for another (the interleaved
 // schedule sends activations and gradients both ways between the same two ranks). A send copies
 // the payload (as a send into a peer's buffer does) and returns once the slot holds it; a receive
-// waits for its message, the run's cancellation or the timeout. A message carries the sender's
+// waits for its message, the run's cancellation or the timeout (an error that names both ranks,
+// the transfer and wraps comm.ErrTimeout). A message carries the sender's
 // device clock at the send (deviceClock).
 type mailbox struct {
 	boxes   sync.Map // p2pKey -> chan p2pMsg
@@ -38,35 +41,61 @@ func (mb *mailbox) box(k p2pKey) chan p2pMsg {
 	return v.(chan p2pMsg)
 }
 
-// send posts a copy of buf, stamped with the sender's device clock at.
-func (mb *mailbox) send(ctx context.Context, k p2pKey, buf []float32, at time.Duration) error {
+// what names a transfer of key k in an error: "microbatch 2's activation" or "the tied
+// embedding's gradient".
+func (k p2pKey) what() string {
+	switch {
+	case k.micro < 0:
+		return "the tied embedding's gradient"
+	case k.grad:
+		return fmt.Sprintf("microbatch %d's gradient", k.micro)
+	}
+	return fmt.Sprintf("microbatch %d's activation", k.micro)
+}
+
+// send posts a copy of buf, stamped with the sender's device clock at; peer is the receiver's
+// global rank, for the errors (comm.RunError names the rank that sends).
+func (mb *mailbox) send(ctx context.Context, k p2pKey, buf []float32, at time.Duration, peer int) error {
 	msg := p2pMsg{data: slices.Clone(buf), at: at}
+	box := mb.box(k)
+	select {
+	case box <- msg:
+		return nil
+	default:
+	}
 	t := time.NewTimer(mb.timeout)
 	defer t.Stop()
 	select {
-	case mb.box(k) <- msg:
+	case box <- msg:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("exec: pipeline send from stage %d to %d (microbatch %d) canceled: %w", k.from, k.to, k.micro, context.Cause(ctx))
+		return fmt.Errorf("exec: pipeline send of %s from stage %d to stage %d on rank %d canceled: %w", k.what(), k.from, k.to, peer, context.Cause(ctx))
 	case <-t.C:
-		return fmt.Errorf("exec: pipeline send from stage %d to %d (microbatch %d) waited %v for the receiver", k.from, k.to, k.micro, mb.timeout)
+		return fmt.Errorf("exec: pipeline send of %s from stage %d to stage %d on rank %d waited %v for rank %d to take the last one: %w", k.what(), k.from, k.to, peer, mb.timeout, peer, comm.ErrTimeout)
 	}
 }
 
-// recv copies its message into buf and returns the sender's device clock at the send.
-func (mb *mailbox) recv(ctx context.Context, k p2pKey, buf []float32) (time.Duration, error) {
-	t := time.NewTimer(mb.timeout)
-	defer t.Stop()
+// recv copies its message into buf and returns the sender's device clock at the send; peer is the
+// sender's global rank, for the errors (comm.RunError names the rank that receives).
+func (mb *mailbox) recv(ctx context.Context, k p2pKey, buf []float32, peer int) (time.Duration, error) {
+	box := mb.box(k)
+	var msg p2pMsg
 	select {
-	case msg := <-mb.box(k):
-		if len(msg.data) != len(buf) {
-			return 0, fmt.Errorf("exec: pipeline stage %d sent %d elements to stage %d where %d were expected (microbatch %d)", k.from, k.to, len(msg.data), len(buf), k.micro)
+	case msg = <-box:
+	default:
+		t := time.NewTimer(mb.timeout)
+		defer t.Stop()
+		select {
+		case msg = <-box:
+		case <-ctx.Done():
+			return 0, fmt.Errorf("exec: pipeline recv of %s on stage %d from stage %d on rank %d canceled: %w", k.what(), k.to, k.from, peer, context.Cause(ctx))
+		case <-t.C:
+			return 0, fmt.Errorf("exec: pipeline recv of %s on stage %d from stage %d on rank %d: rank %d did not send it within %v: %w", k.what(), k.to, k.from, peer, peer, mb.timeout, comm.ErrTimeout)
 		}
-		copy(buf, msg.data)
-		return msg.at, nil
-	case <-ctx.Done():
-		return 0, fmt.Errorf("exec: pipeline receive on stage %d from %d (microbatch %d) canceled: %w", k.to, k.from, k.micro, context.Cause(ctx))
-	case <-t.C:
-		return 0, fmt.Errorf("exec: pipeline stage %d waited %v for microbatch %d from stage %d", k.to, mb.timeout, k.micro, k.from)
 	}
+	if len(msg.data) != len(buf) {
+		return 0, fmt.Errorf("exec: pipeline stage %d on rank %d sent %d elements to stage %d where %d were expected (%s)", k.from, peer, len(msg.data), k.to, len(buf), k.what())
+	}
+	copy(buf, msg.data)
+	return msg.at, nil
 }

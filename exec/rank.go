@@ -67,6 +67,8 @@ type rank struct {
 	ppSent   int64 // bytes sent point to point over pp, all steps
 	ppMsgs   int64
 	dev      deviceClock
+	// gstats, on a reference run's one rank, records the gradients' magnitudes (Result.Grads).
+	gstats *GradStats
 }
 
 // slot is the value storage of one stage's microbatch, with each buffer's number in the
@@ -492,7 +494,7 @@ func (r *rank) p2p(op *program.Op) error {
 	if op.Kind == program.OpSend {
 		k.from, k.to = r.s.Index, op.Peer
 		buf := r.value(op.In[0])
-		if err := r.mail.send(r.c.Context(), k, buf, r.dev.now); err != nil {
+		if err := r.mail.send(r.c.Context(), k, buf, r.dev.now, r.stageRank(op.Peer)); err != nil {
 			return err
 		}
 		r.ppSent += 4 * int64(len(buf))
@@ -500,9 +502,20 @@ func (r *rank) p2p(op *program.Op) error {
 		return nil
 	}
 	k.from, k.to = op.Peer, r.s.Index
-	at, err := r.mail.recv(r.c.Context(), k, r.value(op.Out[0]))
+	at, err := r.mail.recv(r.c.Context(), k, r.value(op.Out[0]), r.stageRank(op.Peer))
 	r.dev.arrive(at, true)
 	return err
+}
+
+// stageRank is the global rank that runs virtual stage s with this rank's dp and tp coordinates
+// (the world's dims are pp, dp, tp, row-major).
+func (r *rank) stageRank(s int) int {
+	m := r.p.Strategy.Mesh
+	pp := s
+	if s >= 0 && s < len(r.p.Stages) {
+		pp = r.p.Stages[s].Rank
+	}
+	return (pp*m.DP+r.dpIdx)*m.TP + r.tpIdx
 }
 
 // tiedAllReduce sums the gradient of the embedding that the first and the last pipeline stage
@@ -515,14 +528,14 @@ func (r *rank) tiedAllReduce(op *program.Op) error {
 	for _, name := range op.Params {
 		g := r.g(name)
 		k := p2pKey{dp: r.dpIdx, tp: r.tpIdx, micro: -1, from: r.s.Index, to: op.Peer, grad: true}
-		if err := r.mail.send(r.c.Context(), k, g, r.dev.now); err != nil {
+		if err := r.mail.send(r.c.Context(), k, g, r.dev.now, r.stageRank(op.Peer)); err != nil {
 			return err
 		}
 		r.ppSent += 4 * int64(len(g))
 		r.ppMsgs++
 		other := r.scratch(len(g))
 		k.from, k.to = op.Peer, r.s.Index
-		at, err := r.mail.recv(r.c.Context(), k, other)
+		at, err := r.mail.recv(r.c.Context(), k, other, r.stageRank(op.Peer))
 		if err != nil {
 			return err
 		}
@@ -917,7 +930,13 @@ func (r *rank) optimizerStep() {
 	}
 	for i := range r.s.Params {
 		name := r.s.Params[i].Name
+		if r.gstats != nil {
+			r.gstats.addGrad(name, r.grad(name))
+		}
 		r.update(r.params[name], r.grad(name), r.adamM[name], r.adamV[name])
+		if r.gstats != nil {
+			r.gstats.addGain(name, r.lr, len(r.params[name]), r.adamV[name], r.step+1)
+		}
 	}
 }
 

@@ -12,10 +12,11 @@ import (
 )
 
 // MatchTolerance is the largest max_rel_diff_vs_single a run may show against single-device
-// training: float32 rounding in another order of summation, amplified by Adam where a gradient is
-// zero in exact arithmetic (measured up to 1.1e-4 on gpt-tiny's shape, MaxRelDiff; 1e-5 and below
-// everywhere else).
-const MatchTolerance = 1e-4
+// training (Compare): a step's loss relative to the reference's, or a parameter's difference
+// beyond what float32 rounding can explain, relative to the update it received. Issue 33's
+// acceptance; measured on gpt-tiny's strategies after 4 steps: at most 4.4e-8 (the losses), every
+// parameter within its rounding floor, under Adam and SGD.
+const MatchTolerance = 1e-5
 
 // Report is a run checked against single-device training, in the JSON of `tpsim exec --json`
 // (the keys of `tpsim predict --json` where they mean the same).
@@ -42,6 +43,12 @@ type Report struct {
 	TokensPerS float64     `json:"tokens_per_s"`
 	Loss       []JSONFloat `json:"loss"`
 	MaxRelDiff JSONFloat   `json:"max_rel_diff_vs_single"`
+	// MaxRelDiffAt names where MaxRelDiff is (a parameter or "loss step N"); WorstParam is the
+	// parameter closest to failing (Match.WorstParam).
+	MaxRelDiffAt string    `json:"max_rel_diff_at"`
+	WorstParam   ParamDiff `json:"worst_param_vs_single"`
+	// ParamsVsSingle is every parameter's comparison, by name (Compare).
+	ParamsVsSingle []ParamDiff `json:"params_vs_single"`
 	// OK is false when Failures lists why the run failed.
 	OK       bool     `json:"ok"`
 	Failures []string `json:"failures"`
@@ -122,9 +129,9 @@ func NewReport(cfg Config, res, ref *Result) *Report {
 		DeviceBubbleFraction: res.DeviceBubbleFraction, DeviceClock: res.DeviceClock,
 		TrackedBytes: res.TrackedBytes, UntrackedPerStep: res.UntrackedAllocBytesPerStep, GoHeapLiveBytes: res.GoHeapLiveBytes, MemoryErrors: res.MemoryErrors,
 		MeasuredNotes: measuredNotes}
-	d := MaxRelDiff(res, ref)
-	rep.MaxRelDiff = JSONFloat(d)
-	rep.Failures = Failures(cfg, res, ref, d)
+	m := Compare(res, ref)
+	rep.MaxRelDiff, rep.MaxRelDiffAt, rep.WorstParam, rep.ParamsVsSingle = JSONFloat(m.Worst), m.Where, m.WorstParam, m.Params
+	rep.Failures = Failures(cfg, res, ref, m)
 	rep.OK = len(rep.Failures) == 0
 	if rep.Failures == nil {
 		rep.Failures = []string{}
@@ -192,10 +199,10 @@ func Collectives(p *program.Program) []CollectiveRecord {
 	return out
 }
 
-// Failures lists what makes run res a failure, with d its MaxRelDiff against ref: divergence (a
+// Failures lists what makes run res a failure, with m its Compare against ref: divergence (a
 // non-finite loss in either run), a mismatch against single-device training above
 // MatchTolerance, memory the ranks held that the Program does not declare.
-func Failures(cfg Config, res, ref *Result, d float64) []string {
+func Failures(cfg Config, res, ref *Result, m Match) []string {
 	var out []string
 	for _, r := range []*Result{res, ref} {
 		for i, l := range r.Losses {
@@ -209,8 +216,8 @@ func Failures(cfg Config, res, ref *Result, d float64) []string {
 			}
 		}
 	}
-	if len(out) == 0 && !(d <= MatchTolerance) {
-		out = append(out, fmt.Sprintf("the run does not match single-device training: max_rel_diff_vs_single %.3g > %g", d, MatchTolerance))
+	if len(out) == 0 && !(m.Worst <= MatchTolerance) {
+		out = append(out, fmt.Sprintf("the run does not match single-device training: max_rel_diff_vs_single %.3g > %g at %s", m.Worst, MatchTolerance, m.Where))
 	}
 	for _, e := range res.MemoryErrors {
 		out = append(out, "memory: "+e)

@@ -19,24 +19,24 @@ func TestFailures(t *testing.T) {
 	}
 	cfg := cfgFor(t, m, "dp=2", "", "sgd")
 	res := &Result{Losses: []float64{1, 0.9}}
-	if f := Failures(cfg, res, res, 0); len(f) != 0 {
+	if f := Failures(cfg, res, res, Match{}); len(f) != 0 {
 		t.Errorf("a matching run fails: %v", f)
 	}
-	if f := Failures(cfg, res, res, 2e-4); len(f) != 1 || !strings.Contains(f[0], "does not match single-device training") {
+	if f := Failures(cfg, res, res, Match{Worst: 2e-5, Where: "fc1.weight"}); len(f) != 1 || !strings.Contains(f[0], "does not match single-device training") || !strings.Contains(f[0], "at fc1.weight") {
 		t.Errorf("a mismatch: %v", f)
 	}
-	if f := Failures(cfg, res, res, math.NaN()); len(f) != 1 || !strings.Contains(f[0], "does not match") {
+	if f := Failures(cfg, res, res, Match{Worst: math.NaN()}); len(f) != 1 || !strings.Contains(f[0], "does not match") {
 		t.Errorf("a NaN difference must fail, got %v", f)
 	}
 	bad := &Result{Losses: []float64{1, math.Inf(1)}}
-	if f := Failures(cfg, bad, res, 0); len(f) != 1 || f[0] != "diverged: the run's loss is +Inf at step 2 (lr 0.01); lower --lr" {
+	if f := Failures(cfg, bad, res, Match{}); len(f) != 1 || f[0] != "diverged: the run's loss is +Inf at step 2 (lr 0.01); lower --lr" {
 		t.Errorf("a diverged run: %v", f)
 	}
-	if f := Failures(cfg, res, bad, 0); len(f) != 1 || !strings.Contains(f[0], "single-device training's loss is +Inf") {
+	if f := Failures(cfg, res, bad, Match{}); len(f) != 1 || !strings.Contains(f[0], "single-device training's loss is +Inf") {
 		t.Errorf("diverged single-device training: %v", f)
 	}
 	res.MemoryErrors = []string{"stage 0 holds x"}
-	if f := Failures(cfg, res, res, 0); len(f) != 1 || !strings.Contains(f[0], "memory: stage 0 holds x") {
+	if f := Failures(cfg, res, res, Match{}); len(f) != 1 || !strings.Contains(f[0], "memory: stage 0 holds x") {
 		t.Errorf("a memory error: %v", f)
 	}
 }

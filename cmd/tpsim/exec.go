@@ -52,9 +52,9 @@ Context parallel (cp), precision=mixed and overlap=on are priced by 'tpsim predi
 executed (every collective here blocks its rank), and are refused.
 
 It fails (exit 1) when training diverges (a non-finite loss), when the run does not match
-single-device training (max_rel_diff_vs_single above 1e-4), or when the memory the ranks held
-differs from what the Program declares. Ctrl-C prints the losses of the finished steps and
-exits 130.
+single-device training (max_rel_diff_vs_single above 1e-5, as exec's doc derives), or when the
+memory the ranks held differs from what the Program declares. Ctrl-C prints the losses of the
+finished steps and exits 130.
 `
 
 // execOptions are the flags of tpsim exec.
@@ -274,7 +274,8 @@ func writeExec(w io.Writer, rep *exec.Report, res *exec.Result) error {
 	if d := float64(rep.MaxRelDiff); !(d <= exec.MatchTolerance) {
 		verdict = "DOES NOT match"
 	}
-	ew.Printf("\nmax_rel_diff_vs_single %.3g: %s single-device training (tolerance %g)\n", float64(rep.MaxRelDiff), verdict, exec.MatchTolerance)
+	ew.Printf("\nmax_rel_diff_vs_single %.3g at %s: %s single-device training (tolerance %g)\n", float64(rep.MaxRelDiff), rep.MaxRelDiffAt, verdict, exec.MatchTolerance)
+	ew.Printf("closest parameter %s: %.3g beyond its rounding floor, %.2g of the floor used\n", rep.WorstParam.Name, rep.WorstParam.Diff, rep.WorstParam.FloorUse)
 
 	ew.Printf("\nCollectives and pipeline sends the Program inserted (per microbatch; optimizer ones once per step)\n")
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)

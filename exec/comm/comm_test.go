@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 const seed = 20240601
@@ -18,6 +19,22 @@ var sizes = []int{0, 1, 7, 13, 1000}
 func mustWorld(t testing.TB, dims ...Dim) *World {
 	t.Helper()
 	w, err := NewWorld(dims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// testTimeout bounds every wait of the tests that run on the real clock (timedWorld): a
+// collective that hangs fails its test within a minute, naming the rank, the operation and the
+// rank that did not arrive, instead of stalling until go test's 10-minute limit. The failure
+// tests (fail_test.go) run in synctest bubbles instead, where a deadlock fails at once.
+const testTimeout = 30 * time.Second
+
+// timedWorld is mustWorld with testTimeout.
+func timedWorld(t testing.TB, dims ...Dim) *World {
+	t.Helper()
+	w, err := NewWorld(dims, WithTimeout(testTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +159,7 @@ func TestNewWorldErrors(t *testing.T) {
 
 func TestMesh2D(t *testing.T) {
 	// dp=2,tp=2 row-major (tp fastest): rank = 2*dp + tp, as torch.arange(4).reshape(2, 2).
-	w := mustWorld(t, Dim{"dp", 2}, Dim{"tp", 2})
+	w := timedWorld(t, Dim{"dp", 2}, Dim{"tp", 2})
 	if w.Size() != 4 || w.String() != "dp=2,tp=2" {
 		t.Fatalf("Size() = %d, String() = %q", w.Size(), w)
 	}
@@ -188,7 +205,7 @@ func TestMesh2D(t *testing.T) {
 func TestMesh3DGroups(t *testing.T) {
 	// Property: a group holds exactly the ranks that share every other coordinate, in coordinate order.
 	dims := []Dim{{"dp", 2}, {"pp", 3}, {"tp", 2}}
-	w := mustWorld(t, dims...)
+	w := timedWorld(t, dims...)
 	for r := range w.Size() {
 		c := w.Comm(r)
 		if got := w.Rank(w.Coords(r)); got != r {
@@ -214,7 +231,7 @@ func TestAllReduce(t *testing.T) {
 	for p := 1; p <= 8; p++ {
 		for _, n := range sizes {
 			t.Run(fmt.Sprintf("p=%d/n=%d", p, n), func(t *testing.T) {
-				w := mustWorld(t, Dim{"tp", p})
+				w := timedWorld(t, Dim{"tp", p})
 				in := make([][]float32, p)
 				out := make([][]float32, p)
 				for r := range p {
@@ -258,7 +275,7 @@ func TestReduceScatter(t *testing.T) {
 	for p := 1; p <= 8; p++ {
 		for _, n := range sizes {
 			t.Run(fmt.Sprintf("p=%d/n=%d", p, n), func(t *testing.T) {
-				w := mustWorld(t, Dim{"tp", p})
+				w := timedWorld(t, Dim{"tp", p})
 				in := make([][]float32, p)
 				out := make([][]float32, p)
 				for r := range p {
@@ -296,7 +313,7 @@ func TestReduceScatterOverlap(t *testing.T) {
 		const n = 1000
 		for _, where := range []string{"own", "first", "shifted"} {
 			t.Run(fmt.Sprintf("p=%d/%s", p, where), func(t *testing.T) {
-				w := mustWorld(t, Dim{"tp", p})
+				w := timedWorld(t, Dim{"tp", p})
 				in := make([][]float32, p)
 				src := make([][]float32, p)
 				out := make([][]float32, p)
@@ -341,7 +358,7 @@ func TestAllGather(t *testing.T) {
 	for p := 1; p <= 8; p++ {
 		for _, n := range sizes {
 			t.Run(fmt.Sprintf("p=%d/n=%d", p, n), func(t *testing.T) {
-				w := mustWorld(t, Dim{"tp", p})
+				w := timedWorld(t, Dim{"tp", p})
 				full := randData(99, n) // the tensor whose chunks the ranks hold
 				out := make([][]float32, p)
 				for r := range p {
@@ -366,7 +383,7 @@ func TestAllGather(t *testing.T) {
 func TestAllGatherInPlace(t *testing.T) {
 	// src is the rank's own chunk of dst, as FSDP all-gathers into a flat buffer.
 	const p, n = 3, 7
-	w := mustWorld(t, Dim{"dp", p})
+	w := timedWorld(t, Dim{"dp", p})
 	full := randData(5, n)
 	out := make([][]float32, p)
 	run(t, w, func(c *Comm) error {
@@ -392,7 +409,7 @@ func TestBroadcast(t *testing.T) {
 		}
 		for _, n := range ns {
 			for root := range p {
-				w := mustWorld(t, Dim{"pp", p})
+				w := timedWorld(t, Dim{"pp", p})
 				want := randData(root, n)
 				out := make([][]float32, p)
 				run(t, w, func(c *Comm) error {
@@ -424,7 +441,7 @@ func TestAllToAll(t *testing.T) {
 	for p := 1; p <= 8; p++ {
 		for _, k := range []int{0, 1, 3, 125} {
 			n := p * k
-			w := mustWorld(t, Dim{"ep", p})
+			w := timedWorld(t, Dim{"ep", p})
 			in := make([][]float32, p)
 			out := make([][]float32, p)
 			for r := range p {
@@ -450,7 +467,7 @@ func TestAllToAll(t *testing.T) {
 
 func TestAllToAllInPlace(t *testing.T) {
 	const p, k = 4, 5
-	w := mustWorld(t, Dim{"ep", p})
+	w := timedWorld(t, Dim{"ep", p})
 	in := make([][]float32, p)
 	buf := make([][]float32, p)
 	for r := range p {
@@ -497,7 +514,7 @@ func TestBytesFormulas(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := mustWorld(t, Dim{"tp", tt.p})
+			w := timedWorld(t, Dim{"tp", tt.p})
 			run(t, w, func(c *Comm) error {
 				g := group(c, "tp")
 				lo, hi := ChunkBounds(tt.n, tt.p, g.Index())
@@ -532,7 +549,7 @@ func TestBytesFormulas(t *testing.T) {
 
 func TestMesh2DCollectives(t *testing.T) {
 	// Tensor-parallel all-reduce then data-parallel all-reduce is a sum over all four ranks.
-	w := mustWorld(t, Dim{"dp", 2}, Dim{"tp", 2})
+	w := timedWorld(t, Dim{"dp", 2}, Dim{"tp", 2})
 	const n = 10
 	in := make([][]float32, 4)
 	out := make([][]float32, 4)
@@ -567,7 +584,7 @@ func TestMesh2DCollectives(t *testing.T) {
 
 func TestSendRecv(t *testing.T) {
 	// A ring shift by global rank, then a shift inside each tp group by index.
-	w := mustWorld(t, Dim{"pp", 2}, Dim{"tp", 3})
+	w := timedWorld(t, Dim{"pp", 2}, Dim{"tp", 3})
 	const n = 13
 	got := make([][]float32, 6)
 	got2 := make([][]float32, 6)
@@ -604,7 +621,7 @@ func TestSendRecv(t *testing.T) {
 
 func TestSendCopiesPayload(t *testing.T) {
 	// The sender reuses its buffer before the receiver reads: the message must hold a copy.
-	w := mustWorld(t, Dim{"pp", 2})
+	w := timedWorld(t, Dim{"pp", 2})
 	var got [3]float32
 	run(t, w, func(c *Comm) error {
 		if c.Rank() == 0 {
@@ -632,7 +649,7 @@ func TestSendCopiesPayload(t *testing.T) {
 
 func TestSendThenCollective(t *testing.T) {
 	// A queued Send is not taken by a collective that the receiver calls before its Recv.
-	w := mustWorld(t, Dim{"pp", 2})
+	w := timedWorld(t, Dim{"pp", 2})
 	got := make([]float32, 1)
 	sums := make([][]float32, 2)
 	run(t, w, func(c *Comm) error {
@@ -657,7 +674,7 @@ func TestSendThenCollective(t *testing.T) {
 func TestManyRounds(t *testing.T) {
 	// Ranks run ahead of each other through many collectives on two dims; results stay exact
 	// because the inputs are small integers.
-	w := mustWorld(t, Dim{"dp", 2}, Dim{"tp", 4})
+	w := timedWorld(t, Dim{"dp", 2}, Dim{"tp", 4})
 	const rounds, n = 50, 37
 	run(t, w, func(c *Comm) error {
 		tp, dp := group(c, "tp"), group(c, "dp")
@@ -739,7 +756,7 @@ func TestTracer(t *testing.T) {
 
 func TestRunTwice(t *testing.T) {
 	// A World runs again after a run; counters add up until ResetStats.
-	w := mustWorld(t, Dim{"tp", 2})
+	w := timedWorld(t, Dim{"tp", 2})
 	for range 2 {
 		run(t, w, func(c *Comm) error { return group(c, "tp").AllReduce(make([]float32, 100)) })
 	}
@@ -749,7 +766,7 @@ func TestRunTwice(t *testing.T) {
 }
 
 func TestShapePanics(t *testing.T) {
-	w := mustWorld(t, Dim{"tp", 2})
+	w := timedWorld(t, Dim{"tp", 2})
 	err := w.Run(context.Background(), func(c *Comm) error {
 		if c.Rank() == 0 {
 			return group(c, "tp").ReduceScatter(make([]float32, 3), make([]float32, 7))
@@ -764,7 +781,7 @@ func TestShapePanics(t *testing.T) {
 
 func TestWithoutRun(t *testing.T) {
 	// Comms also work from goroutines the caller starts, and Stats may be read meanwhile.
-	w := mustWorld(t, Dim{"tp", 3})
+	w := timedWorld(t, Dim{"tp", 3})
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for r := range 3 {
