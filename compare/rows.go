@@ -53,7 +53,7 @@ func SimulatedSample(r *sim.Result, pred reports.Sample) *reports.Sample {
 // matched to the Program) is its share of every rank's op time, as the prediction averages them
 // over the pipeline ranks, and the bubble's is the split's. Memory is that of the most loaded
 // rank (the highest peak, the rank the cost model reports); bytes sent on each mesh dimension the
-// mean over the ranks of a pipeline stage, which is what DESIGN.md's 2(p-1)/p n per rank means
+// mean over the ranks of a pipeline stage, which is what docs/architecture.md's 2(p-1)/p n per rank means
 // (when p does not divide n ring chunks differ by one element and some ranks send a few bytes
 // more than others, but the group sends 2(p-1) n in all), of the pipeline stage that sends most
 // (pipeline stages hold different layers; the cost model reports the busiest). Memory and bytes

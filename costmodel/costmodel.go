@@ -361,7 +361,7 @@ func (c *Coster) Comm(op *program.Op) units.Seconds {
 		if op.Kind == program.OpAllReduce {
 			// The tied embedding's gradient all-reduce between the first and the last pipeline
 			// ranks (Megatron-LM's embedding group): a ring of two ranks, two steps on the level
-			// that joins them, each rank sending 2(p-1)/p n = n bytes (DESIGN.md table).
+			// that joins them, each rank sending 2(p-1)/p n = n bytes (docs/architecture.md's bytes-per-rank table).
 			return c.link(c.HW.LevelFor((mesh.PP-1)*stride+1), 2, op.SentBytes)
 		}
 		return PipelineSendTime(c.HW, c.P.Strategy, op.SentBytes)

@@ -15,7 +15,7 @@
 //   - Collectives: alpha-beta per topology level (Thakur, Rabenseifner and Gropp 2005): a ring
 //     step costs the level's latency, bytes move at the level's bandwidth x efficiency. A group
 //     that spans nodes but has several members inside one is hierarchical: reduce-scatter inside,
-//     all-reduce across, all-gather inside (NCCL's tree/ring hierarchy; DESIGN.md).
+//     all-reduce across, all-gather inside (NCCL's tree/ring hierarchy).
 //   - Pipeline: the schedule's tasks (program.AppendSchedule: GPipe, 1F1B, interleaved; Narayanan et
 //     al. 2021 §2.2) laid out on every pipeline rank, each waiting for its neighbour's task of
 //     the same microbatch; the step is the longest path, the simulator's timeline when nothing

@@ -231,7 +231,7 @@ func loadHW(t testing.TB, name string) *hardware.Hardware {
 	return hw
 }
 
-// TestEstimateEqualsPredict keeps the closed form equal to the Program-level totals (DESIGN.md:
+// TestEstimateEqualsPredict keeps the closed form equal to the Program-level totals (docs/architecture.md:
 // "tests keep it equal to the Program-level totals for every strategy family"). Sums of floats are
 // compared to 1e-9 relative: the closed form multiplies where the Program adds layer by layer.
 func TestEstimateEqualsPredict(t *testing.T) {

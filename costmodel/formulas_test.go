@@ -162,7 +162,7 @@ func TestHardwareFLOPsFullRecomputeNarayanan(t *testing.T) {
 	}
 }
 
-// DESIGN.md's table of bytes sent per rank, n bytes of the full tensor over p ranks:
+// docs/architecture.md's table of bytes sent per rank, n bytes of the full tensor over p ranks:
 // all-reduce 2(p-1)/p n, reduce-scatter, all-gather and all-to-all (p-1)/p n. In CollectiveTime the
 // bandwidth term of a group inside one node is exactly those bytes over the link's achieved
 // bandwidth (Thakur, Rabenseifner and Gropp 2005, the ring algorithms). CollectiveTime is affine
@@ -185,7 +185,7 @@ func TestCollectiveBytesTable(t *testing.T) {
 		} {
 			bw := float64(CollectiveTime(hw, c.kind, p, 1, 2*n) - CollectiveTime(hw, c.kind, p, 1, n))
 			if got := bw * rate; !near(got, c.sent, 1e-9) {
-				t.Errorf("%s over %d ranks of %v: moves %.6g bytes per rank, DESIGN.md says %.6g", c.kind, p, n, got, c.sent)
+				t.Errorf("%s over %d ranks of %v: moves %.6g bytes per rank, docs/architecture.md says %.6g", c.kind, p, n, got, c.sent)
 			}
 		}
 	}

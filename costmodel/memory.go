@@ -13,7 +13,7 @@ type RankMemory struct {
 }
 
 // StageActivations is the bytes of values stage s keeps from forward to backward for one
-// microbatch (DESIGN.md: "activations (saved for backward)").
+// microbatch (docs/architecture.md, "Memory categories": activations, saved for backward).
 func StageActivations(s *program.Stage) units.Bytes {
 	var n units.Bytes
 	for i := range s.Values {

@@ -178,7 +178,7 @@ func collective(hw *hardware.Hardware, kind program.OpKind, g, stride int, n uni
 		twice = 2
 	}
 	// bw is the Simple bandwidth time of a ring of g ranks at a level: each rank sends
-	// (g-1)/g of n (twice for all-reduce) at the level's bus bandwidth (DESIGN.md table).
+	// (g-1)/g of n (twice for all-reduce) at the level's bus bandwidth (docs/architecture.md's bytes-per-rank table).
 	bw := func(level, g int, n units.Bytes) units.Seconds {
 		l := hw.Levels[level]
 		return units.Seconds(twice * float64(g-1) / float64(g) * float64(n) / (float64(l.Bandwidth) * l.Efficiency))

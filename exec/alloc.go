@@ -2,7 +2,7 @@ package exec
 
 import "math"
 
-// Memory categories, as in DESIGN.md.
+// Memory categories, as in docs/architecture.md, "Memory categories".
 const (
 	CatParams      = "params"
 	CatGrads       = "grads"

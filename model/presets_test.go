@@ -49,7 +49,7 @@ func TestPresetParams(t *testing.T) {
 		published  bool // params is the authors' published exact count, kept in Model.Published
 		batch, seq int
 	}{
-		// 100*1000+1000 + 1000*10+10 (DESIGN.md's seed: Linear(100,1000)-ReLU-Linear(1000,10), batch 10).
+		// 100*1000+1000 + 1000*10+10 (the tensor-parallel tutorial's seed-mlp, docs/exec.md: Linear(100,1000)-ReLU-Linear(1000,10), batch 10).
 		{"seed-mlp", 111_010, false, 10, 0},
 		// embed 256*64 + pos 32*64 + 2 x (norms 4*64 + qkv 64*192+192 + proj 64*64+64 + fc1 64*256+256
 		// + fc2 256*64+64) + norm 2*64 + head 64*256 = 16384 + 2048 + 2*49984 + 128 + 16384.

@@ -25,7 +25,7 @@
 //     writes is in the Free list of exactly one op, its last use in forward-then-backward order.
 //   - Communication ops (OpKind.IsComm: the collectives, Send and Recv) carry Dim, the mesh
 //     dimension of their group ("tp", "cp", "dp" for the data-parallel group of dp x cp ranks,
-//     "pp"), Group, SentBytes (what one rank sends: DESIGN.md's table) and FullBytes (the whole
+//     "pp"), Group, SentBytes (what one rank sends: docs/architecture.md's bytes-per-rank table) and FullBytes (the whole
 //     tensor); every other op computes and carries FLOPs, MemBytes and Elems.
 //   - Data-parallel gradient reductions are Optimizer ops in DDP buckets, filled in reverse
 //     parameter registration order until they hold Strategy.BucketBytes (OptimizerOps, the one

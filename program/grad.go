@@ -14,7 +14,7 @@ type contrib struct {
 }
 
 // differentiate walks the forward tape backwards and emits each stage's backward ops: the backward
-// of every compute op, the collectives that gradient placements need (DESIGN.md, "Backward ops
+// of every compute op, the collectives that gradient placements need (docs/architecture.md, "Backward ops
 // carry the collective that the gradient's placement needs"), pipeline sends of gradients,
 // recomputation under full recompute, and ZeRO-3 gathers.
 func (b *builder) differentiate() {

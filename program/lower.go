@@ -314,7 +314,7 @@ func axisOf(shape []int, d int) int {
 	return d
 }
 
-// redistribute emits the collective that moves v to placement to (DESIGN.md table).
+// redistribute emits the collective that moves v to placement to (docs/architecture.md's bytes-per-rank table).
 func (b *builder) redistribute(v ValueID, to Placement, module string) ValueID {
 	from := b.v(v).Place
 	if from == to || b.tp == 1 {

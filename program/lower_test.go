@@ -32,7 +32,7 @@ func fp32(t *testing.T, s, plan string) strategies.Strategy {
 	return st
 }
 
-// The figures of issue 3, derived by hand from the DESIGN.md table (float32, batch 10):
+// The figures of issue 3, derived by hand from docs/architecture.md's bytes-per-rank table (float32, batch 10):
 //   - 0=rowwise,1=noparallel,2=colwise on tp=2: forward all-reduce of the 10x1000 activations
 //     (2*(1/2)*40,000 = 40,000), all-gather of the 10x10 output ((1/2)*400 = 200), backward
 //     all-reduce of the 10x1000 input gradient (40,000): 80,200.

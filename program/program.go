@@ -178,7 +178,7 @@ type Op struct {
 	// its backward multiplies the same sizes (dx: M x K, dW: N x K).
 	M, N, K int
 	// Costs. FLOPs counts multiply-adds as 2; MemBytes is the bytes the op reads and writes;
-	// SentBytes is what this rank sends (DESIGN.md table); FullBytes is the collective's whole tensor.
+	// SentBytes is what this rank sends (docs/architecture.md's bytes-per-rank table); FullBytes is the collective's whole tensor.
 	FLOPs     units.FLOPs
 	MemBytes  units.Bytes
 	SentBytes units.Bytes

@@ -23,7 +23,7 @@ func tinyTransformer(t *testing.T, c model.Transformer, name string) *model.Mode
 // stage holds embed.weight for the embedding, the last stage a copy for the output head, and
 // their gradients are all-reduced over the two pipeline ranks before the update. The all-reduce is
 // over p = 2 ranks of the tp-local gradient, V/t x h elements of 2 bytes, so it sends
-// 2(p-1)/p n = n bytes (DESIGN.md table). Middle stages, untied models and a single stage have
+// 2(p-1)/p n = n bytes (docs/architecture.md's bytes-per-rank table). Middle stages, untied models and a single stage have
 // none.
 func TestTiedEmbeddingAllReduceOverPP(t *testing.T) {
 	c := model.Transformer{Hidden: 64, Layers: 8, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 256, Vocab: 256, Seq: 32,

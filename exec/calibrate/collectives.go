@@ -70,7 +70,7 @@ type collPlan struct {
 }
 
 // ringShape returns the steps of the ring algorithm and the fraction of the n bytes each rank
-// sends, for kind on p ranks (DESIGN.md placements table; Thakur, Rabenseifner and Gropp 2005,
+// sends, for kind on p ranks (docs/architecture.md's bytes-per-rank table; Thakur, Rabenseifner and Gropp 2005,
 // Sec. 4): all-reduce 2(p-1) steps and 2(p-1)/p, all-gather and reduce-scatter p-1 and (p-1)/p.
 func ringShape(kind string, p int) (steps, frac float64) {
 	steps, frac = float64(p-1), float64(p-1)/float64(p)

@@ -51,7 +51,7 @@ func TestSummariseAndMedian(t *testing.T) {
 	}
 }
 
-// ringShape follows the DESIGN.md placements table: all-reduce 2(p-1) steps sending 2(p-1)/p of
+// ringShape follows docs/architecture.md's bytes-per-rank table: all-reduce 2(p-1) steps sending 2(p-1)/p of
 // n, all-gather and reduce-scatter p-1 steps sending (p-1)/p.
 func TestRingShape(t *testing.T) {
 	for _, c := range []struct {

@@ -485,7 +485,7 @@ func TestAllToAllInPlace(t *testing.T) {
 }
 
 func TestBytesFormulas(t *testing.T) {
-	// Expected bytes per rank from the placements table of DESIGN.md, n*4 bytes of float32.
+	// Expected bytes per rank from docs/architecture.md's bytes-per-rank table, n*4 bytes of float32.
 	tests := []struct {
 		name  string
 		kind  Kind

@@ -21,7 +21,7 @@
 //
 // A rank's sent bytes are the float32 payload it puts on the wire: 4 bytes per element of every
 // message it sends. Bytes it copies locally (its own chunk), message headers and received bytes do
-// not count. Per rank, for n elements on a group of p > 1 (the placements table of DESIGN.md):
+// not count. Per rank, for n elements on a group of p > 1 (docs/architecture.md's bytes-per-rank table):
 //
 //	all_reduce     ring reduce-scatter + all-gather  2(p-1) messages  4*(2n - |c_i| - |c_(i+1)|)  = 2(p-1)/p*4n when p | n
 //	reduce_scatter ring                              p-1 messages     4*(n - |c_i|)                = (p-1)/p*4n when p | n

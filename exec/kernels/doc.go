@@ -58,6 +58,26 @@
 // h/(Heads/KVHeads). SplitQKV and MergeQKV convert between this layout and separate q, k, v
 // tensors whose heads are contiguous in the columns ([rows, heads*headDim]).
 //
+// # Speed: what exec needs, and why the kernels are frozen
+//
+// exec's kernels need to be fast enough that a training step's time is spent where a GPU's is
+// (matrix products, then memory-bound elementwise ops and collectives), not in interpreter-like
+// overhead that no cost model prices; they do not need to be fast in absolute terms. The cost
+// model never assumes a kernel speed for this machine: `tpsim calibrate` (package
+// exec/calibrate) and compare's per-round re-timing measure whatever speed the kernels run at,
+// and the prediction is priced from those measurements. A faster GEMM moves the measured and
+// the predicted step together and leaves the prediction's error where it was.
+//
+// They are at that point: exec's step is at par with PyTorch 1.13 on OpenBLAS at realistic
+// shapes (docs/exec.md, "Speed"; the per-machine logs in docs/benchmarks/, e.g. single per
+// core 0.95-0.98 of PyTorch's step on a Zen 4, 2026-12-04, scripts/peers/vs_torch.sh). So the
+// kernels (about 3,100 lines of assembly: gemm's micro-kernels, the elementwise, norm and
+// exponential kernels) are frozen: change them to fix a bug or to keep the purego build's bits,
+// not for speed. Further tuning needs a prediction that depends on it, named in the change: a
+// measured effect the cost model prices (a mechanism whose price a faster kernel would expose)
+// or a compare row whose error a kernel's speed is shown to cause. The purego build
+// (`-tags purego`) runs the same tests without assembly.
+//
 // # Randomness
 //
 // There is no global random source: initialisers take a *math/rand/v2.Rand that the caller seeds

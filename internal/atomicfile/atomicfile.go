@@ -3,7 +3,7 @@
 // when everything was written. A failed or interrupted write leaves the previous file (or none)
 // and no temporary behind.
 //
-// Every file tpsim writes goes through this package (DESIGN.md: "every file tpsim writes is
+// Every file tpsim writes goes through this package (docs/architecture.md: "every file tpsim writes is
 // written atomically").
 package atomicfile
 

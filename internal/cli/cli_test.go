@@ -12,7 +12,7 @@ import (
 	"github.com/tpsim/tpsim/strategies"
 )
 
-// Finish maps each outcome to its exit status and stream (DESIGN.md, "Command line").
+// Finish maps each outcome to its exit status and stream (docs/cli.md, "Exit status").
 func TestFinish(t *testing.T) {
 	fs := NewFlagSet("demo")
 	fs.Int("gpus", 8, "number of devices")

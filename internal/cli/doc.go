@@ -1,6 +1,6 @@
 // Package cli is what tpsim's commands share: their flag sets and how an outcome becomes an exit
 // status (help on stdout, errors on stderr with "did you mean", status 0 ok, 1 failure, 2 usage,
-// 130 interrupted: DESIGN.md, "Command line"), and the flags that several commands repeat:
+// 130 interrupted: docs/cli.md, "Exit status"), and the flags that several commands repeat:
 // --model and --hardware (Target), the strategy flags of predict and sim (Pricing, which also
 // runs the prediction pipeline both print), --optimizer and --attn of exec and compare.
 //

@@ -16,7 +16,7 @@ import (
 	"github.com/tpsim/tpsim/strategies"
 )
 
-// Exit statuses (DESIGN.md, "Command line").
+// Exit statuses (docs/cli.md, "Exit status").
 const (
 	ExitOK      = 0
 	ExitFailure = 1

@@ -23,7 +23,7 @@
 # with /usr/bin/python3). Without libopenblas0-pthread, torch falls back to the reference BLAS
 # (libblas3), some 40x slower at these shapes.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ref=${TORCH_REF:-scripts/peers/torch_ref.py} # the PyTorch peer, shipped with the repository
 if [ ! -f "$ref" ]; then
 	echo "vs_torch.sh: $ref not found; set TORCH_REF to a copy of torch_ref.py" >&2
