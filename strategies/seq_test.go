@@ -182,3 +182,31 @@ func TestStackOptionErrors(t *testing.T) {
 		}
 	}
 }
+
+// A model with a sliding attention window (Mistral 7B v0.1: 4096 tokens, its config's
+// sliding_window) is priced as full causal attention, which it computes only within the window:
+// a longer seq is refused by Validate and Enumerate with the fix; the window itself is fine.
+func TestSeqBeyondSlidingWindowRefused(t *testing.T) {
+	m, err := model.Load("../model/testdata/mistral-7b-v0.1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "seq=8192 is longer than the 4096-token sliding attention window"
+	st, err := Parse("dp=8,seq=8192,gbs=64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Resolve(m).Validate(m); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "use seq<=4096") {
+		t.Errorf("Validate at seq 8192 = %v; want %q and the fix", err, want)
+	}
+	if _, err := Enumerate(m, 8, EnumerateOptions{Seq: 8192, GBS: 64}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Enumerate at seq 8192 = %v; want %q", err, want)
+	}
+	st, err = Parse("dp=8,seq=4096,gbs=64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Resolve(m).Validate(m); err != nil {
+		t.Errorf("Validate at the window's 4096 tokens: %v", err)
+	}
+}

@@ -509,6 +509,16 @@ func (st Strategy) Validate(m *model.Model) error {
 	if t.Learned && st.Seq > t.Seq {
 		return fmt.Errorf("strategies: seq=%d is longer than the %d learned positions of %q; use seq<=%d", st.Seq, t.Seq, m.Name, t.Seq)
 	}
+	return windowFits(m, st.Seq)
+}
+
+// windowFits refuses a sequence longer than the model's sliding attention window: tpsim prices
+// full causal attention, which is what windowed attention computes only while the sequence fits
+// in the window (model.Transformer.Window).
+func windowFits(m *model.Model, seq int) error {
+	if t := m.Transformer; t != nil && t.Window > 0 && seq > t.Window {
+		return fmt.Errorf("strategies: seq=%d is longer than the %d-token sliding attention window of %q; tpsim prices full causal attention, which such a model computes only within its window, so use seq<=%d", seq, t.Window, m.Name, t.Window)
+	}
 	return nil
 }
 
