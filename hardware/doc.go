@@ -51,7 +51,7 @@
 //   - Numbers are finite, and each lies in a range far outside every device known, so that a
 //     mistyped exponent or unit is refused and every time priced stays finite: peaks in
 //     [1e6, 1e19] FLOP/s, memory in [1e6, 1e15] bytes, its bandwidth in [1e6, 1e17] bytes/s, a
-//     link's in [1e6, 1e14], latencies in [1e-9, 1] s, fractions of a peak at least 0.001,
+//     link's in [1e6, 1e14], latencies at most 1 s, fractions of a peak at least 0.001,
 //     overlap_compute_slowdown at most 1, ... (hardware.go's limits, each with the figure it
 //     is set against).
 //

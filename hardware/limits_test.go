@@ -37,7 +37,7 @@ func TestParseRefusesOutOfRangeFigures(t *testing.T) {
 		{"odd node", edit(`"devices": 8`, `"devices": 3`),
 			"levels[0] (nvlink).devices = 3 is odd: a group of 2 ranks (tp=2) would straddle two units"},
 		{"latency in microseconds", edit(`"latency_s": 0.6e-6`, `"latency_s": 0.6e3`),
-			"levels[0] (nvlink).latency_s = 600 is outside [1e-09, 1] s"},
+			"levels[0] (nvlink).latency_s = 600 is outside [0, 1] s"},
 		{"link in bits", edit(`"bandwidth_bytes_per_s": 450e9`, `"bandwidth_bytes_per_s": 3.6e15`),
 			"levels[0] (nvlink).bandwidth_bytes_per_s = 3.6e+15 is outside [1e+06, 1e+14] bytes/s"},
 		{"fraction as a hundredth", edit(`"gemm_max_fraction": 0.803`, `"gemm_max_fraction": 0.000803`),
@@ -83,7 +83,7 @@ func TestSharedCoreLimits(t *testing.T) {
 		edit func(h *Hardware)
 		want string
 	}{
-		{"slowdown of 2 ranks at 25", func(h *Hardware) { h.Slowdown = []float64{1, 25} }, "slowdown[1] = 25 is more than 20: 2 ranks sharing the cores evenly take at most 2 times as long"},
+		{"slowdown of 2 ranks at 250", func(h *Hardware) { h.Slowdown = []float64{1, 250} }, "slowdown[1] = 250 is more than 200: 2 ranks sharing the cores evenly take at most 2 times as long"},
 		{"slowdown_unmet Inf", func(h *Hardware) { h.Slowdown = []float64{1, 2}; h.UnmetSlowdown = []float64{1, math.Inf(1)} }, "slowdown_unmet[1] = +Inf must be at least 1"},
 		{"cores", func(h *Hardware) { h.Cores = 1 << 20 }, "cores = 1048576 is more than 65536"},
 		{"meeting", func(h *Hardware) { h.MeetOverhead = []units.Seconds{0, 2} }, "meet_overhead_s[1] = 2 is outside [0, 1] s"},
