@@ -244,9 +244,9 @@ func Parse(s string) (Strategy, error) {
 }
 
 // Short prints st completely and canonically in Parse's form, shorter than String: the mesh
-// dimensions above 1, mbs and gbs always, seq when set (always, for a resolved transformer), and every other option where it differs from
-// Default (schedule, vpp, zero, recompute, sp, precision, optimizer, attn, overlap, bucket_mb,
-// tpoverlap, tensorlists, prefetch, fusion).
+// dimensions above 1, mbs and gbs always, seq when set (always, for a resolved transformer), and
+// every other option where it differs from Default (schedule, vpp, zero, recompute, sp,
+// precision, optimizer, attn, overlap, bucket_mb, tpoverlap, tensorlists, prefetch, fusion).
 // Parse(st.Short()) is st for a resolved st without a tensor-parallel plan.
 func (st Strategy) Short() string {
 	d := Default(st.Mesh)
