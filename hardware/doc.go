@@ -31,11 +31,14 @@
 // # Invariants
 //
 // A Hardware returned by Parse, Load or Preset satisfies Validate:
+//
 //   - Name and Device.Name are not empty; Device.Peak has at least one dtype, all from Dtypes,
 //     each positive; Memory and MemBandwidth are positive.
+//
 //   - There is at least one level. Level names are unique and not empty. Sizes are at least 2,
 //     grow strictly outward and each is a multiple of the one inside it (units nest); the last
 //     level's Size is 0, meaning unbounded. Bandwidth and Latency are positive.
+//
 //   - Every efficiency (each level's, GEMMMax, MemMax) is in (0, 1]; GEMMHalfFLOPs is positive;
 //     GEMMTimes' sizes and times are positive; MeetOverhead and GEMMParallelMACs are not negative;
 //     FlashMax and Flash1Max are 0 (no figure for that kernel) or in (0, 1]; so are GEMMAchieved
@@ -43,8 +46,18 @@
 //     software stacks and its values are in (0, 1]. GEMMLimit = GEMMMax x GEMMAchieved, and
 //     Efficiency.ForStack(stack) takes the stack's GEMMAchieved where it gives one.
 //
-// Numbers are finite. Validate reports every violation, one per line, prefixed "hardware:",
-// naming the JSON field and the fix.
+//   - Level sizes are even (a pair of ranks never straddles two units) and at most 1<<24.
+//
+//   - Numbers are finite, and each lies in a range far outside every device known, so that a
+//     mistyped exponent or unit is refused and every time priced stays finite: peaks in
+//     [1e6, 1e19] FLOP/s, memory in [1e6, 1e15] bytes, its bandwidth in [1e6, 1e17] bytes/s, a
+//     link's in [1e6, 1e14], latencies at most 1 s, fractions of a peak at least 0.001,
+//     overlap_compute_slowdown at most 1, ... (hardware.go's limits, each with the figure it
+//     is set against).
+//
+// A JSON key given twice in one object is an error (encoding/json would keep the last one).
+// Validate reports every violation, one per line, prefixed "hardware:", naming the JSON field
+// and the fix.
 //
 // # Presets
 //

@@ -190,15 +190,114 @@ func (h *Hardware) Validate() error {
 	return errors.Join(errs...)
 }
 
+// A limit bounds a figure a hardware description gives: far outside every device known (why
+// names the largest or smallest there is), so that it refuses only a mistyped exponent or a slip
+// of units, and so that every time the cost model computes stays finite (a memory bandwidth of
+// 1e-300 bytes/s once made a step take Inf - Inf = NaN seconds).
+type limit struct {
+	lo, hi float64
+	unit   string
+	why    string
+}
+
+// The limits. Each comment gives the figure the bound is set against.
+var (
+	// B200's dense FP4 peak is 9e15 FLOP/s (DGX B200 datasheet: 144 PFLOP/s FP4 for 8 GPUs,
+	// with 2:4 sparsity); a host CPU core reaches 1e10. 1e19 is 1,000x the first.
+	peakLimit = limit{1e6, 1e19, "FLOP/s", "no accelerator reaches more than about 9e15 dense (NVIDIA B200, FP4); give the dense peak in FLOP/s, e.g. 989.4e12"}
+	// 288 GB of HBM3E is the most on one accelerator (AMD Instinct MI355X, NVIDIA B300
+	// datasheets). 1e15 is about 3,500x that.
+	memoryLimit = limit{1e6, 1e15, "bytes", "no accelerator holds more than 288 GB (AMD MI355X, NVIDIA B300); give bytes, e.g. 80e9 for 80 GB"}
+	// 8 TB/s of HBM3E is the fastest device memory (AMD MI355X, NVIDIA B200); Cerebras WSE-3's
+	// on-chip SRAM is quoted at 21 PB/s (2.1e16). 1e17 is 5x the second.
+	memBWLimit = limit{1e6, 1e17, "bytes/s", "device memory moves at most about 8e12 B/s (HBM3E: AMD MI355X, NVIDIA B200), on-wafer SRAM 2.1e16 (Cerebras WSE-3); give bytes per second, e.g. 3350e9"}
+	// NVLink 5 is the fastest link per GPU: 1.8 TB/s both directions, 9e11 B/s each (NVIDIA
+	// Blackwell datasheets). 1e14 is 111x that; 1e6 (8 Mb/s) is slower than any network built
+	// for training.
+	linkBWLimit = limit{1e6, 1e14, "bytes/s", "no link moves more than 9e11 B/s per device per direction (NVLink 5); give bytes per second, e.g. 450e9 for NVLink4"}
+	// NCCL's per-step latencies run from 0.6 us (NVLink) to a few us (network; NVIDIA/nccl
+	// src/graph/tuning.cc hwLat); light in fibre crosses half the Earth's circumference in 0.1
+	// s. No lower bound but 0: a tiny latency prices a step at about nothing, never NaN, and
+	// calibrate's fitted intercept may be tiny.
+	latencyLimit = limit{0, 1, "s", "per-step latencies run from 0.6e-6 s (NVLink, NCCL's tuning.cc) to some e-5 s; give seconds, e.g. 0.6e-6, not microseconds"}
+	// The H100 fit is 5.5e9 FLOPs (a fixed 6.9 us per GEMM, see the presets' sources); 1e15
+	// would be a fixed second per GEMM on an H100.
+	halfFLOPsLimit = limit{0, 1e15, "FLOPs", "the H100's fitted value is 5.5e9 (a fixed 6.9 us per GEMM); 1e15 would be a fixed second per GEMM"}
+	// The fractions of peak the presets and calibrate give run from 0.195 (h100-96g's
+	// FlashAttention) to 1; below 0.001 a time grows 1,000-fold and a typo (0.0008 for 0.8)
+	// is likelier than a kernel that slow.
+	fractionLimit = limit{1e-3, 1, "", "a fraction of a peak, e.g. 0.8; below 0.001 (0.1%) is no kernel's or link's"}
+	// Calibrated host kernels run 3e7 to 3e9 elements/s (cmd/tpsim/testdata/host.json); an H100
+	// streams 1.7e12 two-byte elements/s (3.35e12 B/s).
+	kernelRateLimit = limit{1e3, 1e15, "elements/s", "calibrated CPU kernels run 3e7 to 3e9 elements/s, a GPU streams at most about 4e12"}
+	// A GEMM timed alone takes microseconds to seconds; an hour is no single product's time.
+	gemmSecondsLimit = limit{0, 3600, "s", "a product timed alone takes well under an hour"}
+	// A CUDA launch costs about 5 us, PyTorch's eager dispatch some 10 us more; 10 ms is 700x
+	// both (calibrate fits a host's as an intercept, 2.7e-7 s in cmd/tpsim/testdata/host.json).
+	opOverheadLimit = limit{0, 1e-2, "s", "a kernel launch and dispatch cost about 5e-6 to 2e-5 s; give seconds"}
+	// Calibrated meeting overheads are microseconds to tens of them (TestMeeting's 35e-6); a
+	// collective that waits a second beyond its ring time is a measurement gone wrong.
+	meetLimit = limit{0, 1, "s", "calibrated overheads are microseconds; give seconds"}
+	// The presets' list copies are 5.3 us (a100-80g, fitted); 1e4 us (10 ms) is 1,900x that.
+	listCopyLimit = limit{0, 1e4, "us", "a per-rank copy of a list collective costs about 5 microseconds (a100-80g's fit); give microseconds"}
+	// arXiv:2507.03114 (2025), abstract: compute overlapped with communication runs 18.9% slower
+	// on average, 40.0% at most. 1 (twice as slow) is 2.5x the most measured.
+	overlapLimit = limit{0, 1, "", "overlapped compute was measured 18.9% slower on average and 40% at most (arXiv:2507.03114); give a fraction, e.g. 0.189, not a percentage"}
+)
+
+// maxLevelDevices bounds a level's unit: the largest training clusters hold some 1e5 GPUs
+// (Meta's two 24,576-GPU clusters for Llama 3, Llama 3 paper sec. 3.3.1; xAI's Colossus about
+// 1e5), and 1<<24 (16.7 million) is over 100x those.
+const maxLevelDevices = 1 << 24
+
+// maxCores bounds the shared cores of a host profile: a two-socket AMD EPYC 9965 server has 384
+// cores (192 each); 65536 is 170x that.
+const maxCores = 1 << 16
+
+// maxGEMMSide bounds a timed product's sides, so that M x N x K stays exact in int64 (2^60).
+const maxGEMMSide = 1 << 20
+
+// outside reports why v, a positive finite figure of field, is out of l's range, or "".
+func (l limit) outside(field string, v float64) string {
+	if v >= l.lo && v <= l.hi {
+		return ""
+	}
+	unit := ""
+	if l.unit != "" {
+		unit = " " + l.unit
+	}
+	return fmt.Sprintf("%s = %g is outside [%g, %g]%s: %s", field, v, l.lo, l.hi, unit, l.why)
+}
+
+// finite reports whether v is neither NaN nor infinite.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
 // problems lists what is wrong with h, without the package prefix.
 func (h *Hardware) problems() []string {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-
 	if strings.TrimSpace(h.Name) == "" {
 		add(`name is empty; set "name" to a short identifier such as "h100-sxm"`)
 	}
+	h.deviceProblems(add)
+	h.levelProblems(add)
+	h.efficiencyProblems(add)
+	h.sharedCoreProblems(add)
+	return out
+}
 
+// adder records one problem.
+type adder func(format string, args ...any)
+
+// inRange adds l's message when v, already known positive and finite, is out of its range.
+func (add adder) inRange(l limit, field string, v float64) {
+	if msg := l.outside(field, v); msg != "" {
+		add("%s", msg)
+	}
+}
+
+// deviceProblems checks the device: its name, peaks, memory and bandwidth.
+func (h *Hardware) deviceProblems(add adder) {
 	d := h.Device
 	if strings.TrimSpace(d.Name) == "" {
 		add(`device.name is empty; set it to the accelerator model, e.g. "NVIDIA H100-SXM5-80GB"`)
@@ -208,21 +307,29 @@ func (h *Hardware) problems() []string {
 	}
 	for _, k := range sortedKeys(d.Peak) {
 		v := float64(d.Peak[k])
-		if !slices.Contains(Dtypes, k) {
+		switch {
+		case !slices.Contains(Dtypes, k):
 			add("device.peak_flops has unknown dtype %q; use one of %s", k, strings.Join(Dtypes, ", "))
-			continue
-		}
-		if !finitePositive(v) {
+		case !finitePositive(v):
 			add("device.peak_flops.%s = %g must be a positive FLOP/s rate (dense, not the 2:4-sparse figure)", k, v)
+		default:
+			add.inRange(peakLimit, "device.peak_flops."+k, v)
 		}
 	}
-	if !finitePositive(float64(d.Memory)) {
-		add("device.memory_bytes = %g must be positive; set the device memory in bytes, e.g. 80e9", float64(d.Memory))
+	if v := float64(d.Memory); !finitePositive(v) {
+		add("device.memory_bytes = %g must be positive; set the device memory in bytes, e.g. 80e9", v)
+	} else {
+		add.inRange(memoryLimit, "device.memory_bytes", v)
 	}
-	if !finitePositive(float64(d.MemBandwidth)) {
-		add("device.mem_bandwidth_bytes_per_s = %g must be positive; set the datasheet memory bandwidth, e.g. 3350e9", float64(d.MemBandwidth))
+	if v := float64(d.MemBandwidth); !finitePositive(v) {
+		add("device.mem_bandwidth_bytes_per_s = %g must be positive; set the datasheet memory bandwidth, e.g. 3350e9", v)
+	} else {
+		add.inRange(memBWLimit, "device.mem_bandwidth_bytes_per_s", v)
 	}
+}
 
+// levelProblems checks the levels: names, sizes that nest, and each link's figures.
+func (h *Hardware) levelProblems(add adder) {
 	if len(h.Levels) == 0 {
 		add(`levels is empty; give at least one level, innermost first, the last with "devices": 0 (unbounded), e.g. [{"name": "nvlink", "devices": 8, ...}, {"name": "ib", "devices": 0, ...}]`)
 	}
@@ -232,7 +339,6 @@ func (h *Hardware) problems() []string {
 		if l.Name != "" {
 			at += " (" + l.Name + ")"
 		}
-		last := i == len(h.Levels)-1
 		switch {
 		case strings.TrimSpace(l.Name) == "":
 			add(`%s.name is empty; name the link, e.g. "nvlink", "ib" or "host"`, at)
@@ -243,108 +349,162 @@ func (h *Hardware) problems() []string {
 				seen[l.Name] = i
 			}
 		}
-		switch {
-		case l.Size < 0:
-			add("%s.devices = %d must be at least 2, or 0 for the last (unbounded) level", at, l.Size)
-		case l.Size == 0 && !last:
-			add("%s.devices = 0 means unbounded, which only the last level may be; set the devices per unit (e.g. 8 GPUs per node)", at)
-		case l.Size == 1:
-			add("%s.devices = 1 joins no devices; set at least 2, or 0 for the last (unbounded) level", at)
-		case l.Size > 0 && last:
-			add("%s.devices = %d must be 0: the last level joins every device (add an outer level, or set it to 0)", at, l.Size)
-		case l.Size > 0 && i > 0 && h.Levels[i-1].Size > 0:
-			prev := h.Levels[i-1].Size
-			if l.Size <= prev {
-				add("%s.devices = %d must be larger than levels[%d].devices = %d; list levels from the innermost (fewest devices) outward", at, l.Size, i-1, prev)
-			} else if l.Size%prev != 0 {
-				add("%s.devices = %d must be a multiple of levels[%d].devices = %d, since units nest", at, l.Size, i-1, prev)
-			}
+		h.levelSize(add, i, at)
+		if v := float64(l.Bandwidth); !finitePositive(v) {
+			add("%s.bandwidth_bytes_per_s = %g must be positive; set the line rate per device per direction, e.g. 450e9 for NVLink4", at, v)
+		} else {
+			add.inRange(linkBWLimit, at+".bandwidth_bytes_per_s", v)
 		}
-		if !finitePositive(float64(l.Bandwidth)) {
-			add("%s.bandwidth_bytes_per_s = %g must be positive; set the line rate per device per direction, e.g. 450e9 for NVLink4", at, float64(l.Bandwidth))
-		}
-		if !finitePositive(float64(l.Latency)) {
-			add("%s.latency_s = %g must be positive; set the per-step latency in seconds, e.g. 0.6e-6", at, float64(l.Latency))
+		if v := float64(l.Latency); !finitePositive(v) {
+			add("%s.latency_s = %g must be positive; set the per-step latency in seconds, e.g. 0.6e-6", at, v)
+		} else {
+			add.inRange(latencyLimit, at+".latency_s", v)
 		}
 		if !fraction(l.Efficiency) {
 			add("%s.efficiency = %g must be in (0, 1]: the achieved bus bandwidth (nccl-tests busbw) over bandwidth_bytes_per_s", at, l.Efficiency)
+		} else {
+			add.inRange(fractionLimit, at+".efficiency", l.Efficiency)
 		}
 	}
+}
 
+// levelSize checks level i's devices: at least 2 and even, growing and nesting outward, 0 on the
+// last level only.
+func (h *Hardware) levelSize(add adder, i int, at string) {
+	l := h.Levels[i]
+	last := i == len(h.Levels)-1
+	switch {
+	case l.Size < 0:
+		add("%s.devices = %d must be at least 2, or 0 for the last (unbounded) level", at, l.Size)
+	case l.Size == 0 && !last:
+		add("%s.devices = 0 means unbounded, which only the last level may be; set the devices per unit (e.g. 8 GPUs per node)", at)
+	case l.Size == 1:
+		add("%s.devices = 1 joins no devices; set at least 2, or 0 for the last (unbounded) level", at)
+	case l.Size > 0 && last:
+		add("%s.devices = %d must be 0: the last level joins every device (add an outer level, or set it to 0)", at, l.Size)
+	case l.Size > maxLevelDevices:
+		add("%s.devices = %d is more than %d: the largest training clusters hold about 1e5 GPUs (Llama 3 paper sec. 3.3.1: 24,576 per cluster); set the devices one unit of this level joins", at, l.Size, maxLevelDevices)
+	case l.Size%2 != 0:
+		// The cost model places a group of ranks by its span from a unit boundary
+		// (LevelFor): with an odd unit, pairs of ranks (tp=2) at devices 2k, 2k+1 straddle
+		// units, priced as if inside one.
+		add("%s.devices = %d is odd: a group of 2 ranks (tp=2) would straddle two units, which the cost model prices as inside one; every multi-accelerator node or rack joins an even number (HGX 4 or 8, DGX-2 16, GB200 NVL72 72), so set the even count of the unit", at, l.Size)
+	case l.Size > 0 && i > 0 && h.Levels[i-1].Size > 0:
+		prev := h.Levels[i-1].Size
+		if l.Size <= prev {
+			add("%s.devices = %d must be larger than levels[%d].devices = %d; list levels from the innermost (fewest devices) outward", at, l.Size, i-1, prev)
+		} else if l.Size%prev != 0 {
+			add("%s.devices = %d must be a multiple of levels[%d].devices = %d, since units nest", at, l.Size, i-1, prev)
+		}
+	}
+}
+
+// efficiencyProblems checks the efficiency block: fractions, the GEMM curve, kernel rates and
+// timed products, and the fixed costs.
+func (h *Hardware) efficiencyProblems(add adder) {
 	e := h.Efficiency
-	if !fraction(e.GEMMMax) {
-		add("efficiency.gemm_max_fraction = %g must be in (0, 1]: the achieved fraction of peak for large GEMMs, e.g. 0.8", e.GEMMMax)
+	// frac checks a fraction in (0, 1]; optional ones may also be 0 (no figure).
+	frac := func(field string, v float64, optional bool, what string) {
+		switch {
+		case optional && v == 0:
+		case !fraction(v):
+			add("efficiency.%s = %g must be in (0, 1]%s", field, v, what)
+		default:
+			add.inRange(fractionLimit, "efficiency."+field, v)
+		}
 	}
-	if !finitePositive(float64(e.GEMMHalfFLOPs)) {
-		add("efficiency.gemm_half_flops = %g must be positive: the GEMM size in FLOPs that reaches half of gemm_max_fraction, e.g. 5.5e9", float64(e.GEMMHalfFLOPs))
+	frac("gemm_max_fraction", e.GEMMMax, false, ": the achieved fraction of peak for large GEMMs, e.g. 0.8")
+	if v := float64(e.GEMMHalfFLOPs); !finitePositive(v) {
+		add("efficiency.gemm_half_flops = %g must be positive: the GEMM size in FLOPs that reaches half of gemm_max_fraction, e.g. 5.5e9", v)
+	} else {
+		add.inRange(halfFLOPsLimit, "efficiency.gemm_half_flops", v)
 	}
-	if !fraction(e.MemMax) {
-		add("efficiency.mem_max_fraction = %g must be in (0, 1]: the achieved fraction of memory bandwidth for elementwise ops, e.g. 0.84", e.MemMax)
-	}
-	if e.GEMMAchieved != 0 && !fraction(e.GEMMAchieved) {
-		add("efficiency.gemm_achieved_fraction = %g must be in (0, 1], or 0 for the ceiling: the fraction of gemm_max_fraction real training GEMMs reach, e.g. 0.75", e.GEMMAchieved)
-	}
+	frac("mem_max_fraction", e.MemMax, false, ": the achieved fraction of memory bandwidth for elementwise ops, e.g. 0.84")
+	frac("gemm_achieved_fraction", e.GEMMAchieved, true, ", or 0 for the ceiling: the fraction of gemm_max_fraction real training GEMMs reach, e.g. 0.75")
 	for _, k := range sortedKeys(e.GEMMAchievedByStack) {
 		if v := e.GEMMAchievedByStack[k]; strings.TrimSpace(k) == "" || !fraction(v) {
 			add("efficiency.gemm_achieved_fraction_by_stack[%q] = %g: name the software stack and give a fraction in (0, 1] of gemm_max_fraction, e.g. {\"megatron-lm\": 0.8}", k, v)
+		} else {
+			add.inRange(fractionLimit, fmt.Sprintf("efficiency.gemm_achieved_fraction_by_stack[%q]", k), v)
 		}
 	}
-	if e.FP8GEMM != 0 && !fraction(e.FP8GEMM) {
-		add("efficiency.fp8_gemm_fraction = %g must be in (0, 1], or 0 when no figure is known: the achieved fraction of the FP8 peak of FP8 matrix products, e.g. 0.5", e.FP8GEMM)
-	}
-	if e.FlashMax != 0 && !fraction(e.FlashMax) {
-		add("efficiency.flash_attention_fraction = %g must be in (0, 1], or 0 when the device has no FlashAttention kernel: the achieved fraction of peak of its forward and backward, e.g. 0.6", e.FlashMax)
-	}
-	if e.Flash1Max != 0 && !fraction(e.Flash1Max) {
-		add("efficiency.flash1_attention_fraction = %g must be in (0, 1], or 0 when no figure is known: the achieved fraction of peak of FlashAttention-1's forward and backward, e.g. 0.3", e.Flash1Max)
-	}
+	frac("fp8_gemm_fraction", e.FP8GEMM, true, ", or 0 when no figure is known: the achieved fraction of the FP8 peak of FP8 matrix products, e.g. 0.5")
+	frac("flash_attention_fraction", e.FlashMax, true, ", or 0 when the device has no FlashAttention kernel: the achieved fraction of peak of its forward and backward, e.g. 0.6")
+	frac("flash1_attention_fraction", e.Flash1Max, true, ", or 0 when no figure is known: the achieved fraction of peak of FlashAttention-1's forward and backward, e.g. 0.3")
 	for _, k := range sortedKeys(e.KernelRates) {
 		if !k.Known() {
 			add("efficiency.kernel_elems_per_s.%s is not a kernel tpsim prices; use one of %s (each with .backward)", k, kernelNames())
 		}
 		if r := e.KernelRates[k]; !finitePositive(r) {
 			add("efficiency.kernel_elems_per_s.%s = %g must be positive: elements per second of that kernel", k, r)
+		} else {
+			add.inRange(kernelRateLimit, "efficiency.kernel_elems_per_s."+string(k), r)
 		}
 	}
 	for i, g := range e.GEMMTimes {
-		if g.M <= 0 || g.K <= 0 || g.N <= 0 || !finitePositive(float64(g.Seconds)) {
+		switch {
+		case g.M <= 0 || g.K <= 0 || g.N <= 0 || !finitePositive(float64(g.Seconds)):
 			add("efficiency.gemm_times[%d] = %dx%dx%d in %g s: sizes and time must be positive (m, k, n and s of a product timed alone)", i, g.M, g.K, g.N, float64(g.Seconds))
+		case g.M > maxGEMMSide || g.K > maxGEMMSide || g.N > maxGEMMSide:
+			add("efficiency.gemm_times[%d] = %dx%dx%d: each side must be at most %d, so that m x k x n stays exact", i, g.M, g.K, g.N, maxGEMMSide)
+		default:
+			add.inRange(gemmSecondsLimit, fmt.Sprintf("efficiency.gemm_times[%d].s", i), float64(g.Seconds))
 		}
 	}
+	// nonNegative checks a figure that may be 0 (not modelled).
+	nonNegative := func(l limit, field string, v float64, what string) {
+		if v < 0 || !finite(v) {
+			add("%s = %g must be zero or positive: %s", field, v, what)
+		} else {
+			add.inRange(l, field, v)
+		}
+	}
+	nonNegative(listCopyLimit, "efficiency.list_copy_us", e.ListCopyMicros, "microseconds per rank and tensor of a list collective, e.g. 10")
+	nonNegative(overlapLimit, "efficiency.overlap_compute_slowdown", e.OverlapSlowdown, "how much longer compute takes while communication runs beside it, e.g. 0.189 for 18.9%")
+	nonNegative(opOverheadLimit, "efficiency.op_overhead_s", float64(e.OpOverhead), "a fixed time per op, e.g. 5e-6")
+}
+
+// sharedCoreProblems checks the fields of a profile whose ranks share a machine's cores.
+func (h *Hardware) sharedCoreProblems(add adder) {
 	for i, m := range h.MeetOverhead {
-		if m < 0 || math.IsInf(float64(m), 0) || math.IsNaN(float64(m)) {
-			add("meet_overhead_s[%d] = %g must be zero or positive: the time a blocking collective of %d ranks costs beyond its ring time on shared cores", i, float64(m), i+1)
+		if v := float64(m); v < 0 || !finite(v) {
+			add("meet_overhead_s[%d] = %g must be zero or positive: the time a blocking collective of %d ranks costs beyond its ring time on shared cores", i, v, i+1)
+		} else {
+			add.inRange(meetLimit, fmt.Sprintf("meet_overhead_s[%d]", i), v)
 		}
 	}
 	if h.Cores > 0 && h.GEMMParallelMACs < 0 {
 		add("gemm_parallel_macs = %d must be zero or positive: the multiply-adds from which a product splits over cores", h.GEMMParallelMACs)
 	}
-	if e.ListCopyMicros < 0 || math.IsInf(e.ListCopyMicros, 0) || math.IsNaN(e.ListCopyMicros) {
-		add("efficiency.list_copy_us = %g must be zero or positive: microseconds per rank and tensor of a list collective, e.g. 10", e.ListCopyMicros)
-	}
-	if e.OverlapSlowdown < 0 || math.IsInf(e.OverlapSlowdown, 0) || math.IsNaN(e.OverlapSlowdown) {
-		add("efficiency.overlap_compute_slowdown = %g must be zero or positive: how much longer compute takes while communication runs beside it, e.g. 0.189 for 18.9%%", e.OverlapSlowdown)
-	}
-	if e.OpOverhead < 0 || math.IsInf(float64(e.OpOverhead), 0) || math.IsNaN(float64(e.OpOverhead)) {
-		add("efficiency.op_overhead_s = %g must be zero or positive: a fixed time per op, e.g. 5e-6", float64(e.OpOverhead))
+	// At most 100k: k ranks sharing even one core take k times as long as one alone when time
+	// shares out evenly; calibrated tables stay below (5.43 at k=8 on 2 cores,
+	// cmd/tpsim/testdata/host.json), and 100x leaves room for a machine loaded by others
+	// while calibrate measured (its fitted profile must validate).
+	slow := func(field string, i int, f float64) bool {
+		if !(f >= 1) || !finite(f) {
+			add("%s[%d] = %g must be at least 1: ranks sharing cores are never faster than one alone", field, i, f)
+			return false
+		}
+		if hi := 100 * float64(i+1); f > hi {
+			add("%s[%d] = %g is more than %g: %d ranks sharing the cores evenly take at most %d times as long as one alone; 100x that is the most allowed", field, i, f, hi, i+1, i+1)
+			return false
+		}
+		return true
 	}
 	for i, f := range h.Slowdown {
-		if !(f >= 1) || math.IsInf(f, 0) {
-			add("slowdown[%d] = %g must be at least 1: ranks sharing cores are never faster than one alone", i, f)
-		}
+		slow("slowdown", i, f)
 	}
 	for i, f := range h.UnmetSlowdown {
-		switch {
-		case !(f >= 1) || math.IsInf(f, 0):
-			add("slowdown_unmet[%d] = %g must be at least 1: ranks sharing cores are never faster than one alone", i, f)
-		case i < len(h.Slowdown) && f > h.Slowdown[i]:
+		if slow("slowdown_unmet", i, f) && i < len(h.Slowdown) && f > h.Slowdown[i] {
 			add("slowdown_unmet[%d] = %g exceeds slowdown[%d] = %g: ranks that do not meet are never slower than ranks that do", i, f, i, h.Slowdown[i])
 		}
 	}
-	if h.Cores < 0 {
+	switch {
+	case h.Cores < 0:
 		add("cores = %d must be zero (a device per rank) or the number of cores the ranks share", h.Cores)
+	case h.Cores > maxCores:
+		add("cores = %d is more than %d: a two-socket AMD EPYC 9965 server has 384 cores; give the cores the ranks share", h.Cores, maxCores)
 	}
-	return out
 }
 
 // LevelFor returns the index in h.Levels of the smallest level whose unit holds a group of ranks

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tpsim/tpsim/internal/jsonkeys"
 	suggestpkg "github.com/tpsim/tpsim/internal/suggest"
 )
 
@@ -86,8 +87,9 @@ func unknownError(name string) error {
 		name, strings.Join(names, ", "))
 }
 
-// Parse decodes a hardware description from JSON and validates it. Unknown fields, trailing data
-// and missing or zero fields are errors; syntax errors give the line and column.
+// Parse decodes a hardware description from JSON and validates it. Unknown fields, a key given
+// twice in one object, trailing data, missing or zero fields and figures out of their range are
+// errors; syntax errors give the line and column.
 func Parse(data []byte) (*Hardware, error) { return parse(data, "") }
 
 // parse is Parse with src (a file name, or "preset x") named in every error.
@@ -108,6 +110,9 @@ func parse(data []byte, src string) (*Hardware, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		off := int(dec.InputOffset())
 		return nil, fmt.Errorf("%s%s: unexpected data after the JSON object; a file holds one hardware description", prefix, position(data, off))
+	}
+	if d, ok := jsonkeys.Find(data); ok {
+		return nil, fmt.Errorf("%sline %d, column %d: %s is given twice; keep one (a JSON decoder would silently take the last)", prefix, d.Line, d.Col, d.Where())
 	}
 	if len(h.Sources) == 0 {
 		h.Sources = nil // so that Save and Parse round-trip: Save omits an empty map

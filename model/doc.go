@@ -20,15 +20,18 @@
 //     config and, where the authors publish an exact figure, the Published parameter count.
 //   - FromHFConfig(data, name): a Hugging Face config.json of model_type llama, mistral, qwen2, gpt2
 //     or gpt_neox; fields that set the parameter count are required, others take the Hugging Face
-//     defaults, and Seq is min(max_position_embeddings, HFSeqCap) for rotary models.
+//     defaults, and Seq is min(max_position_embeddings, HFSeqCap) for rotary models, and at most
+//     the sliding attention window of a model that has one (see FromHFConfig).
 //   - tpsim's JSON form (Spec): {"name": ..., "transformer": {...}} or {"mlp": {...}};
-//     Model.Spec writes it and FromHFConfig reads it back.
+//     Model.Spec writes it and FromHFConfig reads it back. Every size must be given (a missing
+//     one is an error that names it: the form has no defaults).
 //   - Load(nameOrPath): a preset name, or a path to either kind of file (a directory stands for its
 //     config.json).
 //
 // Invariants: every Module's Params() is exact (the counts of the published models are tested);
 // sizes are positive and at most MaxWidth, a transformer has at most MaxLayers blocks and
 // MaxParams parameters, so every count fits in int64; Validate reports anything else as an error
-// prefixed "model:". Errors about a file name it, and for malformed JSON the line and column.
+// prefixed "model:". Errors about a file name it, and for malformed JSON the line and column; a
+// JSON key given twice in one object is an error (encoding/json would keep the last one).
 // Counts are plain parameter (element) counts; bytes depend on a dtype chosen elsewhere.
 package model

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tpsim/tpsim/internal/jsonkeys"
 )
 
 // HFSeqCap caps the default sequence length of a model imported from a Hugging Face config with
@@ -46,6 +48,10 @@ type hfConfig struct {
 	AttentionBias         *bool `json:"attention_bias"`
 	MLPBias               *bool `json:"mlp_bias"`
 
+	// mistral, and qwen2 when UseSlidingWindow
+	SlidingWindow    *int  `json:"sliding_window"`
+	UseSlidingWindow *bool `json:"use_sliding_window"`
+
 	// gpt2
 	NEmbd      *int `json:"n_embd"`
 	NLayer     *int `json:"n_layer"`
@@ -70,6 +76,13 @@ type hfConfig struct {
 // gpt2 is LayerNorm, GELU, biases, learned positions; gpt_neox is gpt2 with rotary positions and
 // an untied head (use_parallel_residual changes no shape and is ignored).
 //
+// Sliding-window attention: mistral attends within sliding_window tokens (4096 when the field is
+// missing, as MistralConfig defaults; none when it is null), qwen2 only when use_sliding_window is
+// true (as transformers applies it). tpsim prices full causal attention, which is what a windowed
+// model computes while the sequence fits in its window, so Seq is capped at the window
+// (Transformer.Window) and a longer sequence is refused; the model's Source says so. A
+// sliding_window on llama, gpt2 or gpt_neox, whose transformers models ignore it, is refused.
+//
 // Errors are prefixed "model:" and name the field, or the line and column of malformed JSON.
 func FromHFConfig(data []byte, name string) (*Model, error) {
 	origin := name
@@ -92,11 +105,14 @@ func decodeConfig(data []byte, name, fallback, origin string) (*Model, error) {
 	if top == nil {
 		return nil, fail("the top level is null; a config is a JSON object")
 	}
+	if d, ok := jsonkeys.Find(data); ok {
+		return nil, fmt.Errorf("model: %s:%d:%d: %s is given twice; keep one (a JSON decoder would silently take the last)", origin, d.Line, d.Col, d.Where())
+	}
 	_, isHF := top["model_type"]
 	_, isT := top["transformer"]
 	_, isMLP := top["mlp"]
 	if !isHF && (isT || isMLP) {
-		return decodeSpec(data, name, fallback, origin)
+		return decodeSpec(data, top, name, fallback, origin)
 	}
 	if !isHF {
 		return nil, fail("no \"model_type\" (as in a Hugging Face config.json; supported: %s) and no \"transformer\" or \"mlp\" (as in a tpsim model file)",
@@ -111,116 +127,22 @@ func decodeConfig(data []byte, name, fallback, origin string) (*Model, error) {
 		return nil, fail("model_type is null; set it to one of %s", strings.Join(hfTypes, ", "))
 	}
 	mt := *c.ModelType
-	// need returns a required field, or records the first one missing or not positive.
-	var bad error
-	need := func(field string, v *int) int {
-		if bad != nil {
-			return 0
-		}
-		if v == nil {
-			bad = fail("model_type %q needs %q; it is missing or null", mt, field)
-			return 0
-		}
-		if *v <= 0 {
-			bad = fail("%s = %d; it must be a positive integer", field, *v)
-			return 0
-		}
-		return *v
+	r := hfReader{c: &c, mt: mt, fail: fail}
+	t, family, err := r.transformer()
+	if err == nil {
+		err = r.bad
 	}
-	// opt returns an optional field, or def when it is missing or null.
-	opt := func(field string, v *int, def int) int {
-		if v == nil {
-			return def
-		}
-		return need(field, v)
+	if err != nil {
+		return nil, err
 	}
-	flag := func(v *bool, def bool) bool {
-		if v == nil {
-			return def
-		}
-		return *v
+	window, note, err := r.slidingWindow(top)
+	if err != nil {
+		return nil, err
 	}
-	headDim := func(hidden, heads int, hiddenField, headsField string) int {
-		if bad != nil {
-			return 0
-		}
-		if hidden%heads != 0 {
-			bad = fail("%s %d is not a multiple of %s %d; a config like this needs \"head_dim\"", hiddenField, hidden, headsField, heads)
-			return 0
-		}
-		return hidden / heads
+	if window > 0 && t.Seq > window {
+		t.Seq = window
 	}
-
-	var t Transformer
-	family := mt
-	switch mt {
-	case "llama", "mistral", "qwen2":
-		t.Hidden = need("hidden_size", c.HiddenSize)
-		t.Layers = need("num_hidden_layers", c.NumHiddenLayers)
-		t.Heads = need("num_attention_heads", c.NumAttentionHeads)
-		t.FFN = need("intermediate_size", c.IntermediateSize)
-		t.Vocab = need("vocab_size", c.VocabSize)
-		t.KVHeads = opt("num_key_value_heads", c.NumKeyValueHeads, t.Heads)
-		if c.HeadDim != nil {
-			t.HeadDim = need("head_dim", c.HeadDim)
-		} else if t.Heads > 0 {
-			t.HeadDim = headDim(t.Hidden, t.Heads, "hidden_size", "num_attention_heads")
-		}
-		maxPos := map[string]int{"llama": 2048, "mistral": 4096 * 32, "qwen2": 32768}[mt]
-		t.Seq = min(opt("max_position_embeddings", c.MaxPositionEmbeddings, maxPos), HFSeqCap)
-		t.Gated, t.RMSNorm = true, true
-		t.Tied = flag(c.TieWordEmbeddings, false)
-		switch mt {
-		case "qwen2":
-			t.QKVBias = true
-		case "llama":
-			ab, mb := flag(c.AttentionBias, false), flag(c.MLPBias, false)
-			if ab != mb {
-				return nil, fail("attention_bias = %v with mlp_bias = %v is not supported: tpsim's Transformer has biases on every Linear layer or on none (or on q, k and v only, as qwen2)", ab, mb)
-			}
-			t.Bias = ab
-		}
-	case "gpt2":
-		t.Hidden = need("n_embd", c.NEmbd)
-		t.Layers = need("n_layer", c.NLayer)
-		t.Heads = need("n_head", c.NHead)
-		t.Vocab = need("vocab_size", c.VocabSize)
-		if c.NPositions == nil && c.NCtx != nil {
-			t.Seq = need("n_ctx", c.NCtx)
-		} else {
-			t.Seq = need("n_positions", c.NPositions)
-		}
-		t.KVHeads = t.Heads
-		if t.Heads > 0 {
-			t.HeadDim = headDim(t.Hidden, t.Heads, "n_embd", "n_head")
-		}
-		t.FFN = opt("n_inner", c.NInner, 4*t.Hidden)
-		t.Bias, t.Learned = true, true
-		t.Tied = flag(c.TieWordEmbeddings, true)
-		family = "gpt"
-	case "gpt_neox":
-		t.Hidden = need("hidden_size", c.HiddenSize)
-		t.Layers = need("num_hidden_layers", c.NumHiddenLayers)
-		t.Heads = need("num_attention_heads", c.NumAttentionHeads)
-		t.FFN = need("intermediate_size", c.IntermediateSize)
-		t.Vocab = need("vocab_size", c.VocabSize)
-		t.KVHeads = t.Heads
-		if t.Heads > 0 {
-			t.HeadDim = headDim(t.Hidden, t.Heads, "hidden_size", "num_attention_heads")
-		}
-		t.Seq = min(opt("max_position_embeddings", c.MaxPositionEmbeddings, 2048), HFSeqCap)
-		if !flag(c.AttentionBias, true) {
-			return nil, fail("attention_bias = false is not supported: tpsim's Transformer has biases on every Linear layer or on none (or on q, k and v only, as qwen2)")
-		}
-		t.Bias = true
-		t.Tied = flag(c.TieWordEmbeddings, false)
-	default:
-		return nil, fail("model_type %q is not supported; supported: %s (or write a tpsim model file with \"transformer\")",
-			mt, strings.Join(hfTypes, ", "))
-	}
-	if bad != nil {
-		return nil, bad
-	}
+	t.Window = window
 	if name == "" {
 		name = fallback
 	}
@@ -229,23 +151,197 @@ func decodeConfig(data []byte, name, fallback, origin string) (*Model, error) {
 	if err != nil {
 		return nil, fail("%s", strings.TrimPrefix(err.Error(), "model: "))
 	}
-	m.Source = fmt.Sprintf("Hugging Face config.json (model_type %q) from %s; the config has no batch, so the global batch is %d sequences of %d tokens, 4M tokens as Llama 2 trained (set gbs= to change it)",
-		mt, origin, t.Batch, t.Seq)
+	m.Source = fmt.Sprintf("Hugging Face config.json (model_type %q) from %s; the config has no batch, so the global batch is %d sequences of %d tokens, 4M tokens as Llama 2 trained (set gbs= to change it)%s",
+		mt, origin, t.Batch, t.Seq, note)
 	return m, nil
 }
 
-// decodeSpec reads a tpsim model file (see Spec); unknown fields are errors, to catch typos.
-func decodeSpec(data []byte, name, fallback, origin string) (*Model, error) {
+// hfReader reads the fields of one Hugging Face config, recording the first missing or invalid
+// one in bad.
+type hfReader struct {
+	c    *hfConfig
+	mt   string
+	fail func(format string, args ...any) error
+	bad  error
+}
+
+// need returns a required field, or records the first one missing or not positive.
+func (r *hfReader) need(field string, v *int) int {
+	if r.bad != nil {
+		return 0
+	}
+	if v == nil {
+		r.bad = r.fail("model_type %q needs %q; it is missing or null", r.mt, field)
+		return 0
+	}
+	if *v <= 0 {
+		r.bad = r.fail("%s = %d; it must be a positive integer", field, *v)
+		return 0
+	}
+	return *v
+}
+
+// opt returns an optional field, or def when it is missing or null.
+func (r *hfReader) opt(field string, v *int, def int) int {
+	if v == nil {
+		return def
+	}
+	return r.need(field, v)
+}
+
+// flag returns a boolean field, or def when it is missing or null.
+func flag(v *bool, def bool) bool {
+	if v == nil {
+		return def
+	}
+	return *v
+}
+
+// headDim is hidden/heads, recording an error when heads does not divide hidden.
+func (r *hfReader) headDim(hidden, heads int, hiddenField, headsField string) int {
+	if r.bad != nil || heads <= 0 {
+		return 0
+	}
+	if hidden%heads != 0 {
+		r.bad = r.fail("%s %d is not a multiple of %s %d; a config like this needs \"head_dim\"", hiddenField, hidden, headsField, heads)
+		return 0
+	}
+	return hidden / heads
+}
+
+// transformer reads the shape of the config's model_type and its family.
+func (r *hfReader) transformer() (Transformer, string, error) {
+	c, mt := r.c, r.mt
+	var t Transformer
+	family := mt
+	switch mt {
+	case "llama", "mistral", "qwen2":
+		t.Hidden = r.need("hidden_size", c.HiddenSize)
+		t.Layers = r.need("num_hidden_layers", c.NumHiddenLayers)
+		t.Heads = r.need("num_attention_heads", c.NumAttentionHeads)
+		t.FFN = r.need("intermediate_size", c.IntermediateSize)
+		t.Vocab = r.need("vocab_size", c.VocabSize)
+		t.KVHeads = r.opt("num_key_value_heads", c.NumKeyValueHeads, t.Heads)
+		if c.HeadDim != nil {
+			t.HeadDim = r.need("head_dim", c.HeadDim)
+		} else {
+			t.HeadDim = r.headDim(t.Hidden, t.Heads, "hidden_size", "num_attention_heads")
+		}
+		maxPos := map[string]int{"llama": 2048, "mistral": 4096 * 32, "qwen2": 32768}[mt]
+		t.Seq = min(r.opt("max_position_embeddings", c.MaxPositionEmbeddings, maxPos), HFSeqCap)
+		t.Gated, t.RMSNorm = true, true
+		t.Tied = flag(c.TieWordEmbeddings, false)
+		switch mt {
+		case "qwen2":
+			t.QKVBias = true
+		case "llama":
+			ab, mb := flag(c.AttentionBias, false), flag(c.MLPBias, false)
+			if ab != mb {
+				return t, "", r.fail("attention_bias = %v with mlp_bias = %v is not supported: tpsim's Transformer has biases on every Linear layer or on none (or on q, k and v only, as qwen2)", ab, mb)
+			}
+			t.Bias = ab
+		}
+	case "gpt2":
+		t.Hidden = r.need("n_embd", c.NEmbd)
+		t.Layers = r.need("n_layer", c.NLayer)
+		t.Heads = r.need("n_head", c.NHead)
+		t.Vocab = r.need("vocab_size", c.VocabSize)
+		if c.NPositions == nil && c.NCtx != nil {
+			t.Seq = r.need("n_ctx", c.NCtx)
+		} else {
+			t.Seq = r.need("n_positions", c.NPositions)
+		}
+		t.KVHeads = t.Heads
+		t.HeadDim = r.headDim(t.Hidden, t.Heads, "n_embd", "n_head")
+		t.FFN = r.opt("n_inner", c.NInner, 4*t.Hidden)
+		t.Bias, t.Learned = true, true
+		t.Tied = flag(c.TieWordEmbeddings, true)
+		family = "gpt"
+	case "gpt_neox":
+		t.Hidden = r.need("hidden_size", c.HiddenSize)
+		t.Layers = r.need("num_hidden_layers", c.NumHiddenLayers)
+		t.Heads = r.need("num_attention_heads", c.NumAttentionHeads)
+		t.FFN = r.need("intermediate_size", c.IntermediateSize)
+		t.Vocab = r.need("vocab_size", c.VocabSize)
+		t.KVHeads = t.Heads
+		t.HeadDim = r.headDim(t.Hidden, t.Heads, "hidden_size", "num_attention_heads")
+		t.Seq = min(r.opt("max_position_embeddings", c.MaxPositionEmbeddings, 2048), HFSeqCap)
+		if !flag(c.AttentionBias, true) {
+			return t, "", r.fail("attention_bias = false is not supported: tpsim's Transformer has biases on every Linear layer or on none (or on q, k and v only, as qwen2)")
+		}
+		t.Bias = true
+		t.Tied = flag(c.TieWordEmbeddings, false)
+	default:
+		return t, "", r.fail("model_type %q is not supported; supported: %s (or write a tpsim model file with \"transformer\")",
+			mt, strings.Join(hfTypes, ", "))
+	}
+	return t, family, nil
+}
+
+// hfDefaultWindow is the sliding_window that transformers' MistralConfig and Qwen2Config take
+// when a config leaves the field out (both classes' __init__ default it to 4096).
+const hfDefaultWindow = 4096
+
+// slidingWindow returns the attention window the config's model runs, 0 for none, and a note for
+// the model's Source. transformers applies a window on mistral (sliding_window: null turns it
+// off) and on qwen2 when use_sliding_window is true; llama, gpt2 and gpt_neox have none, so a
+// sliding_window there would be ignored by transformers too and is refused as a likely wrong
+// model_type. tpsim prices full causal attention, which is what windowed attention computes
+// while the sequence fits in the window: decodeConfig caps the default sequence at the window,
+// and a longer seq= is refused (Transformer.Validate, strategies.Strategy.Validate).
+func (r *hfReader) slidingWindow(top map[string]json.RawMessage) (int, string, error) {
+	raw, present := top["sliding_window"]
+	null := present && string(bytes.TrimSpace(raw)) == "null"
+	switch r.mt {
+	case "mistral":
+	case "qwen2":
+		if !flag(r.c.UseSlidingWindow, false) {
+			if present && !null {
+				return 0, "; use_sliding_window is not true, so its sliding_window is not applied (as in transformers): attention is full causal", nil
+			}
+			return 0, "", nil
+		}
+	default:
+		if present && !null {
+			return 0, "", r.fail("sliding_window is set, but model_type %q has no sliding-window attention (transformers' %s model ignores the field); remove it, or set model_type to mistral if the model attends within a window", r.mt, r.mt)
+		}
+		return 0, "", nil
+	}
+	var w int
+	switch {
+	case null:
+		return 0, "", nil
+	case !present:
+		w = hfDefaultWindow
+	default:
+		w = r.need("sliding_window", r.c.SlidingWindow)
+		if r.bad != nil {
+			return 0, "", r.bad
+		}
+	}
+	how := "sliding_window"
+	if !present {
+		how = "sliding_window (missing: transformers' default)"
+	}
+	return w, fmt.Sprintf("; attention runs in a window of %d tokens (%s); tpsim prices full causal attention, the same computation while the sequence fits in the window, so the sequence is at most %d (a longer seq= is refused)", w, how, w), nil
+}
+
+// decodeSpec reads a tpsim model file (see Spec); unknown fields are errors, to catch typos, and
+// so are missing sizes, which would otherwise read as 0.
+func decodeSpec(data []byte, top map[string]json.RawMessage, name, fallback, origin string) (*Model, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var s Spec
 	if err := dec.Decode(&s); err != nil {
 		if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			return nil, fmt.Errorf("model: %s: unknown field %s in a tpsim model file; the fields are name, family, source, published, "+
-				"transformer {hidden, layers, heads, kv_heads, head_dim, ffn, vocab, seq, gated, rms_norm, bias, qkv_bias, learned, tied, batch} "+
+				"transformer {hidden, layers, heads, kv_heads, head_dim, ffn, vocab, seq, gated, rms_norm, bias, qkv_bias, learned, tied, batch, dropout, sliding_window} "+
 				"and mlp {activation, dims, batch}", origin, msg)
 		}
 		return nil, jsonError(data, origin, err)
+	}
+	if err := missingSizes(top, s); err != nil {
+		return nil, fmt.Errorf("model: %s: %v", origin, err)
 	}
 	if name != "" {
 		s.Name = name
@@ -258,6 +354,50 @@ func decodeSpec(data []byte, name, fallback, origin string) (*Model, error) {
 		return nil, fmt.Errorf("model: %s: %s", origin, strings.TrimPrefix(err.Error(), "model: "))
 	}
 	return m, nil
+}
+
+// specSizes are the sizes a tpsim model file's transformer must give: none has a default in
+// tpsim's format (Spec), and a missing one would read as 0.
+var specSizes = []string{"hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "seq"}
+
+// missingSizes names the sizes of s's transformer, or its mlp's dims and batch, that the file
+// leaves out (or gives as null), with what to set.
+func missingSizes(top map[string]json.RawMessage, s Spec) error {
+	section, want := "transformer", specSizes
+	if s.Transformer != nil && s.MLP != nil {
+		return nil // Build says to keep one
+	}
+	if s.Transformer == nil {
+		if s.MLP == nil {
+			return nil
+		}
+		section, want = "mlp", []string{"dims", "batch"}
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(top[section], &fields); err != nil {
+		return nil // the decoder has already read it as an object, or it is null
+	}
+	var missing []string
+	for _, k := range want {
+		if v, ok := fields[k]; !ok || string(bytes.TrimSpace(v)) == "null" {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("%s has no %s; a tpsim model file gives every size (none defaults)", section, strings.Join(missing, ", "))
+	for _, k := range missing {
+		switch {
+		case k == "kv_heads" && s.Transformer.Heads > 0:
+			msg += fmt.Sprintf("; set kv_heads to the key/value heads: %d (= heads) for multi-head attention, fewer for grouped-query attention", s.Transformer.Heads)
+		case k == "kv_heads":
+			msg += "; set kv_heads to the key/value heads: heads for multi-head attention, fewer for grouped-query attention"
+		case k == "head_dim" && s.Transformer.Heads > 0 && s.Transformer.Hidden%s.Transformer.Heads == 0:
+			msg += fmt.Sprintf("; head_dim is usually hidden / heads = %d", s.Transformer.Hidden/s.Transformer.Heads)
+		}
+	}
+	return errors.New(msg)
 }
 
 // jsonError turns an encoding/json error into one that says where in data it is, as

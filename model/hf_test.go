@@ -21,9 +21,11 @@ func TestFromHFConfigPublished(t *testing.T) {
 		{"llama-2-7b.json", 6_738_415_616, "llama", Transformer{Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 32, HeadDim: 128,
 			FFN: 11008, Vocab: 32000, Seq: 4096, Gated: true, RMSNorm: true}},
 		// The total of mistralai/Mistral-7B-v0.1's safetensors. By hand: 32 x (4096*6144 + 4096^2 +
-		// 3*4096*14336 + 2*4096) + 2*32000*4096 + 4096. Seq 32768 capped at HFSeqCap.
+		// 3*4096*14336 + 2*4096) + 2*32000*4096 + 4096. Seq 32768 capped at its sliding_window
+		// 4096 (Jiang et al. 2023, Table 1: window_size 4096), within which full causal attention,
+		// what tpsim prices, is what the model computes.
 		{"mistral-7b-v0.1.json", 7_241_732_096, "mistral", Transformer{Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128,
-			FFN: 14336, Vocab: 32000, Seq: HFSeqCap, Gated: true, RMSNorm: true}},
+			FFN: 14336, Vocab: 32000, Seq: 4096, Window: 4096, Gated: true, RMSNorm: true}},
 		// The total of Qwen/Qwen2-0.5B's safetensors (tied). By hand: 24 x (896*1152+1152 + 896^2 +
 		// 3*896*4864 + 2*896) + 151936*896 + 896.
 		{"qwen2-0.5b.json", 494_032_768, "qwen2", Transformer{Hidden: 896, Layers: 24, Heads: 14, KVHeads: 2, HeadDim: 64,
@@ -94,9 +96,14 @@ func TestFromHFConfigDefaults(t *testing.T) {
 		   "intermediate_size": 128, "vocab_size": 100}`,
 			Transformer{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, HeadDim: 16, FFN: 128, Vocab: 100, Seq: 2048, Gated: true, RMSNorm: true}},
 		// An explicit head_dim that is not hidden/heads (as Mistral-Nemo), and nulls that mean "default".
+		// MistralConfig's sliding_window defaults to 4096 when the field is missing, capping Seq.
 		{`{"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
 		   "head_dim": 32, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": null, "tie_word_embeddings": true}`,
-			Transformer{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 100, Seq: HFSeqCap, Gated: true, RMSNorm: true, Tied: true}},
+			Transformer{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 100, Seq: 4096, Window: 4096, Gated: true, RMSNorm: true, Tied: true}},
+		// sliding_window null (Mistral 7B v0.2 and later): no window, Seq capped at HFSeqCap.
+		{`{"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+		   "intermediate_size": 128, "vocab_size": 100, "sliding_window": null}`,
+			Transformer{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128, Vocab: 100, Seq: HFSeqCap, Gated: true, RMSNorm: true}},
 		// Llama with attention_bias and mlp_bias both true: biases everywhere.
 		{`{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
 		   "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 512, "attention_bias": true, "mlp_bias": true}`,
@@ -157,10 +164,12 @@ func TestFromHFConfigErrors(t *testing.T) {
 		{"{" + llama + `, "hidden_size": 64, "attention_bias": true}`, `model: c.json: attention_bias = true with mlp_bias = false is not supported: tpsim's Transformer has biases on every Linear layer or on none (or on q, k and v only, as qwen2)`},
 		{`{"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 64, "vocab_size": 0}`, `model: c.json: vocab_size = 0; it must be a positive integer`},
 		{"{" + strings.Replace(llama, `"num_hidden_layers": 2`, `"num_hidden_layers": 20000`, 1) + `, "hidden_size": 64}`, `model: c.json: layers = 20000 is more than 10000; check the configuration`},
-		{"{" + llama + `, "hidden_size": 64, "vocab_size": 99999999999}`, `model: c.json: vocab = 99999999999 is more than 16777216; check the configuration`},
+		{"{" + strings.Replace(llama, `"vocab_size": 100`, `"vocab_size": 99999999999`, 1) + `, "hidden_size": 64}`, `model: c.json: vocab = 99999999999 is more than 16777216; check the configuration`},
+		// A key given twice (this table once gave vocab_size twice by mistake, and the last won).
+		{"{" + llama + `, "hidden_size": 64, "vocab_size": 200}`, `model: c.json:1:150: vocab_size is given twice; keep one (a JSON decoder would silently take the last)`},
 		// tpsim model files.
-		{`{"transformer": {"hiden": 64}}`, `model: c.json: unknown field "hiden" in a tpsim model file; the fields are name, family, source, published, transformer {hidden, layers, heads, kv_heads, head_dim, ffn, vocab, seq, gated, rms_norm, bias, qkv_bias, learned, tied, batch} and mlp {activation, dims, batch}`},
-		{`{"transformer": {"hidden": 64, "layers": 0}}`, `model: c.json: layers = 0; it must be a positive integer`},
+		{`{"transformer": {"hiden": 64}}`, `model: c.json: unknown field "hiden" in a tpsim model file; the fields are name, family, source, published, transformer {hidden, layers, heads, kv_heads, head_dim, ffn, vocab, seq, gated, rms_norm, bias, qkv_bias, learned, tied, batch, dropout, sliding_window} and mlp {activation, dims, batch}`},
+		{`{"transformer": {"hidden": 64, "layers": 0, "heads": 4, "kv_heads": 4, "head_dim": 16, "ffn": 256, "vocab": 100, "seq": 32}}`, `model: c.json: layers = 0; it must be a positive integer`},
 		{`{"transformer": [1]}`, `model: c.json:1:17: transformer is a JSON array; it must be a JSON object`},
 		{`{"mlp": {"dims": [10, 0], "batch": 1}}`, `model: c.json: MLP width 1 is 0; widths must be positive`},
 		{`{"mlp": {"dims": [10, 5], "batch": 1, "activation": "Tanh"}}`, `model: c.json: "c.json" mlp activation "Tanh" is not supported; use "ReLU" or "GELU"`},
@@ -315,6 +324,68 @@ func TestFromHFConfigDefaultBatch(t *testing.T) {
 		}
 		if !strings.Contains(m.Source, fmt.Sprintf("global batch is %d sequences", tt.want)) || !strings.Contains(m.Source, "gbs=") {
 			t.Errorf("Source %q does not say where the batch came from", m.Source)
+		}
+	}
+}
+
+// The issue: a Hugging Face config's sliding_window was silently ignored. tpsim prices full
+// causal attention; windowed attention computes the same while the sequence fits in the window,
+// so a model with a window gets Seq capped at it (and Validate refuses a longer one), a window
+// transformers would not apply is noted in the Source, and one on a model_type without windowed
+// attention is refused.
+func TestFromHFConfigSlidingWindow(t *testing.T) {
+	const qwen = `"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 32768`
+	for _, c := range []struct {
+		json           string
+		seq, window    int
+		sourceContains string
+	}{
+		// Qwen2Config: use_sliding_window defaults to false, and then the window is not applied.
+		{"{" + qwen + `, "sliding_window": 1024}`, HFSeqCap, 0, "use_sliding_window is not true, so its sliding_window is not applied"},
+		{"{" + qwen + `, "sliding_window": 1024, "use_sliding_window": false}`, HFSeqCap, 0, "is not applied"},
+		{"{" + qwen + `, "sliding_window": 1024, "use_sliding_window": true}`, 1024, 1024, "attention runs in a window of 1024 tokens (sliding_window)"},
+		// use_sliding_window true without the field: Qwen2Config's default window, 4096.
+		{"{" + qwen + `, "use_sliding_window": true}`, 4096, 4096, "window of 4096 tokens (sliding_window (missing: transformers' default))"},
+		// A window longer than the sequence changes nothing but is recorded.
+		{"{" + qwen + `, "sliding_window": 131072, "use_sliding_window": true}`, HFSeqCap, 131072, "window of 131072 tokens"},
+	} {
+		m, err := FromHFConfig([]byte(c.json), "c.json")
+		if err != nil {
+			t.Errorf("%s: %v", c.json, err)
+			continue
+		}
+		if m.Seq != c.seq || m.Transformer.Window != c.window || !strings.Contains(m.Source, c.sourceContains) {
+			t.Errorf("%s: seq %d window %d source %q; want seq %d window %d, source saying %q", c.json, m.Seq, m.Transformer.Window, m.Source, c.seq, c.window, c.sourceContains)
+		}
+	}
+	for _, c := range []struct{ json, want string }{
+		{`{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "sliding_window": 4096}`,
+			`model: c.json: sliding_window is set, but model_type "llama" has no sliding-window attention (transformers' llama model ignores the field); remove it, or set model_type to mistral if the model attends within a window`},
+		{`{"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "sliding_window": 0}`,
+			`model: c.json: sliding_window = 0; it must be a positive integer`},
+		{`{"transformer": {"hidden": 64, "layers": 2, "heads": 4, "kv_heads": 4, "head_dim": 16, "ffn": 256, "vocab": 100, "seq": 512, "sliding_window": 256}}`,
+			`model: c.json: seq = 512 is longer than sliding_window = 256: tpsim prices full causal attention, which a windowed model computes only up to its window; set seq to at most 256`},
+	} {
+		_, err := FromHFConfig([]byte(c.json), "c.json")
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s:\n got %v\nwant %s", c.json, err, c.want)
+		}
+	}
+}
+
+// The issue: a tpsim model file without kv_heads reported "kv_heads = 0". A missing size is named
+// as missing, with what to set; tpsim's format has no defaults (Spec), so none is assumed.
+func TestSpecMissingSizes(t *testing.T) {
+	for _, c := range []struct{ json, want string }{
+		{`{"transformer": {"hidden": 64, "layers": 2, "heads": 4, "head_dim": 16, "ffn": 256, "vocab": 100, "seq": 32}}`,
+			`model: c.json: transformer has no kv_heads; a tpsim model file gives every size (none defaults); set kv_heads to the key/value heads: 4 (= heads) for multi-head attention, fewer for grouped-query attention`},
+		{`{"transformer": {"hidden": 64, "layers": 2, "heads": 4, "kv_heads": null, "ffn": 256, "vocab": 100, "seq": 32}}`,
+			`model: c.json: transformer has no kv_heads, head_dim; a tpsim model file gives every size (none defaults); set kv_heads to the key/value heads: 4 (= heads) for multi-head attention, fewer for grouped-query attention; head_dim is usually hidden / heads = 16`},
+		{`{"mlp": {"dims": [4, 2]}}`, `model: c.json: mlp has no batch; a tpsim model file gives every size (none defaults)`},
+	} {
+		_, err := FromHFConfig([]byte(c.json), "c.json")
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s:\n got %v\nwant %s", c.json, err, c.want)
 		}
 	}
 }

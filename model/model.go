@@ -177,6 +177,11 @@ type Transformer struct {
 	// Dropout is the probability of the hidden and attention dropouts (Megatron-LM's
 	// hidden_dropout and attention_dropout); 0 for none.
 	Dropout float64 `json:"dropout,omitempty"` // default global batch in sequences
+	// Window is the sliding attention window in tokens (Mistral 7B: each token attends to the
+	// 4096 before it, Jiang et al. 2023 sec. 2); 0 for none. tpsim prices full causal attention,
+	// which computes the same as windowed attention while the sequence fits in the window, so
+	// Seq (and a strategy's seq) must be at most Window.
+	Window int `json:"sliding_window,omitempty"`
 }
 
 // Validate checks that the configuration describes a buildable transformer.
@@ -198,6 +203,12 @@ func (t Transformer) Validate() error {
 	}
 	if !(t.Dropout >= 0 && t.Dropout < 1) {
 		return fmt.Errorf("model: dropout = %g; it must be in [0, 1)", t.Dropout)
+	}
+	if t.Window < 0 || t.Window > MaxWidth {
+		return fmt.Errorf("model: sliding_window = %d; it must be a window in tokens up to %d, or 0 for none", t.Window, MaxWidth)
+	}
+	if t.Window > 0 && t.Seq > t.Window {
+		return fmt.Errorf("model: seq = %d is longer than sliding_window = %d: tpsim prices full causal attention, which a windowed model computes only up to its window; set seq to at most %d", t.Seq, t.Window, t.Window)
 	}
 	if t.Heads%t.KVHeads != 0 {
 		return fmt.Errorf("model: %d attention heads are not a multiple of %d key/value heads; set kv_heads to a divisor of heads", t.Heads, t.KVHeads)

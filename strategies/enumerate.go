@@ -221,6 +221,9 @@ func Enumerate(m *model.Model, gpus int, o EnumerateOptions) (*Space, error) {
 		if t.Learned && seq > t.Seq {
 			return nil, fmt.Errorf("strategies: seq=%d is longer than the %d learned positions of %q; use seq<=%d", seq, t.Seq, m.Name, t.Seq)
 		}
+		if err := windowFits(m, seq); err != nil {
+			return nil, err
+		}
 	}
 	fm := fix.Strategy.Mesh
 	fixedDevices := 1

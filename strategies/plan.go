@@ -8,9 +8,11 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tpsim/tpsim/internal/suggest"
 	"github.com/tpsim/tpsim/model"
 )
 
@@ -47,7 +49,12 @@ func ParseStyle(s string) (Style, error) {
 	for i, x := range Styles {
 		names[i] = string(x)
 	}
-	return "", fmt.Errorf("strategies: unknown style %q; valid styles: %s", s, strings.Join(names, ", "))
+	if strings.ContainsAny(s, "\"\\{}") {
+		// Not a misspelt name (JSON, or quotes the shell kept): a "did you mean" would only
+		// confuse, and the quoted name is hard to read back.
+		return "", fmt.Errorf("strategies: %s is not a style name; valid styles: %s", strconv.Quote(s), strings.Join(names, ", "))
+	}
+	return "", fmt.Errorf("strategies: unknown style %q%s; valid styles: %s", s, suggest.DidYouMean(s, names), strings.Join(names, ", "))
 }
 
 // Rule maps a module pattern to a style. In a pattern, "*" matches one name at one level
@@ -84,8 +91,8 @@ func (p *Plan) String() string {
 }
 
 // ParsePlan reads a plan: a style name ("colwise"), "megatron" (the model family's default plan),
-// an inline map ("0=colwise,2=rowwise"), or the path of a JSON file holding an object of pattern ->
-// style ({"layers.*.mlp.fc1": "colwise"}).
+// an inline map ("0=colwise,2=rowwise"), an inline JSON object ({"0": "colwise"}), or the path of
+// a JSON file holding such an object of pattern -> style ({"layers.*.mlp.fc1": "colwise"}).
 func ParsePlan(s string) (*Plan, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -93,6 +100,10 @@ func ParsePlan(s string) (*Plan, error) {
 	}
 	if strings.EqualFold(s, "megatron") {
 		return &Plan{Name: "megatron"}, nil
+	}
+	if strings.HasPrefix(s, "{") {
+		// What a plan file holds, given inline.
+		return ParsePlanJSON([]byte(s))
 	}
 	if strings.HasSuffix(s, ".json") {
 		data, err := os.ReadFile(s)

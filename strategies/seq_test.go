@@ -31,8 +31,62 @@ func TestMLPStrategyRoundTrip(t *testing.T) {
 			t.Errorf("Parse(%q) = %+v, want %+v", s, back.Resolve(m), st)
 		}
 	}
+	if strings.Contains(st.String(), "seq=") || strings.Contains(st.Short(), "seq=") {
+		t.Errorf("String %q / Short %q print a sequence for a model without one", st.String(), st.Short())
+	}
 	if _, err := Parse("seq=-1"); err == nil {
 		t.Error("seq=-1 parsed; want an error")
+	}
+}
+
+// The issue: seq=0 in a strategy silently meant the model's sequence length. Written out, it is
+// an error that names the key and the fix; left out, the model's length holds.
+func TestSeqZeroRefused(t *testing.T) {
+	for _, s := range []string{"seq=0", "dp=2,seq=0", "seq= 0", "seq=00"} {
+		_, err := Parse(s)
+		if err == nil || !strings.Contains(err.Error(), "seq=0 is not a sequence length; leave seq out") {
+			t.Errorf("Parse(%q) = %v; want seq=0 refused with the fix", s, err)
+		}
+		if _, err := ParseFix(s); err == nil {
+			t.Errorf("ParseFix(%q) accepted seq=0", s)
+		}
+	}
+	m, err := model.Load("llama2-7b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Parse("dp=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Llama 2 trains at 4096 tokens (Touvron et al. 2023, Table 1, "Context Length").
+	if got := st.Resolve(m).Seq; got != 4096 {
+		t.Errorf("seq left out resolved to %d, want llama2-7b's 4096", got)
+	}
+}
+
+// The issue: --precision fp8 was refused ("use mixed or fp32") though precision=fp8 is a valid
+// strategy key. Both read one list, Precisions, with one parser.
+func TestPrecisionsOneList(t *testing.T) {
+	want := []Precision{"mixed", "fp32", "fp8"} // the three the package documents above Precision
+	if len(Precisions) != len(want) {
+		t.Fatalf("Precisions = %v, want %v", Precisions, want)
+	}
+	for i, p := range want {
+		if Precisions[i] != p {
+			t.Fatalf("Precisions = %v, want %v", Precisions, want)
+		}
+		st, err := Parse("precision=" + strings.ToUpper(string(p)))
+		if err != nil || st.Precision != p {
+			t.Errorf("Parse(precision=%s) = %v, %v", p, st.Precision, err)
+		}
+		if got, err := ParsePrecision("--precision", " "+string(p)); err != nil || got != p {
+			t.Errorf("ParsePrecision(%q) = %v, %v", p, got, err)
+		}
+	}
+	_, err := ParsePrecision("--precision", "fp4")
+	if err == nil || err.Error() != `strategies: --precision="fp4" is not valid; use one of mixed, fp32, fp8` {
+		t.Errorf("ParsePrecision(fp4) = %v; want the flag named and the three values", err)
 	}
 }
 
@@ -126,5 +180,33 @@ func TestStackOptionErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one that says %q", c.spec, err, c.want)
 		}
+	}
+}
+
+// A model with a sliding attention window (Mistral 7B v0.1: 4096 tokens, its config's
+// sliding_window) is priced as full causal attention, which it computes only within the window:
+// a longer seq is refused by Validate and Enumerate with the fix; the window itself is fine.
+func TestSeqBeyondSlidingWindowRefused(t *testing.T) {
+	m, err := model.Load("../model/testdata/mistral-7b-v0.1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "seq=8192 is longer than the 4096-token sliding attention window"
+	st, err := Parse("dp=8,seq=8192,gbs=64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Resolve(m).Validate(m); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "use seq<=4096") {
+		t.Errorf("Validate at seq 8192 = %v; want %q and the fix", err, want)
+	}
+	if _, err := Enumerate(m, 8, EnumerateOptions{Seq: 8192, GBS: 64}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Enumerate at seq 8192 = %v; want %q", err, want)
+	}
+	st, err = Parse("dp=8,seq=4096,gbs=64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Resolve(m).Validate(m); err != nil {
+		t.Errorf("Validate at the window's 4096 tokens: %v", err)
 	}
 }

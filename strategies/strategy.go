@@ -48,6 +48,16 @@ const (
 	PrecisionFP8   Precision = "fp8"
 )
 
+// Precisions lists every precision the strategy key precision= and tpsim's --precision flag
+// accept, in the order their messages list them.
+var Precisions = []Precision{PrecisionMixed, PrecisionFP32, PrecisionFP8}
+
+// ParsePrecision reads a precision name (case-insensitive), one of Precisions. The error names
+// key (as "precision" for the strategy key or "--precision" for the flag) and the valid values.
+func ParsePrecision(key, v string) (Precision, error) {
+	return oneOf(key, strings.TrimSpace(v), Precisions...)
+}
+
 // Attention kernels. Eager runs the attention core as separate kernels (two batched products,
 // softmax, dropout), keeping the s x s probabilities for backward, as PyTorch's eager attention
 // and Megatron-LM's unfused path do. Flash is FlashAttention-2 (Dao 2023): one fused kernel that
@@ -234,18 +244,19 @@ func Parse(s string) (Strategy, error) {
 }
 
 // Short prints st completely and canonically in Parse's form, shorter than String: the mesh
-// dimensions above 1, mbs, gbs and seq always, and every other option where it differs from
-// Default (schedule, vpp, zero, recompute, sp, precision, optimizer, attn, overlap, bucket_mb,
-// tpoverlap, tensorlists, prefetch, fusion).
+// dimensions above 1, mbs and gbs always, seq when set (always, for a resolved transformer), and
+// every other option where it differs from Default (schedule, vpp, zero, recompute, sp,
+// precision, optimizer, attn, overlap, bucket_mb, tpoverlap, tensorlists, prefetch, fusion).
 // Parse(st.Short()) is st for a resolved st without a tensor-parallel plan.
 func (st Strategy) Short() string {
 	d := Default(st.Mesh)
-	parts := []string{st.Mesh.String(), "mbs=" + strconv.Itoa(st.MBS), "gbs=" + strconv.Itoa(st.GBS), "seq=" + strconv.Itoa(st.Seq)}
+	parts := []string{st.Mesh.String(), "mbs=" + strconv.Itoa(st.MBS), "gbs=" + strconv.Itoa(st.GBS)}
 	add := func(differs bool, kv string) {
 		if differs {
 			parts = append(parts, kv)
 		}
 	}
+	add(st.Seq != 0, "seq="+strconv.Itoa(st.Seq))
 	add(st.ZeRO != d.ZeRO, "zero="+strconv.Itoa(st.ZeRO))
 	add(st.Recompute != d.Recompute, "recompute="+string(st.Recompute))
 	add(st.SP != d.SP, "sp=on")
@@ -295,11 +306,11 @@ func (st *Strategy) set(k, v string) error {
 	case "gbs":
 		st.GBS, err = positive(k, v)
 	case "seq":
-		// seq=0 is the model's sequence: what String and Short print for a model without one
-		// (an MLP), so that their output parses back.
-		if strings.TrimSpace(v) == "0" {
-			st.Seq = 0
-			break
+		// Leaving seq out means the model's sequence; seq=0 written out is refused rather than
+		// read as that default, which it would silently be (String and Short leave it out for a
+		// model without a sequence, an MLP, so that their output parses back).
+		if n, e := strconv.Atoi(strings.TrimSpace(v)); e == nil && n == 0 {
+			return fmt.Errorf("strategies: seq=0 is not a sequence length; leave seq out to train at the model's own sequence length, or give a positive number of tokens, e.g. seq=4096")
 		}
 		st.Seq, err = positive(k, v)
 	case "vpp":
@@ -319,7 +330,7 @@ func (st *Strategy) set(k, v string) error {
 	case "schedule":
 		st.Schedule, err = oneOf(k, v, ScheduleGPipe, Schedule1F1B, ScheduleInterleaved)
 	case "precision":
-		st.Precision, err = oneOf(k, v, PrecisionMixed, PrecisionFP32, PrecisionFP8)
+		st.Precision, err = ParsePrecision(k, v)
 	case "optimizer":
 		st.Optimizer, err = oneOf(k, v, OptimizerAdam, OptimizerSGD)
 	case "attn":
@@ -367,11 +378,16 @@ func (st Strategy) tpOverlapName() string {
 	return "off"
 }
 
-// String prints every option, resolved, in the form Parse reads.
+// String prints every option, resolved, in the form Parse reads; seq only when it is set (a
+// model without a sequence, an MLP, resolves to none, and Parse refuses seq=0).
 func (st Strategy) String() string {
 	onoff := map[bool]string{true: "on", false: "off"}
-	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d,seq=%d,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d,tpoverlap=%s,tensorlists=%s,prefetch=%d,fusion=%s,compile=%s,kernels=%s",
-		st.Mesh.PP, st.Mesh.DP, st.Mesh.CP, st.Mesh.TP, st.MBS, st.GBS, st.Seq, st.ZeRO, st.Recompute, onoff[st.SP],
+	seq := ""
+	if st.Seq != 0 {
+		seq = ",seq=" + strconv.Itoa(st.Seq)
+	}
+	return fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d,mbs=%d,gbs=%d%s,zero=%d,recompute=%s,sp=%s,schedule=%s,vpp=%d,precision=%s,optimizer=%s,attn=%s,overlap=%s,bucket_mb=%d,tpoverlap=%s,tensorlists=%s,prefetch=%d,fusion=%s,compile=%s,kernels=%s",
+		st.Mesh.PP, st.Mesh.DP, st.Mesh.CP, st.Mesh.TP, st.MBS, st.GBS, seq, st.ZeRO, st.Recompute, onoff[st.SP],
 		st.Schedule, st.VPP, st.Precision, st.Optimizer, st.Attention, onoff[st.Overlap], st.BucketBytes>>20, st.tpOverlapName(), onoff[st.TensorLists], st.Prefetch, onoff[st.Fusion], onoff[st.Compile], st.Kernels)
 }
 
@@ -492,6 +508,16 @@ func (st Strategy) Validate(m *model.Model) error {
 	}
 	if t.Learned && st.Seq > t.Seq {
 		return fmt.Errorf("strategies: seq=%d is longer than the %d learned positions of %q; use seq<=%d", st.Seq, t.Seq, m.Name, t.Seq)
+	}
+	return windowFits(m, st.Seq)
+}
+
+// windowFits refuses a sequence longer than the model's sliding attention window: tpsim prices
+// full causal attention, which is what windowed attention computes only while the sequence fits
+// in the window (model.Transformer.Window).
+func windowFits(m *model.Model, seq int) error {
+	if t := m.Transformer; t != nil && t.Window > 0 && seq > t.Window {
+		return fmt.Errorf("strategies: seq=%d is longer than the %d-token sliding attention window of %q; tpsim prices full causal attention, which such a model computes only within its window, so use seq<=%d", seq, t.Window, m.Name, t.Window)
 	}
 	return nil
 }

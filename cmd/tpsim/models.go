@@ -17,12 +17,14 @@ const modelsHelp = `Usage: tpsim models [flags]
 List the preset models: name, family, kind, parameter count (exact, and short), and for
 transformers their layers, hidden size, attention heads (query/key-value), MLP width, vocabulary
 and default sequence length. Any of them, or a Hugging Face config.json, can be given to
-'tpsim predict --model'.
+'tpsim predict --model'. With --model, describe that one model instead: a preset, or a
+config.json or tpsim model file, with its exact parameter count.
 `
 
 // modelsOptions are the flags of tpsim models.
 type modelsOptions struct {
-	JSON bool
+	JSON  bool
+	Model string
 }
 
 func runModels(args []string, stdout, stderr io.Writer) int {
@@ -37,6 +39,7 @@ func parseModels(args []string) (*modelsOptions, *pflag.FlagSet, error) {
 	o := &modelsOptions{}
 	fs := cli.NewFlagSet("models")
 	fs.BoolVar(&o.JSON, "json", false, "print the list as JSON")
+	fs.StringVar(&o.Model, "model", "", "describe only this model: a preset name or the path of a config.json or tpsim model file")
 	return o, fs, cli.ParseFlags(fs, args, 0)
 }
 
@@ -92,6 +95,12 @@ func presetInfos() ([]modelInfo, error) {
 
 func (o *modelsOptions) run(w io.Writer) error {
 	infos, err := presetInfos()
+	if o.Model != "" {
+		var m *model.Model
+		if m, err = model.Load(o.Model); err == nil {
+			infos = []modelInfo{describe(m)}
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -55,3 +55,30 @@ func TestModelsJSON(t *testing.T) {
 		t.Errorf("seed-mlp: %+v", s)
 	}
 }
+
+// The issue: no command printed a config's exact parameter count. models --model prints one
+// model, a preset or a Hugging Face config.json. Llama 2 7B from its config, by hand: per layer
+// q, k, v, o are 4 x 4096^2 = 67,108,864, gate, up, down 3 x 4096 x 11008 = 135,266,304, two
+// RMSNorms 2 x 4096 = 8,192, so 202,383,360; x 32 layers = 6,476,267,520; the embedding and the
+// untied head 2 x 32000 x 4096 = 262,144,000 and the final norm 4,096: 6,738,415,616 in all, the
+// total of meta-llama/Llama-2-7b-hf's safetensors.
+func TestModelsOneModel(t *testing.T) {
+	for _, arg := range []string{"../../model/testdata/llama-2-7b.json", "llama2-7b"} {
+		out, errs, code := runArgs(t, "models", "--model", arg)
+		if code != cli.ExitOK || errs != "" {
+			t.Fatalf("%s: exit %d: %s", arg, code, errs)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 2 || !strings.Contains(lines[1], "6,738,415,616") {
+			t.Errorf("%s: want a header and one row with 6,738,415,616:\n%s", arg, out)
+		}
+	}
+	out, _, code := runArgs(t, "models", "--model", "../../model/testdata/llama-2-7b.json", "--json")
+	var infos []modelInfo
+	if err := json.Unmarshal([]byte(out), &infos); code != cli.ExitOK || err != nil || len(infos) != 1 || infos[0].Params != 6_738_415_616 {
+		t.Errorf("--json: exit %d, %v, %+v", code, err, infos)
+	}
+	if _, errs, code := runArgs(t, "models", "--model", "no-such-model"); code == cli.ExitOK || !strings.Contains(errs, `unknown model "no-such-model"`) {
+		t.Errorf("unknown model: exit %d, %q", code, errs)
+	}
+}

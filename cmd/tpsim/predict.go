@@ -27,7 +27,7 @@ Examples:
 
 Strategy keys: mesh dimensions pp, dp, cp, tp (their product is the device count) and options
 mbs, gbs, seq, zero (0-3), recompute (none|selective|full|op), sp (on|off),
-schedule (gpipe|1f1b|interleaved), vpp, precision (mixed|fp32), optimizer (adam|sgd),
+schedule (gpipe|1f1b|interleaved), vpp, precision (mixed|fp32|fp8), optimizer (adam|sgd),
 attn (eager|flash|flash1), overlap (on|off), bucket_mb, tpoverlap (on|off|full: the backward's
 tensor-parallel collectives under the linears' products, as Megatron-LM runs them; full also
 sequence parallel's forward gathers and reduce-scatters, in chunks under the products beside

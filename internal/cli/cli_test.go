@@ -92,7 +92,9 @@ func TestPricingCheck(t *testing.T) {
 		{nil, ""},
 		{[]string{"--seq", "0"}, "--seq=0 must be a positive number of tokens"},
 		{[]string{"--precision", " FP32 "}, ""},
-		{[]string{"--precision", "fp16"}, `--precision="fp16" is not valid; use mixed or fp32`},
+		// fp8 is a valid precision= strategy key, so the flag takes it too (issue 33).
+		{[]string{"--precision", "fp8"}, ""},
+		{[]string{"--precision", "fp16"}, `--precision="fp16" is not valid; use one of mixed, fp32, fp8`},
 	} {
 		o := &Pricing{}
 		fs := NewFlagSet("demo")

@@ -52,7 +52,7 @@ type Pricing struct {
 	Target
 	Strategy  string // strategies.Parse form
 	Seq       int    // sequence length; 0 keeps the strategy's (or the model's)
-	Precision string // mixed or fp32; "" keeps the strategy's
+	Precision string // one of strategies.Precisions; "" keeps the strategy's
 	Plan      string // strategies.ParsePlan form; "" keeps the strategy's (Megatron when tp > 1)
 }
 
@@ -61,7 +61,7 @@ func (o *Pricing) Register(fs *pflag.FlagSet) {
 	o.RegisterTarget(fs)
 	fs.StringVar(&o.Strategy, "strategy", DefaultStrategy, `strategy, e.g. "dp=24,tp=8,pp=8,mbs=1,gbs=2304,recompute=full,sp=off,zero=0"`)
 	fs.IntVar(&o.Seq, "seq", 0, "sequence length in tokens; overrides the strategy's seq and the model's default")
-	fs.StringVar(&o.Precision, "precision", "", "mixed (bf16 with fp32 Adam state) or fp32; overrides the strategy's precision")
+	fs.StringVar(&o.Precision, "precision", "", "mixed (bf16 with fp32 Adam state), fp32 or fp8 (mixed with FP8 linears), as the strategy's precision= key; overrides it")
 	fs.StringVar(&o.Plan, "plan", "", `tensor-parallel plan: a style ("colwise"), "megatron", a map ("0=colwise,2=rowwise") or a JSON file`)
 }
 
@@ -71,10 +71,11 @@ func (o *Pricing) Check(fs *pflag.FlagSet) error {
 		return Usagef("--seq=%d must be a positive number of tokens", o.Seq)
 	}
 	if fs.Changed("precision") {
-		o.Precision = strings.ToLower(strings.TrimSpace(o.Precision))
-		if p := strategies.Precision(o.Precision); p != strategies.PrecisionMixed && p != strategies.PrecisionFP32 {
-			return Usagef("--precision=%q is not valid; use %s or %s", o.Precision, strategies.PrecisionMixed, strategies.PrecisionFP32)
+		p, err := strategies.ParsePrecision("--precision", o.Precision)
+		if err != nil {
+			return Usagef("%s", strings.TrimPrefix(err.Error(), "strategies: "))
 		}
+		o.Precision = string(p)
 	}
 	return nil
 }

@@ -6,7 +6,16 @@ func TestDistance(t *testing.T) {
 	for _, c := range []struct {
 		a, b string
 		d    int
-	}{{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"comapre", "compare", 2}, {"flaw", "lawn", 2}, {"héllo", "hello", 1}} {
+	}{
+		{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"flaw", "lawn", 2}, {"héllo", "hello", 1},
+		// A transposition of two neighbours is one edit (two substitutions under Levenshtein).
+		{"comapre", "compare", 1}, {"plna", "plan", 1}, {"ab", "ba", 1}, {"éa", "aé", 1},
+		// plna -> plot: substitute n->o and a->t, no transposition helps.
+		{"plna", "plot", 2},
+		// Optimal string alignment edits no substring twice: ca -> abc is 3 (unrestricted
+		// Damerau-Levenshtein would make it 2: ca -> ac -> abc, editing the transposed pair again).
+		{"ca", "abc", 3},
+	} {
 		if got := Distance(c.a, c.b); got != c.d || Distance(c.b, c.a) != c.d {
 			t.Errorf("Distance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
 		}
@@ -23,6 +32,8 @@ func TestNearest(t *testing.T) {
 		ok   bool
 	}{
 		{"comapre", commands, "compare", true},
+		// plot comes before plan in the list: a tie would give plot.
+		{"plna", commands, "plan", true},
 		{"predcit", commands, "predict", true},
 		{"calibrat", commands, "calibrate", true},
 		{"xyzzy", commands, "", false},
