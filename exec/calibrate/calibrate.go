@@ -210,8 +210,10 @@ func run(ctx context.Context, p plan, o Options) (*hardware.Hardware, *Report, e
 	r.Notes = notes(r, h)
 	h.Notes = strings.Join(r.Notes, " ")
 	if err := h.Validate(); err != nil {
-		// The fits keep every figure positive; reaching this is a bug in this package.
-		panic(fmt.Sprintf("calibrate: fitted profile does not validate: %v", err))
+		// The fits keep every figure positive, but a degenerate measurement (an almost flat
+		// collective slope on a machine busy with other work, say) can still put one outside
+		// hardware's ranges: say which, and how to get a usable profile, rather than cache it.
+		return nil, nil, fmt.Errorf("calibrate: the measured profile is out of range (%v); the measurements were probably disturbed by other work on this machine: rerun 'tpsim calibrate' when it is quieter", err)
 	}
 	say("done in %.1f s", float64(r.Duration))
 	return h, r, nil
