@@ -38,7 +38,10 @@ const megatron2022 = "tpoverlap=on,fusion=on"
 // full, +3.8% selective, +2.5% sequence parallel with selective (+4.4%, +2.9%, +4.3%, +2.6%,
 // +1.2% before that slowdown; +6.1%, +1.2%, +6.7%, +4.2%, -0.4% before the fusion and the
 // backward kernels' own traffic, program.backwardTraffic, with the fraction then fitted, 0.780).
-// Each tolerance sits just above its error.
+// What is asserted: each row's error is the one stated above and in the README ("within +2.5% to
+// +5.7% in all five settings"), to the 0.1 point it is stated to (|error - stated| <= 0.05
+// point), so that a change that moves one must restate it; and every row is within issue 12's
+// per-row target, 10%.
 func TestKorthikantiLayerTimes(t *testing.T) {
 	m := mustPreset(t, "megatron-22b")
 	hw := loadHW(t, "a100-80g")
@@ -46,13 +49,13 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 	for _, c := range []struct {
 		strategy string
 		fwd, bwd float64
-		tol      float64
+		stated   float64 // signed error, percent
 	}{
-		{"", 7.7, 11.9, 0.06},                    // baseline, no recompute
-		{"sp=on", 7.2, 11.8, 0.045},              // sequence parallelism
-		{"recompute=full", 7.7, 19.5, 0.055},     // full recompute
-		{"recompute=selective", 7.7, 13.2, 0.04}, // selective recompute
-		{"sp=on,recompute=selective", 7.2, 13.1, 0.03},
+		{"", 7.7, 11.9, 5.7},                    // baseline, no recompute
+		{"sp=on", 7.2, 11.8, 4.3},               // sequence parallelism
+		{"recompute=full", 7.7, 19.5, 5.2},      // full recompute
+		{"recompute=selective", 7.7, 13.2, 3.8}, // selective recompute
+		{"sp=on,recompute=selective", 7.2, 13.1, 2.5},
 	} {
 		s := "tp=8,mbs=4,gbs=4," + megatron2022
 		if c.strategy != "" {
@@ -89,8 +92,12 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 		if fwd == 0 || bwd == 0 {
 			t.Fatalf("%s: found no ops of layer 1", s)
 		}
-		if e := math.Abs(total/want - 1); e > c.tol {
-			t.Errorf("%s: one layer takes %.2f ms forward + backward, Korthikanti et al. measured %.1f ms (%.1f%% off, tolerance %.1f%%)", s, total, want, 100*e, 100*c.tol)
+		e := 100 * (total/want - 1)
+		if math.Abs(e-c.stated) > 0.05+1e-9 {
+			t.Errorf("%s: one layer takes %.2f ms forward + backward, Korthikanti et al. measured %.1f ms: %+.2f%%, stated %+.1f%% (restate it here and in the README, saying why)", s, total, want, e, c.stated)
+		}
+		if math.Abs(e) > 10 {
+			t.Errorf("%s: %+.1f%% off Korthikanti et al.'s Table 4, beyond issue 12's 10%% per row", s, e)
 		}
 	}
 }
@@ -114,29 +121,32 @@ func TestKorthikantiLayerTimes(t *testing.T) {
 // ran dp 1) at 154 TFLOP/s per GPU, 108.6 s per iteration, which tpsim predicts within 1.3%;
 // Korthikanti et al.'s Megatron-LM of 2022 ran it in 94.4 s, 13% faster. A fraction fitted on
 // the 2020-2021 runs, the only Megatron-LM A100 runs in the training split, cannot price the
-// 2022 code's speed-up, and fitting it on these rows would break the protocol. Each tolerance
-// sits just above its row's error, the mean and max bands above theirs.
+// 2022 code's speed-up, and fitting it on these rows would break the protocol. What is asserted:
+// each row's signed error, and the mean and max, are the figures stated above and in the README
+// (its accuracy section and acceptance table), to the 0.1 point they are stated to
+// (|error - stated| <= 0.05 point): a change that moves one must restate it, and say why. Issue
+// 12's targets are logged, not asserted, as the README reports them unmet.
 func TestKorthikantiIterationTimes(t *testing.T) {
 	hw := loadHW(t, "a100-80g")
 	hw.Efficiency = hw.Efficiency.ForStack("megatron-lm") // Korthikanti et al. ran Megatron-LM
 	var sum, worst float64
 	n := 0
 	for _, c := range []struct {
-		model, mesh       string
-		full, selectiveSP float64
-		tolFull, tolSP    float64
+		model, mesh          string
+		full, selectiveSP    float64
+		statedFull, statedSP float64 // signed errors, percent
 	}{
-		{"megatron-22b", "tp=8,mbs=4,gbs=4", 1.42, 1.10, 0.015, 0.04},
-		{"gpt3-175b", "tp=8,pp=8,schedule=interleaved,vpp=3,mbs=1,gbs=64", 18.13, 13.75, 0.055, 0.025},
-		{"megatron-530b", "tp=8,pp=35,schedule=interleaved,vpp=3,mbs=1,gbs=280", 49.05, 37.83, 0.115, 0.08},
-		{"megatron-1t", "tp=8,pp=64,mbs=1,gbs=512", 94.42, 71.49, 0.145, 0.135},
+		{"megatron-22b", "tp=8,mbs=4,gbs=4", 1.42, 1.10, 1.0, -3.7},
+		{"gpt3-175b", "tp=8,pp=8,schedule=interleaved,vpp=3,mbs=1,gbs=64", 18.13, 13.75, 5.0, 2.0},
+		{"megatron-530b", "tp=8,pp=35,schedule=interleaved,vpp=3,mbs=1,gbs=280", 49.05, 37.83, 11.1, 7.3},
+		{"megatron-1t", "tp=8,pp=64,mbs=1,gbs=512", 94.42, 71.49, 14.1, 13.2},
 	} {
 		m := mustPreset(t, c.model)
 		for _, k := range []struct {
-			knobs string
-			want  float64
-			tol   float64
-		}{{"recompute=full", c.full, c.tolFull}, {"recompute=selective,sp=on", c.selectiveSP, c.tolSP}} {
+			knobs  string
+			want   float64
+			stated float64
+		}{{"recompute=full", c.full, c.statedFull}, {"recompute=selective,sp=on", c.selectiveSP, c.statedSP}} {
 			p, err := program.Lower(m, mustParse(t, c.mesh+","+megatron2022+","+k.knobs))
 			if err != nil {
 				t.Fatal(err)
@@ -149,14 +159,17 @@ func TestKorthikantiIterationTimes(t *testing.T) {
 			e := math.Abs(got/k.want - 1)
 			sum, worst, n = sum+e, math.Max(worst, e), n+1
 			t.Logf("%-14s %-26s %.2f s, paper %.2f s (%+.1f%%)", c.model, k.knobs, got, k.want, 100*(got/k.want-1))
-			if e > k.tol {
-				t.Errorf("%s %s: %.2f s per iteration, Korthikanti et al. measured %.2f s (%.1f%% off, tolerance %.1f%%)", c.model, k.knobs, got, k.want, 100*e, 100*k.tol)
+			if d := 100*(got/k.want-1) - k.stated; math.Abs(d) > 0.05+1e-9 {
+				t.Errorf("%s %s: %.2f s per iteration, Korthikanti et al. measured %.2f s: %+.2f%%, stated %+.1f%% (restate it here and in the README, saying why)", c.model, k.knobs, got, k.want, 100*(got/k.want-1), k.stated)
 			}
 		}
 	}
 	t.Logf("Table 5: mean error %.1f%%, max %.1f%%", 100*sum/float64(n), 100*worst)
-	if sum/float64(n) > 0.075 || worst > 0.145 {
-		t.Errorf("Table 5: mean error %.1f%%, max %.1f%%; measured 7.2%% and 14.1%% (issue 12's targets are 5%% and 10%%)", 100*sum/float64(n), 100*worst)
+	if mean := 100 * sum / float64(n); math.Abs(mean-7.2) > 0.05+1e-9 || math.Abs(100*worst-14.1) > 0.05+1e-9 {
+		t.Errorf("Table 5: mean error %.2f%%, max %.2f%%; the README states 7.2%% and 14.1%%", mean, 100*worst)
+	}
+	if sum/float64(n) > 0.05 || worst > 0.10 {
+		t.Logf("issue 12's targets, mean at most 5%% and max at most 10%%, are not met (the README says why)")
 	}
 }
 

@@ -134,7 +134,11 @@ func ncclTree(simple units.Seconds, k, q int, inClass, outClass int, n units.Byt
 		logSize = int(math.Floor(math.Log2(float64(n) / 64)))
 	}
 	for p := range nProtos {
-		lat := ncclBaseLat[algoTree][p] + 2*(float64(k-1)*ncclHWLat[inClass][algoTree][p]+math.Floor(math.Log2(float64(q)))*ncclHWLat[outClass][algoTree][p])
+		in := ncclHWLat[inClass][algoTree][p]
+		if p == protoLL {
+			in *= 1.8 // tuning.cc: intraLat *= 1.8 for LL across nodes, tree as ring (a tree spans q > 1 nodes)
+		}
+		lat := ncclBaseLat[algoTree][p] + 2*(float64(k-1)*in+math.Floor(math.Log2(float64(q)))*ncclHWLat[outClass][algoTree][p])
 		bw := 0.9 * protoBW(algoTree, p, true, true)
 		if logSize < len(ncclTreeCorrection[p]) {
 			bw *= ncclTreeCorrection[p][logSize]

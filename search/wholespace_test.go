@@ -177,17 +177,20 @@ func TestPlanWinnerIsSimulatorsBestOfTopK(t *testing.T) {
 	}
 }
 
-// Over the closed form's best 100 candidates, the closed form is within 1% of the simulator with
+// Over the closed form's best 100 candidates, the closed form is within 0.7% of the simulator with
 // overlap on and equal to it with overlap off, every candidate, with no exception for the ones
 // the planner re-ranks by the simulator: the two follow one set of overlap rules (DDP buckets
 // behind the last backward, each link taking the collective that became ready first, so a later
 // chunk's buckets go before an earlier chunk's under interleaving; ZeRO-3's gathers and
 // reduce-scatters on the data-parallel link, one at a time in the order they become ready, the
 // gathers released Prefetch units ahead, laid out by the same walk, costmodel's linkWalk). On
-// small models here (not on gpt-tiny-sized shapes, whose ops are all latency); measured worst:
-// gpt3-1.3b dp=4,cp=2 (DDP) 0.09%, every ZeRO-3 candidate 0.0000% (the closed form walks the
-// link as the simulator does; 0.45% before, when it hid the link behind the whole phase but for
-// its edges), llama-mid interleaved 0.0%.
+// small models here (not on gpt-tiny-sized shapes, whose ops are all latency). Measured on
+// 2026-12-07 (go test ./search -run TestClosedFormNearSimulatorOverTop100 -v with the tolerance
+// at 0): the closed form is at or below the simulator, worst llama-mid pp=2,dp=8 interleaved
+// (vpp=5) -0.59%, llama-mid pp=4 1F1B and GPipe -0.37% to -0.40%, gpt3-1.3b -0.39%; every
+// ZeRO-3 candidate 0.0000% (the closed form walks the link as the simulator does). (This comment
+// said 0.09% worst before; that figure was stale.) The tolerance, 0.7%, is the worst measured
+// plus about 0.1 point: the 1% the test had left room for a new 0.4-point gap to pass unseen.
 func TestClosedFormNearSimulatorOverTop100(t *testing.T) {
 	mid, err := model.Transformer{Hidden: 256, Layers: 10, Heads: 8, KVHeads: 4, HeadDim: 32, FFN: 512, Vocab: 512, Seq: 64,
 		Gated: true, RMSNorm: true, Tied: true, Batch: 16}.Build("llama-mid", "llama")
@@ -211,7 +214,7 @@ func TestClosedFormNearSimulatorOverTop100(t *testing.T) {
 				t.Fatalf("%s: %s not simulated", c.m.Name, e.Strategy)
 			}
 			cf, sim := float64(e.Time.Step), *e.SimStep
-			tol := 0.01
+			tol := 0.007
 			if strings.Contains(e.Strategy, ",overlap=off") {
 				tol = 1e-9
 			}

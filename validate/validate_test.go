@@ -178,37 +178,45 @@ func TestMPTParams(t *testing.T) {
 	t.Logf("%d MPT records: parameter counts equal", n)
 }
 
-// The headline figures of tpsim validate over the training split with the fitted presets, each
-// within a stated band around what it measured when the presets were fitted (in-sample MAPE
-// 6.2% over 224 rows, per GPU type 5.5% a100, 7.6% h100-sxm, 11.3% h100-96g; measured-memory
-// median APE 5.2%, issue 12's target 10%). A change to the cost model or the presets that moves them out of the band fails here
-// and must say why in the README's accuracy section.
+// The headline figures of tpsim validate over the training split with the fitted presets are the
+// figures the README states (its accuracy table: in-sample MAPE 5.5% over 224 rows; per GPU type
+// 5.4% a100, 6.0% h100-sxm, 5.3% h100-96g; measured-memory median APE 5.2%), which the issue-12
+// acceptance targets bound (in-sample at most 12%, memory median at most 10%). The README states
+// each to 0.1 point, so the band is that rounding: a figure passes when it rounds to the stated
+// one (|got - stated| <= 0.05 point). A change that moves a figure users read must restate it in
+// the README and here in the same commit, and say why; a uniform 3% slowdown, FP8 GEMMs without
+// the size curve (h100-sxm 6.0% -> 6.1%) or the wrong median element (5.2% -> 5.4%) fail.
+// (The leave-one-source-out 8.7% is asserted through the presets' provenance,
+// TestStatedLOSOFigureInPresets, which tpsim fit --check holds to the fit.)
 func TestHeadlineFigures(t *testing.T) {
 	recs, skips := training(t)
 	out := Run(recs, skips, Options{})
-	band := func(name string, got, want, tol float64) {
-		t.Logf("%s: %.1f%% (band %.1f%% +- %.1f)", name, 100*got, 100*want, 100*tol)
-		if math.Abs(got-want) > tol {
-			t.Errorf("%s: %.1f%%, outside %.1f%% +- %.1f points", name, 100*got, 100*want, 100*tol)
+	stated := func(name string, got, want, target float64) {
+		t.Logf("%s: %.3f%% (stated %.1f%%, target at most %.0f%%)", name, 100*got, 100*want, 100*target)
+		if math.Abs(got-want) > 0.0005+1e-12 {
+			t.Errorf("%s: %.3f%%, which does not round to the stated %.1f%%: restate it in the README and here, saying why", name, 100*got, 100*want)
+		}
+		if got > target {
+			t.Errorf("%s: %.1f%%, above the target %.0f%%", name, 100*got, 100*target)
 		}
 	}
-	if out.Summary.N < 220 {
-		t.Errorf("%d rows compared, want at least 220 of %d records", out.Summary.N, len(recs)+len(skips))
+	if out.Summary.N != 224 {
+		t.Errorf("%d rows compared, the README states 224 (of %d records)", out.Summary.N, len(recs)+len(skips))
 	}
-	band("in-sample MAPE", out.Summary.MAPE, 0.056, 0.01)
-	want := map[string]float64{"a100": 0.055, "h100-sxm": 0.060, "h100-96g": 0.058}
+	stated("in-sample MAPE", out.Summary.MAPE, 0.055, 0.12)
+	want := map[string]float64{"a100": 0.054, "h100-sxm": 0.060, "h100-96g": 0.053}
 	for _, g := range out.ByGPU {
 		w, ok := want[g.Name]
 		if !ok {
 			t.Errorf("unexpected GPU type %s", g.Name)
 			continue
 		}
-		band("MAPE on "+g.Name, g.MAPE, w, 0.015)
+		stated("MAPE on "+g.Name, g.MAPE, w, 0.12)
 	}
-	if out.Memory.N < 10 {
-		t.Errorf("%d rows with measured memory, want the 11 torchtitan rows", out.Memory.N)
+	if out.Memory.N != 11 {
+		t.Errorf("%d rows with measured memory, the README states the 11 torchtitan rows", out.Memory.N)
 	}
-	band("measured-memory median APE", out.Memory.MedianAPE, 0.052, 0.03)
+	stated("measured-memory median APE", out.Memory.MedianAPE, 0.052, 0.10)
 }
 
 // DeepSpeed's ZeRO-3 of 2021 did not overlap its parameter gathers with compute (DeepSpeed PR
