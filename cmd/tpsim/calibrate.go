@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/internal/atomicfile"
-	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/units"
 )

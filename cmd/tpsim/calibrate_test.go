@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
-	"github.com/tpsim/tpsim/internal/cli"
 )
 
 func TestCalibrateFlags(t *testing.T) {

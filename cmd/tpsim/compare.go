@@ -12,11 +12,11 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/compare"
 	"github.com/tpsim/tpsim/exec"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/internal/atomicfile"
-	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/strategies"

@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
-	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/reports"
 )
 
@@ -50,7 +50,7 @@ func parseHardware(args []string) (*hardwareOptions, *pflag.FlagSet, error) {
 
 func (o *hardwareOptions) run(w io.Writer) error {
 	if o.Name != "" {
-		hw, err := hardware.Load(o.Name)
+		hw, err := hosts.Load(o.Name)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpsim/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tpsim/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
@@ -140,7 +140,7 @@ type planRun = search.Planned
 
 // search runs the whole search.
 func (o *planOptions) search() (*planRun, error) {
-	m, hw, err := o.Load()
+	m, hw, err := o.Load(hosts)
 	if err != nil {
 		return nil, err
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/compare"
 	"github.com/tpsim/tpsim/hardware"
-	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/study"
 )
@@ -102,7 +102,7 @@ func studyHardware(ctx context.Context, stderr io.Writer) study.HardwareLoader {
 			hw, _, err := compare.HostProfile(ctx, compare.HostOptions{Hardware: hardware.HostName, Progress: stderr})
 			return hw, err
 		}
-		return hardware.Load(spec)
+		return hosts.Load(spec)
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tpsim/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/validate"
 )
 
