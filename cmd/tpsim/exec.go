@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/compare"
 	"github.com/tpsim/tpsim/exec"
 	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/model"
-	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/strategies"
 	"github.com/tpsim/tpsim/units"
@@ -227,7 +227,7 @@ func (o *execOptions) runCtx(ctx context.Context, stdout, stderr io.Writer) erro
 	}
 	rep := exec.NewReport(cfg, res, ref)
 	if o.Trace != "" {
-		if err := writeTrace(o.Trace, res); err != nil {
+		if err := writeTraceFile(o.Trace, compare.MeasuredSpans(res, -1)); err != nil {
 			return err
 		}
 	}
@@ -339,25 +339,4 @@ func writeExec(w io.Writer, rep *exec.Report, res *exec.Result) error {
 	}
 	ew.Printf("  %.4g samples or tokens per second\n", rep.TokensPerS)
 	return ew.Err
-}
-
-// writeTrace writes the measured timeline: one process per rank, a compute and a communication
-// thread each.
-func writeTrace(path string, res *exec.Result) error {
-	var spans []reports.Span
-	for _, r := range res.Ranks {
-		proc := fmt.Sprintf("rank %d (pp=%d,dp=%d,tp=%d)", r.Rank, r.Coords["pp"], r.Coords["dp"], r.Coords["tp"])
-		for _, e := range r.Events {
-			thread := "compute"
-			switch {
-			case e.Kind == string(program.OpRecv):
-				thread = "pipeline wait" // the bubble: waiting for the neighbour stage
-			case e.Comm:
-				thread = "communication"
-			}
-			spans = append(spans, reports.Span{Process: proc, Thread: thread, Name: e.Kind + " " + e.Module, Cat: e.Phase,
-				Start: e.Start.Seconds(), Dur: (e.End - e.Start).Seconds(), Args: map[string]any{"step": e.Step, "stage": e.Stage, "microbatch": e.Micro}})
-		}
-	}
-	return writeTraceFile(path, spans)
 }

@@ -36,14 +36,14 @@ func TestModelsJSON(t *testing.T) {
 	if code != cli.ExitOK || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var infos []modelInfo
+	var infos []model.Info
 	if err := json.Unmarshal([]byte(out), &infos); err != nil {
 		t.Fatal(err)
 	}
 	if len(infos) != len(model.PresetNames()) {
 		t.Fatalf("%d models, want %d", len(infos), len(model.PresetNames()))
 	}
-	byName := map[string]modelInfo{}
+	byName := map[string]model.Info{}
 	for _, m := range infos {
 		byName[m.Name] = m
 	}

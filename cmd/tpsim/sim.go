@@ -1,14 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/compare"
 	"github.com/tpsim/tpsim/reports"
-	"github.com/tpsim/tpsim/sim"
 )
 
 const simHelp = `Usage: tpsim sim [flags]
@@ -70,7 +69,7 @@ func (o *simOptions) run(w io.Writer) error {
 		return err
 	}
 	if o.Trace != "" {
-		if err := writeSimTrace(o.Trace, res); err != nil {
+		if err := writeTraceFile(o.Trace, compare.SimSpans(res, p.Program.Strategy.Mesh)); err != nil {
 			return err
 		}
 	}
@@ -78,18 +77,4 @@ func (o *simOptions) run(w io.Writer) error {
 		return reports.WriteJSON(w, rep)
 	}
 	return rep.WriteText(w, o.Path)
-}
-
-func writeSimTrace(path string, res *sim.Result) error {
-	var spans []reports.Span
-	for _, s := range res.Spans {
-		thread, cat := "compute", s.Phase.String()
-		if s.Stream == "comm" {
-			thread, cat = "communication", "communication"
-		}
-		spans = append(spans, reports.Span{Process: fmt.Sprintf("pipeline rank %d", s.Rank), Thread: thread,
-			Name: string(s.Kind) + " " + s.Module, Cat: cat, Start: float64(s.Start), Dur: float64(s.End - s.Start),
-			Args: map[string]any{"microbatch": s.Micro, "stage": s.Stage}})
-	}
-	return writeTraceFile(path, spans)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/validate"
 )
 
@@ -68,17 +69,12 @@ func (o *validateOptions) run(w io.Writer) error {
 		return err
 	}
 	out := validate.Run(recs, skips, validate.Options{})
-	if err := printResult(w, o.JSON, out, func(w io.Writer) error { return validate.WriteText(w, name, len(recs)+len(skips), out) }); err != nil {
+	if err := reports.PrintResult(w, o.JSON, out, func(w io.Writer) error { return validate.WriteText(w, name, len(recs)+len(skips), out) }); err != nil {
 		return err
 	}
 	if o.Out != "" {
-		return valWriteFiles(o.Out, out)
+		header, rows := out.Table()
+		return reports.WriteResults(o.Out, "validate", header, rows, out, "validate", out.Figure)
 	}
 	return nil
-}
-
-// valWriteFiles writes validate.csv, validate.json and the figure into dir.
-func valWriteFiles(dir string, out *validate.Output) error {
-	header, rows := out.Table()
-	return writeResults(dir, "validate", header, rows, out, "validate", out.Figure)
 }
