@@ -44,13 +44,7 @@ type calibrateOptions struct {
 	JSON  bool
 }
 
-func runCalibrate(args []string, stdout, stderr io.Writer) int {
-	o, fs, err := parseCalibrate(args)
-	if err == nil {
-		err = o.run(stdout, stderr)
-	}
-	return cli.Finish("calibrate", fs, calibrateHelp, err, stdout, stderr)
-}
+var runCalibrate = subcommand("calibrate", calibrateHelp, parseCalibrate)
 
 func parseCalibrate(args []string) (*calibrateOptions, *pflag.FlagSet, error) {
 	o := &calibrateOptions{}

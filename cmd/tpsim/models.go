@@ -25,13 +25,7 @@ type modelsOptions struct {
 	JSON bool
 }
 
-func runModels(args []string, stdout, stderr io.Writer) int {
-	o, fs, err := parseModels(args)
-	if err == nil {
-		err = o.run(stdout)
-	}
-	return cli.Finish("models", fs, modelsHelp, err, stdout, stderr)
-}
+var runModels = subcommand("models", modelsHelp, parseModels)
 
 func parseModels(args []string) (*modelsOptions, *pflag.FlagSet, error) {
 	o := &modelsOptions{}
@@ -40,7 +34,7 @@ func parseModels(args []string) (*modelsOptions, *pflag.FlagSet, error) {
 	return o, fs, cli.ParseFlags(fs, args, 0)
 }
 
-func (o *modelsOptions) run(w io.Writer) error {
+func (o *modelsOptions) run(w, _ io.Writer) error {
 	infos, err := model.PresetInfos()
 	if err != nil {
 		return err

@@ -72,13 +72,7 @@ type planOptions struct {
 	Workers int
 }
 
-func runPlan(args []string, stdout, stderr io.Writer) int {
-	o, fs, err := parsePlan(args)
-	if err == nil {
-		err = o.run(stdout)
-	}
-	return cli.Finish("plan", fs, planHelp, err, stdout, stderr)
-}
+var runPlan = subcommand("plan", planHelp, parsePlan)
 
 // parsePlan reads the flags of tpsim plan.
 func parsePlan(args []string) (*planOptions, *pflag.FlagSet, error) {
@@ -146,7 +140,7 @@ func (o *planOptions) search() (*search.Planned, error) {
 		Objective: o.Objective, Top: o.Top, Fix: fix, Sim: o.Sim, SimTop: o.SimTop, Workers: o.Workers})
 }
 
-func (o *planOptions) run(w io.Writer) error {
+func (o *planOptions) run(w, _ io.Writer) error {
 	pr, err := o.search()
 	if err != nil {
 		return err

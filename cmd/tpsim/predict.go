@@ -58,13 +58,7 @@ type predictOptions struct {
 	JSON bool
 }
 
-func runPredict(args []string, stdout, stderr io.Writer) int {
-	o, fs, err := parsePredict(args)
-	if err == nil {
-		err = o.run(stdout)
-	}
-	return cli.Finish("predict", fs, predictHelp, err, stdout, stderr)
-}
+var runPredict = subcommand("predict", predictHelp, parsePredict)
 
 // parsePredict reads the flags of tpsim predict.
 func parsePredict(args []string) (*predictOptions, *pflag.FlagSet, error) {
@@ -78,7 +72,7 @@ func parsePredict(args []string) (*predictOptions, *pflag.FlagSet, error) {
 	return o, fs, o.Check(fs)
 }
 
-func (o *predictOptions) run(w io.Writer) error {
+func (o *predictOptions) run(w, _ io.Writer) error {
 	p, err := predict(&o.Pricing)
 	if err != nil {
 		return err

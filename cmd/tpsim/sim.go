@@ -35,13 +35,7 @@ type simOptions struct {
 	Path  int // critical-path ops to print
 }
 
-func runSim(args []string, stdout, stderr io.Writer) int {
-	o, fs, err := parseSim(args)
-	if err == nil {
-		err = o.run(stdout)
-	}
-	return cli.Finish("sim", fs, simHelp, err, stdout, stderr)
-}
+var runSim = subcommand("sim", simHelp, parseSim)
 
 func parseSim(args []string) (*simOptions, *pflag.FlagSet, error) {
 	o := &simOptions{}
@@ -59,7 +53,7 @@ func parseSim(args []string) (*simOptions, *pflag.FlagSet, error) {
 	return o, fs, o.Check(fs)
 }
 
-func (o *simOptions) run(w io.Writer) error {
+func (o *simOptions) run(w, _ io.Writer) error {
 	p, err := predict(&o.Pricing)
 	if err != nil {
 		return err

@@ -46,13 +46,7 @@ type validateOptions struct {
 	JSON bool
 }
 
-func runValidate(args []string, stdout, stderr io.Writer) int {
-	o, fs, err := parseValidate(args)
-	if err == nil {
-		err = o.run(stdout)
-	}
-	return cli.Finish("validate", fs, validateHelp, err, stdout, stderr)
-}
+var runValidate = subcommand("validate", validateHelp, parseValidate)
 
 func parseValidate(args []string) (*validateOptions, *pflag.FlagSet, error) {
 	o := &validateOptions{}
@@ -63,7 +57,7 @@ func parseValidate(args []string) (*validateOptions, *pflag.FlagSet, error) {
 	return o, fs, cli.ParseFlags(fs, args, 0)
 }
 
-func (o *validateOptions) run(w io.Writer) error {
+func (o *validateOptions) run(w, _ io.Writer) error {
 	recs, skips, name, err := validate.Load(o.Data)
 	if err != nil {
 		return err
