@@ -96,3 +96,18 @@ func WriteExec(w io.Writer, rep *exec.Report, res *exec.Result) error {
 	ew.Printf("  %.4g samples or tokens per second\n", rep.TokensPerS)
 	return ew.Err
 }
+
+// WriteFinished prints the losses of the steps that finished before exec was interrupted (res nil
+// or without a finished step: nothing).
+func WriteFinished(w io.Writer, res *exec.Result) error {
+	if res == nil || len(res.Losses) == 0 {
+		return nil
+	}
+	ew := &reports.ErrWriter{W: w}
+	ew.Printf("loss (%d steps finished)", len(res.Losses))
+	for _, l := range res.Losses {
+		ew.Printf(" %.6g", l)
+	}
+	ew.Printf("\n")
+	return ew.Err
+}

@@ -116,24 +116,14 @@ func parseExec(args []string) (*execOptions, *pflag.FlagSet, error) {
 	return o, fs, nil
 }
 
-// config builds the exec configuration the options describe.
+// config builds the exec configuration the options describe: --mesh with the flags, or
+// --strategy as predict and sim read it, the flags given on the command line over it, and what
+// exec cannot run refused.
 func (o *execOptions) config() (exec.Config, error) {
 	m, err := model.Load(o.Model)
 	if err != nil {
 		return exec.Config{}, err
 	}
-	if o.Strategy != "" {
-		return o.configStrategy(m)
-	}
-	mesh, err := strategies.ParseMesh(o.Mesh)
-	if err != nil {
-		return exec.Config{}, err
-	}
-	return o.configFor(m, mesh)
-}
-
-// configFor is config with the model loaded and the mesh parsed.
-func (o *execOptions) configFor(m *model.Model, mesh strategies.Mesh) (exec.Config, error) {
 	opt, err := cli.ParseOptimizer(o.Optimizer)
 	if err != nil {
 		return exec.Config{}, err
@@ -142,13 +132,14 @@ func (o *execOptions) configFor(m *model.Model, mesh strategies.Mesh) (exec.Conf
 	if err != nil {
 		return exec.Config{}, err
 	}
-	return exec.MeshConfig(m, mesh, exec.MeshSettings{Optimizer: opt, Attention: attn, Plan: o.Plan,
-		Batch: o.Batch, MBS: o.MBS, Steps: o.Steps, Seed: o.Seed, LR: o.LR})
-}
-
-// configStrategy builds the configuration of --strategy: the strategy string as predict and sim
-// read it, the flags given on the command line over it, and what exec cannot run refused.
-func (o *execOptions) configStrategy(m *model.Model) (exec.Config, error) {
+	if o.Strategy == "" {
+		mesh, err := strategies.ParseMesh(o.Mesh)
+		if err != nil {
+			return exec.Config{}, err
+		}
+		return exec.MeshConfig(m, mesh, exec.MeshSettings{Optimizer: opt, Attention: attn, Plan: o.Plan,
+			Batch: o.Batch, MBS: o.MBS, Steps: o.Steps, Seed: o.Seed, LR: o.LR})
+	}
 	st, err := strategies.Parse(o.Strategy)
 	if err != nil {
 		return exec.Config{}, err
@@ -157,29 +148,18 @@ func (o *execOptions) configStrategy(m *model.Model) (exec.Config, error) {
 		return exec.Config{}, err
 	}
 	st.Precision = strategies.PrecisionFP32
-	if o.set["optimizer"] {
-		if st.Optimizer, err = cli.ParseOptimizer(o.Optimizer); err != nil {
-			return exec.Config{}, err
-		}
-	}
-	if o.set["attn"] {
-		if st.Attention, err = cli.ParseAttn(o.Attn); err != nil {
-			return exec.Config{}, err
-		}
-	}
 	if o.set["plan"] && st.Mesh.TP > 1 {
 		if st.Plan, err = strategies.ParsePlan(o.Plan); err != nil {
 			return exec.Config{}, err
 		}
 	}
-	if o.set["batch"] {
-		st.GBS = o.Batch
+	for flag, set := range map[string]func(){"optimizer": func() { st.Optimizer = opt }, "attn": func() { st.Attention = attn },
+		"batch": func() { st.GBS = o.Batch }, "mbs": func() { st.MBS = o.MBS }} {
+		if o.set[flag] {
+			set()
+		}
 	}
-	if o.set["mbs"] {
-		st.MBS = o.MBS
-	}
-	st = st.Resolve(m)
-	return exec.Config{Model: m, Strategy: st, Steps: o.Steps, Seed: o.Seed, LR: o.LR}, nil
+	return exec.Config{Model: m, Strategy: st.Resolve(m), Steps: o.Steps, Seed: o.Seed, LR: o.LR}, nil
 }
 
 func (o *execOptions) run(stdout, stderr io.Writer) error {
@@ -204,7 +184,7 @@ func (o *execOptions) runCtx(ctx context.Context, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stderr, "tpsim exec: %s on %s, %d steps...\n", cfg.Model.Name, cfg.Strategy.Mesh, cfg.Steps)
 	res, err := exec.Run(ctx, cfg)
 	if ctx.Err() != nil {
-		return interrupted(stdout, res)
+		return errors.Join(compare.WriteFinished(stdout, res), cli.ErrInterrupted)
 	}
 	if err != nil {
 		return err
@@ -212,7 +192,7 @@ func (o *execOptions) runCtx(ctx context.Context, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stderr, "tpsim exec: single-device reference...\n")
 	ref, err := exec.Run(ctx, exec.Single(cfg))
 	if ctx.Err() != nil {
-		return interrupted(stdout, res)
+		return errors.Join(compare.WriteFinished(stdout, res), cli.ErrInterrupted)
 	}
 	if err != nil {
 		return err
@@ -235,16 +215,4 @@ func (o *execOptions) runCtx(ctx context.Context, stdout, stderr io.Writer) erro
 		return errors.New(strings.Join(rep.Failures, "; "))
 	}
 	return nil
-}
-
-// interrupted prints the losses of the steps that finished before Ctrl-C.
-func interrupted(w io.Writer, res *exec.Result) error {
-	if res != nil && len(res.Losses) > 0 {
-		fmt.Fprintf(w, "loss (%d steps finished)", len(res.Losses))
-		for _, l := range res.Losses {
-			fmt.Fprintf(w, " %.6g", l)
-		}
-		fmt.Fprintln(w)
-	}
-	return cli.ErrInterrupted
 }

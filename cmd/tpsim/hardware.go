@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
@@ -63,22 +62,9 @@ func (o *hardwareOptions) run(w, _ io.Writer) error {
 	if o.JSON {
 		return reports.WriteJSON(w, all)
 	}
-	ew := &reports.ErrWriter{W: w}
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "NAME\tDEVICE\tPEAK BF16\tMEMORY\tMEM BANDWIDTH\tLEVELS\n")
-	for _, hw := range all {
-		bf16 := "-"
-		if p, ok := hw.Device.Peak["bf16"]; ok {
-			bf16 = p.String()
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", hw.Name, hw.Device.Name, bf16, hardware.MemoryString(hw.Device.Memory),
-			hw.Device.MemBandwidth, hardware.LevelsString(hw.Levels))
-	}
 	host := "this machine, as measured by 'tpsim calibrate': no profile cached yet"
 	if h, info, err := calibrate.CachedInfo(); err == nil {
 		host = fmt.Sprintf("this machine, as measured by 'tpsim calibrate' (%s, %s): 'tpsim hardware host' shows it", h.Device.Name, info.Describe())
 	}
-	fmt.Fprintf(tw, "%s\t%s\n", hardware.HostName, host)
-	tw.Flush()
-	return ew.Err
+	return costmodel.WriteHardwareList(w, all, host)
 }
