@@ -232,7 +232,7 @@ func SimSpans(r *sim.Result, mesh strategies.Mesh) []reports.Span {
 		if s.Stream == "comm" {
 			thread, cat = "communication", "communication"
 		}
-		out = append(out, reports.Span{Process: fmt.Sprintf("rank %d (x%d replicas)", s.Rank, mesh.Devices()/mesh.PP), Thread: thread,
+		out = append(out, reports.Span{Process: fmt.Sprintf("pipeline rank %d (x%d replicas)", s.Rank, mesh.Devices()/mesh.PP), Thread: thread,
 			Name: string(s.Kind) + " " + s.Module, Cat: cat, Start: float64(s.Start), Dur: float64(s.End - s.Start),
 			Args: map[string]any{"microbatch": s.Micro, "stage": s.Stage}})
 	}
