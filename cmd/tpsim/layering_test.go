@@ -14,15 +14,16 @@ import (
 
 const module = "github.com/tpsim/tpsim"
 
-// layer is one line of the import table of README.md's "Architecture" section ("A <- B" means B
-// may import A): the packages it may import directly; what those may import, it may too.
+// layer is one line of the architecture's import table (README.md's "Architecture" section, or
+// docs/architecture.md where it has moved; "A <- B" means B may import A): the packages it may
+// import directly; what those may import, it may too.
 type layer struct {
 	pkg  string   // module-relative path; its subpackages belong to it unless listed themselves
 	deps []string // layers it may import ("*": every package of the module)
 	rule string   // the table's line, quoted in a failure
 }
 
-// layers is README.md's import table. reports is a library of output types and figures: it
+// layers is the import table. reports is a library of output types and figures: it
 // imports units alone, and the packages that write results (search's plan.csv and Pareto figure,
 // validate's report, compare's, study's) import it.
 var layers = []layer{
@@ -53,7 +54,7 @@ var testOnly = []struct{ from, to, why string }{
 // anywhere are the helpers every package may import; they import nothing of tpsim themselves.
 var anywhere = []string{"internal/atomicfile", "internal/suggest"}
 
-// forbidden are the rules that carry the tool's honesty (README.md, "Architecture"), checked by
+// forbidden are the rules that carry the tool's honesty (the architecture's), checked by
 // name so that a failure says which one broke, whatever the table says.
 var forbidden = []struct{ from, to, rule string }{
 	{"exec", "costmodel", "exec never imports costmodel or sim: a measurement cannot borrow a prediction"},
@@ -128,7 +129,7 @@ func importViolations(edges, tests map[string][]string) []string {
 	for _, from := range froms {
 		lf := layerOf(from)
 		if lf == "" {
-			out = append(out, fmt.Sprintf("%s is in no layer of the import table; add it to README.md's table and to layers in this test", from))
+			out = append(out, fmt.Sprintf("%s is in no layer of the import table; add it to the architecture's table and to layers in this test", from))
 			continue
 		}
 		ok := allowed(lf)
@@ -209,8 +210,8 @@ func moduleImports(t *testing.T) (edges, tests map[string][]string) {
 	return edges, tests
 }
 
-// TestImportRules holds the import table of README.md's "Architecture" section: nothing imports
-// upward or sideways, and exec never reaches the cost model or the simulator.
+// TestImportRules holds the architecture's import table: nothing imports upward or sideways, and
+// exec never reaches the cost model or the simulator.
 func TestImportRules(t *testing.T) {
 	edges, tests := moduleImports(t)
 	if len(edges) < len(layers) {
