@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tpsim/tpsim/internal/suggest"
 	"github.com/tpsim/tpsim/strategies"
 )
 
@@ -172,7 +173,7 @@ func Grid(families []string, meshes []int) ([]GridPoint, []Skipped, error) {
 	for _, name := range families {
 		f, ok := FamilyNamed(name)
 		if !ok {
-			return nil, nil, fmt.Errorf("unknown strategy %q; valid: %s", name, strings.Join(FamilyNames(), ", "))
+			return nil, nil, fmt.Errorf("unknown strategy %q%s; valid: %s", name, suggest.DidYouMean(name, FamilyNames()), strings.Join(FamilyNames(), ", "))
 		}
 		order := meshes
 		if f.smallest {

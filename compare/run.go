@@ -185,7 +185,7 @@ rounds:
 			last := s.runs[len(s.runs)-1]
 			tl = &Timeline{
 				Titles: []string{fmt.Sprintf("simulated %s %s", s.Strategy, s.Mesh), fmt.Sprintf("measured %s %s (step %d)", s.Strategy, s.Mesh, last.Breakdown.StepIndex)},
-				Spans:  [][]reports.Span{SimSpans(s.sim, s.Mesh), MeasuredSpans(last)},
+				Spans:  [][]reports.Span{SimSpans(s.sim, s.Mesh), MeasuredSpans(last, last.Breakdown.StepIndex)},
 			}
 		}
 	}
@@ -222,7 +222,8 @@ func predict(st []*state, hw *hardware.Hardware, say func(string, ...any)) error
 }
 
 // SimSpans turns the simulated timeline into trace spans (one lane per pipeline rank: the
-// simulator runs one rank for all its data- and tensor-parallel replicas).
+// simulator runs one rank for all its data- and tensor-parallel replicas), each span's
+// microbatch and stage as its args (compare's timeline figure, tpsim sim --trace).
 func SimSpans(r *sim.Result, mesh strategies.Mesh) []reports.Span {
 	var out []reports.Span
 	for _, s := range r.Spans {
@@ -231,17 +232,20 @@ func SimSpans(r *sim.Result, mesh strategies.Mesh) []reports.Span {
 		if s.Stream == "comm" {
 			thread, cat = "communication", "communication"
 		}
-		out = append(out, reports.Span{Process: fmt.Sprintf("rank %d (x%d replicas)", s.Rank, mesh.Devices()/mesh.PP), Thread: thread,
-			Name: string(s.Kind) + " " + s.Module, Cat: cat, Start: float64(s.Start), Dur: float64(s.End - s.Start)})
+		out = append(out, reports.Span{Process: fmt.Sprintf("pipeline rank %d (x%d replicas)", s.Rank, mesh.Devices()/mesh.PP), Thread: thread,
+			Name: string(s.Kind) + " " + s.Module, Cat: cat, Start: float64(s.Start), Dur: float64(s.End - s.Start),
+			Args: map[string]any{"microbatch": s.Micro, "stage": s.Stage}})
 	}
 	return out
 }
 
-// MeasuredSpans is the measured timeline of the breakdown's step, from its own start. Pipeline
-// receives are the bubble (their own lane, "pipeline wait"), and full recompute's replayed
-// forward ops are drawn as recompute, where the events match the Program.
-func MeasuredSpans(res *exec.Result) []reports.Span {
-	step := res.Breakdown.StepIndex
+// MeasuredSpans is exec's measured timeline as trace spans: a process per rank with compute,
+// communication and pipeline-wait threads (a pipeline receive is the bubble), full recompute's
+// replayed forward ops drawn as recompute where the events match the Program, and each span's
+// step, stage and microbatch as its args. step >= 0 keeps that step alone, from its own start
+// (compare's timeline figure); step < 0 keeps every step, from the run's start (tpsim exec
+// --trace).
+func MeasuredSpans(res *exec.Result, step int) []reports.Span {
 	t0 := math.Inf(1)
 	for _, r := range res.Ranks {
 		for _, e := range r.Events {
@@ -249,6 +253,9 @@ func MeasuredSpans(res *exec.Result) []reports.Span {
 				t0 = min(t0, e.Start.Seconds())
 			}
 		}
+	}
+	if step < 0 {
+		t0 = 0
 	}
 	var out []reports.Span
 	for _, r := range res.Ranks {
@@ -258,7 +265,7 @@ func MeasuredSpans(res *exec.Result) []reports.Span {
 		}
 		proc := fmt.Sprintf("rank %d (pp=%d,dp=%d,tp=%d)", r.Rank, r.Coords["pp"], r.Coords["dp"], r.Coords["tp"])
 		for i, e := range r.Events {
-			if e.Step != step {
+			if step >= 0 && e.Step != step {
 				continue
 			}
 			thread, cat := "compute", e.Phase
@@ -271,7 +278,8 @@ func MeasuredSpans(res *exec.Result) []reports.Span {
 				cat = PhaseRecompute
 			}
 			out = append(out, reports.Span{Process: proc, Thread: thread, Name: e.Kind + " " + e.Module, Cat: cat,
-				Start: e.Start.Seconds() - t0, Dur: (e.End - e.Start).Seconds()})
+				Start: e.Start.Seconds() - t0, Dur: (e.End - e.Start).Seconds(),
+				Args: map[string]any{"step": e.Step, "stage": e.Stage, "microbatch": e.Micro}})
 		}
 	}
 	return out

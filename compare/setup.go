@@ -13,6 +13,7 @@ import (
 	"github.com/tpsim/tpsim/exec"
 	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
+	"github.com/tpsim/tpsim/internal/suggest"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/strategies"
 )
@@ -50,7 +51,7 @@ func ParseFamilies(s string) ([]string, error) {
 	for _, name := range strings.Split(s, ",") {
 		name = strings.ToLower(strings.TrimSpace(name))
 		if _, ok := FamilyNamed(name); !ok {
-			return nil, fmt.Errorf("unknown strategy %q; valid: %s", name, strings.Join(FamilyNames(), ", "))
+			return nil, fmt.Errorf("unknown strategy %q%s; valid: %s", name, suggest.DidYouMean(name, FamilyNames()), strings.Join(FamilyNames(), ", "))
 		}
 		out = append(out, name)
 	}
@@ -119,7 +120,7 @@ func HostProfile(ctx context.Context, o HostOptions) (*hardware.Hardware, Load, 
 	}
 	load := NewLoad(-1)
 	if o.Hardware != hardware.HostName {
-		h, err := hardware.Load(o.Hardware)
+		h, err := hardware.Loader{Host: calibrate.Cached}.Load(o.Hardware)
 		if err != nil {
 			return nil, load, err
 		}

@@ -29,7 +29,7 @@ func TestParseMeshesFamilies(t *testing.T) {
 	if got, err := ParseFamilies("DP, tp"); err != nil || !reflect.DeepEqual(got, []string{"dp", "tp"}) {
 		t.Errorf("DP, tp: %v, %v", got, err)
 	}
-	if _, err := ParseFamilies("dp,hybird"); err == nil || err.Error() != `unknown strategy "hybird"; valid: `+strings.Join(FamilyNames(), ", ") {
+	if _, err := ParseFamilies("dp,hybird"); err == nil || err.Error() != `unknown strategy "hybird" (did you mean "hybrid"?); valid: `+strings.Join(FamilyNames(), ", ") {
 		t.Errorf("hybird: %v", err)
 	}
 }

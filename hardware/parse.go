@@ -42,7 +42,7 @@ func Names() []string {
 func Preset(name string) (*Hardware, error) {
 	data, err := presetFS.ReadFile(path.Join("presets", name+".json"))
 	if err != nil || strings.ContainsAny(name, "/\\") {
-		return nil, unknownError(name)
+		return nil, Loader{}.unknownError(name)
 	}
 	return parse(data, "preset "+name)
 }
@@ -50,16 +50,24 @@ func Preset(name string) (*Hardware, error) {
 // HostName is the name of the profile of this machine, measured by `tpsim calibrate`.
 const HostName = "host"
 
-// HostLoader returns the host profile, for Load("host"). This package does not know where a
-// calibrated profile is kept (exec/calibrate caches it, and imports this package), so the program
-// sets it: tpsim's main sets the calibration cache's reader. nil: "host" is not a known name.
-var HostLoader func() (*Hardware, error)
+// Loader loads hardware by name: a preset, a hardware JSON file, or "host" when Host is set. This
+// package does not know where a calibrated profile is kept (exec/calibrate caches it, and imports
+// this package), so whoever needs "host" passes a Loader with Host set: tpsim's commands pass
+// exec/calibrate's Cached.
+type Loader struct {
+	// Host returns this machine's profile, for the name "host"; nil: "host" is not a known name.
+	Host func() (*Hardware, error)
+}
 
-// Load returns the preset called nameOrPath, the host profile for "host" (HostLoader), or else the
+// Load returns the preset called nameOrPath, without a host profile ("host" is not known), or else
+// the hardware described by the JSON file at that path.
+func Load(nameOrPath string) (*Hardware, error) { return Loader{}.Load(nameOrPath) }
+
+// Load returns the preset called nameOrPath, the host profile for "host" (l.Host), or else the
 // hardware described by the JSON file at that path.
-func Load(nameOrPath string) (*Hardware, error) {
-	if nameOrPath == HostName && HostLoader != nil {
-		return HostLoader()
+func (l Loader) Load(nameOrPath string) (*Hardware, error) {
+	if nameOrPath == HostName && l.Host != nil {
+		return l.Host()
 	}
 	if slices.Contains(Names(), nameOrPath) {
 		return Preset(nameOrPath)
@@ -67,7 +75,7 @@ func Load(nameOrPath string) (*Hardware, error) {
 	data, err := os.ReadFile(nameOrPath)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !looksLikePath(nameOrPath) {
-			return nil, unknownError(nameOrPath)
+			return nil, l.unknownError(nameOrPath)
 		}
 		return nil, fmt.Errorf("hardware: %w", err)
 	}
@@ -78,9 +86,9 @@ func looksLikePath(s string) bool {
 	return strings.ContainsAny(s, `/\`) || strings.HasSuffix(strings.ToLower(s), ".json")
 }
 
-func unknownError(name string) error {
+func (l Loader) unknownError(name string) error {
 	names := Names()
-	if HostLoader != nil {
+	if l.Host != nil {
 		names = append(names, HostName)
 	}
 	return fmt.Errorf("hardware: unknown hardware %q; valid names: %s (or a path to a hardware JSON file)",

@@ -137,24 +137,24 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// "host" is whatever HostLoader returns (the program sets it to the calibration cache); without
-// one it is an unknown name.
+// "host" is whatever a Loader's Host returns (tpsim's commands pass the calibration cache);
+// without one, as for Load, it is an unknown name.
 func TestLoadHost(t *testing.T) {
-	old := HostLoader
-	t.Cleanup(func() { HostLoader = old })
-	HostLoader = nil
 	if _, err := Load("host"); err == nil || !strings.Contains(err.Error(), `unknown hardware "host"`) {
 		t.Errorf("Load(host) with no loader: %v", err)
+	}
+	if _, err := Load("hots"); err == nil || strings.Contains(err.Error(), "host,") || strings.Contains(err.Error(), ", host ") {
+		t.Errorf("unknown name without a host loader: %v; want host not among the valid names", err)
 	}
 	want, err := Preset("h100-sxm")
 	if err != nil {
 		t.Fatal(err)
 	}
-	HostLoader = func() (*Hardware, error) { return want, nil }
-	if got, err := Load("host"); err != nil || got != want {
+	l := Loader{Host: func() (*Hardware, error) { return want, nil }}
+	if got, err := l.Load("host"); err != nil || got != want {
 		t.Errorf("Load(host) = %v, %v; want the loader's profile", got, err)
 	}
-	if _, err := Load("hots"); err == nil || !strings.Contains(err.Error(), "host") {
+	if _, err := l.Load("hots"); err == nil || !strings.Contains(err.Error(), ", host (or a path") {
 		t.Errorf("unknown name with a loader set: %v; want host among the valid names", err)
 	}
 }

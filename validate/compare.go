@@ -90,11 +90,6 @@ func intField(r *Record, v *int, key string) (int, bool) {
 // is named in assumed. The measured figures are never used to choose anything.
 func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, assumedGBS string) (strategies.Strategy, []string, string) {
 	p := r.Parallel
-	fam := Family(r)
-	var assumed []string
-	if assumedGBS != "" {
-		assumed = append(assumed, assumedGBS)
-	}
 	tp, _ := intField(r, p.TP, "tp")
 	pp, _ := intField(r, p.PP, "pp")
 	dp, _ := intField(r, p.DP, "dp")
@@ -102,199 +97,15 @@ func recordStrategy(r *Record, m *model.Model, hw *hardware.Hardware, gbs int, a
 	if p.CP != nil {
 		cp = *p.CP
 	}
-	keys := []string{fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d", pp, dp, cp, tp)}
-	// What the source's software does, where the record does not say. Megatron-LM all-reduces
-	// gradients after the backward pass (Korthikanti et al. 2022 §6.3: "we do not use any
-	// overlapping of gradient all-reduces with back-propagation"); DeepSpeed's pipeline engine
-	// reduces them after the last microbatch's backward (deepspeed/runtime/pipe/schedule.py:
-	// ReduceTiedGrads, ReduceGrads, OptimizerStep), and its ZeRO overlaps the reduction by default
-	// only at stage 3 (deepspeed/runtime/zero/config.py, overlap_comm_valid: stage == 3).
-	// Megatron-Core 2024 as NeMo 24.x runs it uses the distributed optimizer (ZeRO-1) and
-	// overlaps the gradient reduce-scatter with backward (NeMo's performance recipes set
-	// use_distributed_optimizer, overlap_grad_reduce and overlap_param_gather).
-	zero, zeroStated := 0, true
-	switch {
-	case p.ZeRO != nil:
-		zero = *p.ZeRO
-	case p.FSDP != nil && *p.FSDP:
-		zero = 3
-	case fam == FamilyNeMo && dp*cp > 1:
-		zero = 1
-		assumed = append(assumed, "ZeRO stage not stated: 1, Megatron-Core's distributed optimizer as NeMo 24.x runs it")
-	default:
-		zeroStated = false
+	// What the source's software does, where the record does not say: strategyRules, each
+	// rule with its source.
+	c := &ruleCase{r: r, m: m, fam: Family(r), tp: tp, pp: pp, dp: dp, cp: cp, gbs: gbs, notes: strings.ToLower(r.Notes), zeroStated: true}
+	if assumedGBS != "" {
+		c.set("", assumedGBS)
 	}
-	switch {
-	case zero == 3 && fam == FamilyTorchtitan && dp == 1:
-		zero = 0
-		assumed = append(assumed, "FSDP over one data-parallel rank: priced as no sharding (torchtitan shards over dp x cp, which tpsim cannot express); "+noMemory)
-	case zero == 3 && fam == FamilyTorchtitan && pp > 1:
-		zero = 1
-		assumed = append(assumed, "FSDP with pipeline parallel: torchtitan keeps the parameters gathered across the microbatches (reshard_after_forward off under pp), priced as ZeRO-1 (tpsim's ZeRO-3 does not combine with pp); "+noMemory)
-	}
-	switch {
-	case (fam == FamilyMegatron || fam == FamilyBLOOM) && zero < 3:
-		keys = append(keys, "overlap=off")
-		assumed = append(assumed, "data-parallel gradient reduction after backward, not overlapped (Megatron-LM, Korthikanti et al. 2022 §6.3; DeepSpeed's pipeline engine and ZeRO below stage 3)")
-	case Stack(r) == StackDeepSpeed && zero == 3 && SourceYear(r) > 0 && SourceYear(r) <= 2021:
-		// DeepSpeed's ZeRO-3 of 2021 fetched each module's parameters when the module ran and
-		// waited for them: every all-gather synchronized the device on the one before it
-		// (deepspeedai/DeepSpeed PR #1188, June 2021: "the async version is not async at all,
-		// because each all_gather calls torch.cuda.synchronize()"), and its prefetch traced
-		// modules off by one until PR #1170 (issue #1069, "Performance Degradation with ZERO
-		// Stage 3"). An overlapped prefetch came later, with the stage-3 rework of PR #1453
-		// (under review in November 2021).
-		// Its collectives went through torch.distributed's tensor-list forms: _allgather_params
-		// gathered into one slice per rank and copied each parameter's piece out of each of them,
-		// _reduce_scatter_gradient gave reduce_scatter a list of one slice per rank, per parameter
-		// (deepspeed/runtime/zero/partition_parameters.py of that year).
-		keys = append(keys, "overlap=off", "tensorlists=on")
-		assumed = append(assumed, "ZeRO-3 parameter gathers and gradient reduce-scatters not overlapped with compute (DeepSpeed's 2021 stage 3 synchronized each all-gather: DeepSpeed PR #1188, issue #1069)",
-			"ZeRO-3 collectives over lists of one tensor per rank, a copy per rank and parameter (DeepSpeed 2021's partition_parameters.py: _allgather_params, _reduce_scatter_gradient)")
-	case fam == FamilyMegatron || fam == FamilyBLOOM:
-		keys = append(keys, "overlap=on")
-		assumed = append(assumed, "data-parallel reduction overlapped with backward (DeepSpeed ZeRO-3's default overlap_comm)")
-	case fam == FamilyNeMo:
-		keys = append(keys, "overlap=on")
-		assumed = append(assumed, "data-parallel reduction overlapped with backward (Megatron-Core overlap_grad_reduce, NeMo's performance recipes)")
-	default:
-		keys = append(keys, "overlap=on")
-		assumed = append(assumed, "data-parallel gradient reduction overlapped with backward (PyTorch DDP and FSDP default)")
-	}
-	// Megatron-LM's column-parallel linears run the backward's tensor-parallel collectives under
-	// their products (LinearWithGradAccumulationAndAsyncCommunication, megatron/core/
-	// tensor_parallel/layers.py): Megatron-Core as NeMo 24.x runs it, and Megatron-LM from 2022
-	// (Korthikanti et al. 2022's code). Transformer Engine's userbuffers (NeMo's
-	// ub_tp_comm_overlap) and torchtitan's AsyncTP overlap more, forward and backward, in chunks:
-	// tpoverlap=full.
-	notes := strings.ToLower(r.Notes)
-	if tp > 1 {
-		label, _, _ := strings.Cut(notes, ".") // torchtitan's notes start with the row's own configuration
-		switch {
-		case fam == FamilyNeMo && nemoUserbuffers[strings.ToLower(r.Model.Name)] && strings.Contains(r.Source.Title, "24.07"):
-			keys = append(keys, "tpoverlap=full")
-			assumed = append(assumed, "tensor-parallel communication overlap (ub_tp_comm_overlap, Transformer Engine's userbuffers) on, as NeMo-Framework-Launcher's configuration of this model sets it: sequence parallel's all-gathers and reduce-scatters in chunks under the products beside them, forward and backward")
-		case fam == FamilyNeMo || Stack(r) == StackMegatron && SourceYear(r) >= 2022:
-			keys = append(keys, "tpoverlap=on")
-			assumed = append(assumed, "backward tensor-parallel collectives under the linears' products (Megatron-LM's asynchronous tensor-parallel communication; Megatron-Core's default)")
-		case fam == FamilyTorchtitan && !strings.Contains(label, "asynctp") && strings.Contains(label, "2d"):
-			assumed = append(assumed, "2D without AsyncTP, as the row says (its table's other row adds it): tensor-parallel collectives not overlapped")
-		case fam == FamilyTorchtitan && strings.Contains(notes, "asynctp"):
-			keys = append(keys, "tpoverlap=full")
-			assumed = append(assumed, "AsyncTP, as the record says: sequence parallel's all-gathers and reduce-scatters in chunks under the products beside them, forward and backward")
-		}
-	}
-	if fam == FamilyMegatron || fam == FamilyBLOOM || fam == FamilyNeMo {
-		// Megatron-LM's --bias-dropout-fusion is on unless disabled (megatron/arguments.py:
-		// --no-bias-dropout-fusion, store_false), in Megatron-DeepSpeed (BLOOM, MT-NLG) and in
-		// Megatron-Core (NeMo) too.
-		keys = append(keys, "fusion=on")
-		assumed = append(assumed, "bias, dropout and residual add in one kernel (Megatron-LM's default --bias-dropout-fusion)")
-	}
-	switch {
-	case strings.Contains(notes, "torch.compile"):
-		// torchtitan's tables say which runs compiled the model (--training.compile).
-		keys = append(keys, "compile=on")
-		assumed = append(assumed, "torch.compile, as the record says: each chain of pointwise ops and norms one kernel")
-	case fam == FamilyTorchtitan && r.Source.Location == "Table 2" && strings.Contains(r.Source.Title, "llama3_h100_202412"):
-		// The report's Table 2 is "FSDP + CP + torch.compile + Float8" by its caption
-		// (benchmarks/llama3_h100_202412_torchtitan.md), which its records' notes leave out.
-		keys = append(keys, "compile=on")
-		assumed = append(assumed, "torch.compile, as the report's Table 2 caption says (FSDP + CP + torch.compile + Float8): each chain of pointwise ops and norms one kernel")
-	}
-	if k, why := kernels(r, m); k == strategies.KernelsEager {
-		keys = append(keys, "kernels="+string(k))
-		assumed = append(assumed, why)
-	}
-	attn, why := attention(r)
-	keys = append(keys, "attn="+string(attn))
-	assumed = append(assumed, why)
-	keys = append(keys, fmt.Sprintf("zero=%d", zero))
-	if !zeroStated {
-		assumed = append(assumed, "ZeRO stage not stated: 0 (no optimizer sharding)")
-	}
-	switch {
-	case p.SP != nil:
-		keys = append(keys, "sp="+map[bool]string{true: "on", false: "off"}[*p.SP])
-	case fam == FamilyNeMo && tp > 1:
-		keys = append(keys, "sp=on")
-		assumed = append(assumed, "sequence parallel not stated: on, as NeMo's recipes set it whenever tp > 1")
-	case fam == FamilyTorchtitan && tp > 1:
-		keys = append(keys, "sp=on")
-		assumed = append(assumed, "sequence parallel not stated: on, as torchtitan's tensor-parallel plan shards the norms' activations by sequence (SequenceParallel in parallelize_llama)")
-	default:
-		keys = append(keys, "sp=off")
-		if tp > 1 {
-			assumed = append(assumed, "sequence parallel not stated: off")
-		}
-	}
-	if prec, why := precision(r); why != "" {
-		keys = append(keys, "precision="+string(prec))
-		assumed = append(assumed, why)
-	}
-	if p.Recompute == nil && fam == FamilyMegatron {
-		keys = append(keys, "recompute=full")
-		assumed = append(assumed, "recompute not stated: full, as Megatron-LM's GPT example scripts run it (--checkpoint-activations) and its TFLOP/s formula (Eq. 3) counts it")
-	}
-	if p.Recompute == nil && nemoSFT(r) {
-		// NeMo-Framework-Launcher's SFT configuration (launcher_scripts/conf/peft/llama/sft.yaml
-		// at 97f45c18: activations_checkpoint_granularity null), which the SFT scripts for these
-		// rows do not override.
-		keys = append(keys, "recompute=none")
-		assumed = append(assumed, "recompute not stated: none, as NeMo's SFT configuration runs it (activations_checkpoint_granularity null); tpsim's memory estimate may exceed the device where the run kept FP8 weights (fp8_params), which tpsim does not model")
-	}
-	if p.Recompute != nil {
-		rc := strings.ToLower(strings.TrimSpace(*p.Recompute))
-		switch {
-		case strings.HasPrefix(rc, "selective") && fam == FamilyTorchtitan:
-			keys = append(keys, "recompute=op")
-			assumed = append(assumed, "selective recompute in torchtitan: per-op checkpointing (selective_ac_option \"op\", its default: each layer keeps its input, attention's output and every other matrix product's, torchtitan/parallelisms/parallelize_llama.py), priced as recompute=op")
-		case strings.HasPrefix(rc, "selective"):
-			keys = append(keys, "recompute=selective")
-		case strings.HasPrefix(rc, "full"):
-			keys = append(keys, "recompute=full")
-		default:
-			keys = append(keys, "recompute=none")
-		}
-	}
-	if pp > 1 {
-		switch {
-		case p.Interleaved == nil && nemoSFT(r) && m.Transformer != nil && m.Transformer.Layers%pp == 0:
-			// NeMo 24.07's SFT rows ran NeMo-Framework-Launcher's examples/peft/llama/h100
-			// scripts (commit 97f45c18, June 2024): 13B on 8 GPUs with pp 4 and
-			// virtual_pipeline_model_parallel_size 10, 70B on 16 with pp 4 and 20, one layer per
-			// model chunk both.
-			vpp := m.Transformer.Layers / pp
-			keys = append(keys, "schedule=interleaved", fmt.Sprintf("vpp=%d", vpp))
-			assumed = append(assumed, fmt.Sprintf("pipeline schedule not stated: interleaved with one layer per model chunk (vpp %d), as NeMo-Framework-Launcher's SFT scripts for these rows set it (examples/peft/llama/h100)", vpp))
-		case p.Interleaved != nil && *p.Interleaved:
-			keys = append(keys, "schedule=interleaved")
-			if p.VirtualStages != nil {
-				keys = append(keys, fmt.Sprintf("vpp=%d", *p.VirtualStages))
-			}
-		default:
-			keys = append(keys, "schedule=1f1b")
-			if p.Interleaved == nil {
-				assumed = append(assumed, "pipeline schedule not stated: 1F1B (Megatron-LM's and DeepSpeed's default)")
-			}
-		}
-	} else {
-		keys = append(keys, "schedule=1f1b")
-	}
-	switch {
-	case p.Microbatch != nil:
-		keys = append(keys, fmt.Sprintf("mbs=%d", *p.Microbatch))
-	case fam == FamilyTorchtitan && pp > 1 && gbs%(dp*pp) == 0:
-		// torchtitan splits each rank's batch into pipeline_parallel_microbatches, which defaults
-		// to the number of pipeline stages, pp for a 1F1B schedule (config_manager.py: "The
-		// default value will be the number of pipeline stages, if unspecified";
-		// parallelisms/pipeline_llama.py, n_microbatches = pipeline_parallel_degree).
-		keys = append(keys, fmt.Sprintf("mbs=%d", gbs/(dp*pp)))
-		assumed = append(assumed, fmt.Sprintf("pipeline microbatches not stated: %d, torchtitan's default of one per stage (pipeline_parallel_microbatches = pp), so microbatch %d", pp, gbs/(dp*pp)))
-	case p.GradAccum != nil && *p.GradAccum > 0 && gbs%(dp**p.GradAccum) == 0:
-		keys = append(keys, fmt.Sprintf("mbs=%d", gbs/(dp**p.GradAccum)))
-		assumed = append(assumed, fmt.Sprintf("microbatch from the global batch and gradient accumulation: %d / (dp %d x %d)", gbs, dp, *p.GradAccum))
-	}
+	c.set(fmt.Sprintf("pp=%d,dp=%d,cp=%d,tp=%d", pp, dp, cp, tp))
+	applyRules(c, strategyRules)
+	keys, assumed := c.keys, c.assumed
 	fix, err := strategies.ParseFix(strings.Join(keys, ","))
 	if err != nil {
 		return strategies.Strategy{}, nil, err.Error()

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/exec/calibrate"
 	"github.com/tpsim/tpsim/hardware"
-	"github.com/tpsim/tpsim/internal/cli"
 )
 
 func TestCalibrateFlags(t *testing.T) {
@@ -88,7 +88,7 @@ func TestWriteCalibration(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	if err := writeCalibration(&b, hw, rep); err != nil {
+	if err := rep.WriteText(&b, hw); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"host: ", "Matrix multiply", "seed-mlp 0 forward", "GFLOP/S", "Elementwise ops", "bookkeeping per op",

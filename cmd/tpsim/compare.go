@@ -12,11 +12,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/compare"
 	"github.com/tpsim/tpsim/exec"
-	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/internal/atomicfile"
-	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/strategies"
@@ -85,13 +84,7 @@ type compareOptions struct {
 	ForeignHardware bool
 }
 
-func runCompare(args []string, stdout, stderr io.Writer) int {
-	o, fs, err := parseCompare(args)
-	if err == nil {
-		err = o.run(stdout, stderr)
-	}
-	return cli.Finish("compare", fs, compareHelp, err, stdout, stderr)
-}
+var runCompare = subcommand("compare", compareHelp, parseCompare)
 
 func parseCompare(args []string) (*compareOptions, *pflag.FlagSet, error) {
 	o := &compareOptions{}
@@ -177,27 +170,9 @@ func (o *compareOptions) run(stdout, stderr io.Writer) error {
 			return fmt.Errorf("other processes use %.0f%% of the CPU, more than --max-load %.0f%%: measurements now would be slower and noisier than this machine alone; wait for a quieter moment, or raise --max-load", 100*share, 100*o.MaxLoad)
 		}
 	}
-	hw, load, err := compare.HostProfile(ctx, compare.HostOptions{Hardware: o.Hardware, Recalibrate: o.Recalibrate, ForeignHardware: o.ForeignHardware, Progress: stderr})
-	if err != nil {
-		if ctx.Err() != nil {
-			return cli.ErrInterrupted
-		}
-		return err
-	}
-	base := hw
-	if hw, err = compare.TimeKernels(ctx, base, pts, stderr); err != nil {
-		if ctx.Err() != nil {
-			return cli.ErrInterrupted
-		}
-		return err
-	}
-	res.Profile = hw
 	res.Skipped = skipped
-	res.Load = load
-	retime := func(ctx context.Context) (*hardware.Hardware, error) {
-		return compare.TimeKernels(ctx, base, pts, stderr)
-	}
-	tl, err := compare.Run(ctx, res, pts, compare.Options{Rounds: o.Rounds, Progress: stderr, Retime: retime})
+	tl, err := compare.Measure(ctx, res, pts, compare.HostOptions{Hardware: o.Hardware, Recalibrate: o.Recalibrate, ForeignHardware: o.ForeignHardware, Progress: stderr},
+		compare.Options{Rounds: o.Rounds, Progress: stderr})
 	if errors.Is(err, compare.ErrInterrupted) && len(res.Rows) == 0 {
 		return cli.ErrInterrupted
 	}

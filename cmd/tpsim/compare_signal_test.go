@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/compare"
-	"github.com/tpsim/tpsim/internal/cli"
 )
 
 // sigintOn is a stderr that sends this process SIGINT, as Ctrl-C does, when compare reports that

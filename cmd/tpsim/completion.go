@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/hardware"
-	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
 )
 

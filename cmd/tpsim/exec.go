@@ -9,18 +9,16 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/compare"
 	"github.com/tpsim/tpsim/exec"
 	"github.com/tpsim/tpsim/internal/atomicfile"
-	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
-	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/strategies"
-	"github.com/tpsim/tpsim/units"
 )
 
 const execHelp = `Usage: tpsim exec [flags]
@@ -78,13 +76,7 @@ type execOptions struct {
 	onStep func(step int)
 }
 
-func runExec(args []string, stdout, stderr io.Writer) int {
-	o, fs, err := parseExec(args)
-	if err == nil {
-		err = o.run(stdout, stderr)
-	}
-	return cli.Finish("exec", fs, execHelp, err, stdout, stderr)
-}
+var runExec = subcommand("exec", execHelp, parseExec)
 
 func parseExec(args []string) (*execOptions, *pflag.FlagSet, error) {
 	o := &execOptions{}
@@ -124,24 +116,14 @@ func parseExec(args []string) (*execOptions, *pflag.FlagSet, error) {
 	return o, fs, nil
 }
 
-// config builds the exec configuration the options describe.
+// config builds the exec configuration the options describe: --mesh with the flags, or
+// --strategy as predict and sim read it, the flags given on the command line over it, and what
+// exec cannot run refused.
 func (o *execOptions) config() (exec.Config, error) {
 	m, err := model.Load(o.Model)
 	if err != nil {
 		return exec.Config{}, err
 	}
-	if o.Strategy != "" {
-		return o.configStrategy(m)
-	}
-	mesh, err := strategies.ParseMesh(o.Mesh)
-	if err != nil {
-		return exec.Config{}, err
-	}
-	return o.configFor(m, mesh)
-}
-
-// configFor is config with the model loaded and the mesh parsed.
-func (o *execOptions) configFor(m *model.Model, mesh strategies.Mesh) (exec.Config, error) {
 	opt, err := cli.ParseOptimizer(o.Optimizer)
 	if err != nil {
 		return exec.Config{}, err
@@ -150,13 +132,14 @@ func (o *execOptions) configFor(m *model.Model, mesh strategies.Mesh) (exec.Conf
 	if err != nil {
 		return exec.Config{}, err
 	}
-	return exec.MeshConfig(m, mesh, exec.MeshSettings{Optimizer: opt, Attention: attn, Plan: o.Plan,
-		Batch: o.Batch, MBS: o.MBS, Steps: o.Steps, Seed: o.Seed, LR: o.LR})
-}
-
-// configStrategy builds the configuration of --strategy: the strategy string as predict and sim
-// read it, the flags given on the command line over it, and what exec cannot run refused.
-func (o *execOptions) configStrategy(m *model.Model) (exec.Config, error) {
+	if o.Strategy == "" {
+		mesh, err := strategies.ParseMesh(o.Mesh)
+		if err != nil {
+			return exec.Config{}, err
+		}
+		return exec.MeshConfig(m, mesh, exec.MeshSettings{Optimizer: opt, Attention: attn, Plan: o.Plan,
+			Batch: o.Batch, MBS: o.MBS, Steps: o.Steps, Seed: o.Seed, LR: o.LR})
+	}
 	st, err := strategies.Parse(o.Strategy)
 	if err != nil {
 		return exec.Config{}, err
@@ -165,29 +148,18 @@ func (o *execOptions) configStrategy(m *model.Model) (exec.Config, error) {
 		return exec.Config{}, err
 	}
 	st.Precision = strategies.PrecisionFP32
-	if o.set["optimizer"] {
-		if st.Optimizer, err = cli.ParseOptimizer(o.Optimizer); err != nil {
-			return exec.Config{}, err
-		}
-	}
-	if o.set["attn"] {
-		if st.Attention, err = cli.ParseAttn(o.Attn); err != nil {
-			return exec.Config{}, err
-		}
-	}
 	if o.set["plan"] && st.Mesh.TP > 1 {
 		if st.Plan, err = strategies.ParsePlan(o.Plan); err != nil {
 			return exec.Config{}, err
 		}
 	}
-	if o.set["batch"] {
-		st.GBS = o.Batch
+	for flag, set := range map[string]func(){"optimizer": func() { st.Optimizer = opt }, "attn": func() { st.Attention = attn },
+		"batch": func() { st.GBS = o.Batch }, "mbs": func() { st.MBS = o.MBS }} {
+		if o.set[flag] {
+			set()
+		}
 	}
-	if o.set["mbs"] {
-		st.MBS = o.MBS
-	}
-	st = st.Resolve(m)
-	return exec.Config{Model: m, Strategy: st, Steps: o.Steps, Seed: o.Seed, LR: o.LR}, nil
+	return exec.Config{Model: m, Strategy: st.Resolve(m), Steps: o.Steps, Seed: o.Seed, LR: o.LR}, nil
 }
 
 func (o *execOptions) run(stdout, stderr io.Writer) error {
@@ -212,7 +184,7 @@ func (o *execOptions) runCtx(ctx context.Context, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stderr, "tpsim exec: %s on %s, %d steps...\n", cfg.Model.Name, cfg.Strategy.Mesh, cfg.Steps)
 	res, err := exec.Run(ctx, cfg)
 	if ctx.Err() != nil {
-		return interrupted(stdout, res)
+		return errors.Join(compare.WriteFinished(stdout, res), cli.ErrInterrupted)
 	}
 	if err != nil {
 		return err
@@ -220,21 +192,21 @@ func (o *execOptions) runCtx(ctx context.Context, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stderr, "tpsim exec: single-device reference...\n")
 	ref, err := exec.Run(ctx, exec.Single(cfg))
 	if ctx.Err() != nil {
-		return interrupted(stdout, res)
+		return errors.Join(compare.WriteFinished(stdout, res), cli.ErrInterrupted)
 	}
 	if err != nil {
 		return err
 	}
 	rep := exec.NewReport(cfg, res, ref)
 	if o.Trace != "" {
-		if err := writeTrace(o.Trace, res); err != nil {
+		if err := writeTraceFile(o.Trace, compare.MeasuredSpans(res, -1)); err != nil {
 			return err
 		}
 	}
 	if o.JSON {
 		err = reports.WriteJSON(stdout, rep)
 	} else {
-		err = writeExec(stdout, rep, res)
+		err = compare.WriteExec(stdout, rep, res)
 	}
 	if err != nil {
 		return err
@@ -243,122 +215,4 @@ func (o *execOptions) runCtx(ctx context.Context, stdout, stderr io.Writer) erro
 		return errors.New(strings.Join(rep.Failures, "; "))
 	}
 	return nil
-}
-
-// interrupted prints the losses of the steps that finished before Ctrl-C.
-func interrupted(w io.Writer, res *exec.Result) error {
-	if res != nil && len(res.Losses) > 0 {
-		fmt.Fprintf(w, "loss (%d steps finished)", len(res.Losses))
-		for _, l := range res.Losses {
-			fmt.Fprintf(w, " %.6g", l)
-		}
-		fmt.Fprintln(w)
-	}
-	return cli.ErrInterrupted
-}
-
-func writeExec(w io.Writer, rep *exec.Report, res *exec.Result) error {
-	ew := &reports.ErrWriter{W: w}
-	st := res.Program.Strategy
-	ew.Printf("%s on %s (%d ranks), plan %s, %d steps, batch %d (microbatch %d per dp rank), seed %d, %s\n",
-		rep.Model, st.Mesh, rep.Devices, rep.Plan, rep.Steps, st.GBS, st.MBS, rep.Seed, rep.Optimizer)
-	ew.Printf("\nloss        ")
-	for _, l := range rep.Loss {
-		ew.Printf(" %.6g", l)
-	}
-	ew.Printf("\nsingle dev. ")
-	for _, l := range rep.SingleDevice {
-		ew.Printf(" %.6g", l)
-	}
-	verdict := "matches"
-	if d := float64(rep.MaxRelDiff); !(d <= exec.MatchTolerance) {
-		verdict = "DOES NOT match"
-	}
-	ew.Printf("\nmax_rel_diff_vs_single %.3g at %s: %s single-device training (tolerance %g)\n", float64(rep.MaxRelDiff), rep.MaxRelDiffAt, verdict, exec.MatchTolerance)
-	ew.Printf("closest parameter %s: %.3g beyond its rounding floor, %.2g of the floor used\n", rep.WorstParam.Name, rep.WorstParam.Diff, rep.WorstParam.FloorUse)
-
-	ew.Printf("\nCollectives and pipeline sends the Program inserted (per microbatch; optimizer ones once per step)\n")
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  stage\tphase\tkind\tdim\tmodule\tshape\tbytes sent per rank\n")
-	for _, c := range rep.Collectives {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%v\t%s\n", c.Stage, c.Phase, c.Kind, c.Dim, c.Module, c.Shape, reports.Commas(c.SentBytes))
-	}
-	if len(rep.Collectives) == 0 {
-		fmt.Fprintf(tw, "  none\n")
-	}
-	tw.Flush()
-
-	ew.Printf("\nMeasured bytes sent per rank per step\n")
-	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	sorted := rep.CommKinds()
-	fmt.Fprintf(tw, "  rank\tcoords")
-	for _, k := range sorted {
-		fmt.Fprintf(tw, "\t%s", k)
-	}
-	fmt.Fprintf(tw, "\ttotal\n")
-	for _, r := range rep.Ranks {
-		fmt.Fprintf(tw, "  %d\tpp=%d,dp=%d,tp=%d", r.Rank, r.Coords["pp"], r.Coords["dp"], r.Coords["tp"])
-		var total int64
-		for _, k := range sorted {
-			fmt.Fprintf(tw, "\t%s", reports.Commas(r.CommByKind[k]))
-			total += r.CommByKind[k]
-		}
-		fmt.Fprintf(tw, "\t%s\n", reports.Commas(total))
-	}
-	tw.Flush()
-
-	ew.Printf("\nMemory per rank (peak live bytes by category, counted from the slices exec's allocator hands out)\n")
-	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  rank")
-	cats := append(append([]string{}, exec.Categories...), "peak")
-	for _, c := range cats {
-		fmt.Fprintf(tw, "\t%s", c)
-	}
-	fmt.Fprintln(tw)
-	for _, r := range rep.Ranks {
-		fmt.Fprintf(tw, "  %d", r.Rank)
-		for _, c := range cats {
-			fmt.Fprintf(tw, "\t%v", units.Bytes(r.PeakBytes[c]))
-		}
-		fmt.Fprintln(tw)
-	}
-	tw.Flush()
-	ew.Printf("  at the end: the allocators hold %v, the Go heap %v live (the rest is the Program, the batch, the timeline, messages); %v allocated in all\n",
-		units.Bytes(rep.TrackedBytes), units.Bytes(rep.GoHeapLiveBytes), units.Bytes(rep.GoTotalAlloc))
-	ew.Printf("  after the warm-up the Go heap allocated %v per step outside the allocators (message copies, the timeline)\n", units.Bytes(rep.UntrackedPerStep))
-	for _, e := range rep.MemoryErrors {
-		ew.Printf("  MEMORY ERROR: %s\n", e)
-	}
-
-	ew.Printf("\nStep time (slowest rank, median of %d steps after warm-up): %v\n", len(rep.StepTimes)-min(1, len(rep.StepTimes)-1), units.Seconds(rep.Time.Step))
-	ew.Printf("  compute %v, communication %v, pipeline wait %v, optimizer %v (slowest rank of the median step)\n",
-		units.Seconds(rep.Time.Compute), units.Seconds(rep.Time.CommExposed), units.Seconds(rep.Time.Bubble), units.Seconds(rep.Time.Optimizer))
-	if pp := st.Mesh.PP; pp > 1 {
-		m := res.Program.Microbatches
-		ew.Printf("  pipeline bubble %.1f%% of the step on the wall clock, %.1f%% on the ranks' device clocks (%s; each pp rank's waits for its inputs, averaged; %s, %d stages, %d microbatches: (p-1)/(m+p-1) = %.1f%% without interleaving)\n",
-			100*rep.BubbleFraction, 100*rep.DeviceBubbleFraction, rep.DeviceClock, st.Schedule, pp, m, 100*float64(pp-1)/float64(m+pp-1))
-	}
-	ew.Printf("  %.4g samples or tokens per second\n", rep.TokensPerS)
-	return ew.Err
-}
-
-// writeTrace writes the measured timeline: one process per rank, a compute and a communication
-// thread each.
-func writeTrace(path string, res *exec.Result) error {
-	var spans []reports.Span
-	for _, r := range res.Ranks {
-		proc := fmt.Sprintf("rank %d (pp=%d,dp=%d,tp=%d)", r.Rank, r.Coords["pp"], r.Coords["dp"], r.Coords["tp"])
-		for _, e := range r.Events {
-			thread := "compute"
-			switch {
-			case e.Kind == string(program.OpRecv):
-				thread = "pipeline wait" // the bubble: waiting for the neighbour stage
-			case e.Comm:
-				thread = "communication"
-			}
-			spans = append(spans, reports.Span{Process: proc, Thread: thread, Name: e.Kind + " " + e.Module, Cat: e.Phase,
-				Start: e.Start.Seconds(), Dur: (e.End - e.Start).Seconds(), Args: map[string]any{"step": e.Step, "stage": e.Stage, "microbatch": e.Micro}})
-		}
-	}
-	return writeTraceFile(path, spans)
 }

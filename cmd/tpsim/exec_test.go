@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpsim/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 )
 
 // The figures of issue 3 ("The classic tutorial's examples, done right"), from tpsim exec --json.

@@ -5,7 +5,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tpsim/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/validate"
 )
 
@@ -62,7 +63,7 @@ func (o *fitOptions) run(w io.Writer, _ *pflag.FlagSet) error {
 	}
 	cases, _ := validate.PrepareAll(recs)
 	res := validate.Fit(cases)
-	if err := printResult(w, o.JSON, res, func(w io.Writer) error { return validate.WriteFitText(w, res, len(recs)+len(skips)) }); err != nil {
+	if err := reports.PrintResult(w, o.JSON, res, func(w io.Writer) error { return validate.WriteFitText(w, res, len(recs)+len(skips)) }); err != nil {
 		return err
 	}
 	switch {

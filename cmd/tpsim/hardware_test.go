@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/hardware"
-	"github.com/tpsim/tpsim/internal/cli"
 )
 
 func TestHardwareList(t *testing.T) {

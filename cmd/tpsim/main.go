@@ -9,7 +9,8 @@ import (
 	"github.com/tpsim/tpsim/hardware"
 )
 
-// Every command that takes --hardware accepts "host": the profile `tpsim calibrate` cached.
-func init() { hardware.HostLoader = calibrate.Cached }
+// hosts reads every command's --hardware: a preset, a hardware JSON file, or "host", the profile
+// `tpsim calibrate` cached.
+var hosts = hardware.Loader{Host: calibrate.Cached}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

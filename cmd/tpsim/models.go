@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tpsim/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/reports"
 )
@@ -27,13 +27,7 @@ type modelsOptions struct {
 	Model string
 }
 
-func runModels(args []string, stdout, stderr io.Writer) int {
-	o, fs, err := parseModels(args)
-	if err == nil {
-		err = o.run(stdout)
-	}
-	return cli.Finish("models", fs, modelsHelp, err, stdout, stderr)
-}
+var runModels = subcommand("models", modelsHelp, parseModels)
 
 func parseModels(args []string) (*modelsOptions, *pflag.FlagSet, error) {
 	o := &modelsOptions{}
@@ -43,62 +37,12 @@ func parseModels(args []string) (*modelsOptions, *pflag.FlagSet, error) {
 	return o, fs, cli.ParseFlags(fs, args, 0)
 }
 
-// modelInfo is one row of tpsim models; the JSON keys are those of --json.
-type modelInfo struct {
-	Name      string `json:"name"`
-	Family    string `json:"family"`
-	Kind      string `json:"kind"`
-	Params    int64  `json:"params"`
-	Published int64  `json:"published_params,omitempty"`
-	Layers    int    `json:"layers,omitempty"`
-	Hidden    int    `json:"hidden,omitempty"`
-	Heads     int    `json:"heads,omitempty"`
-	KVHeads   int    `json:"kv_heads,omitempty"`
-	FFN       int    `json:"ffn,omitempty"`
-	Vocab     int    `json:"vocab,omitempty"`
-	Seq       int    `json:"seq,omitempty"`
-	Batch     int    `json:"batch"`
-	Source    string `json:"source,omitempty"`
-}
-
-// describe summarises m.
-func describe(m *model.Model) modelInfo {
-	info := modelInfo{Name: m.Name, Family: m.Family, Kind: "mlp", Params: m.Params(), Published: m.Published,
-		Seq: m.Seq, Batch: m.Batch, Source: m.Source}
-	if t := m.Transformer; t != nil {
-		info.Kind = "transformer"
-		info.Layers, info.Hidden, info.Heads, info.KVHeads = t.Layers, t.Hidden, t.Heads, t.KVHeads
-		info.FFN, info.Vocab = t.FFN, t.Vocab
-	} else {
-		// An MLP: its Linear layers are its layers.
-		for _, n := range m.Root.Walk() {
-			if n.Module.Kind == model.KindLinear {
-				info.Layers++
-			}
-		}
-	}
-	return info
-}
-
-// presetInfos describes every preset model, in PresetNames order.
-func presetInfos() ([]modelInfo, error) {
-	var infos []modelInfo
-	for _, name := range model.PresetNames() {
-		m, err := model.Preset(name)
-		if err != nil {
-			return nil, err
-		}
-		infos = append(infos, describe(m))
-	}
-	return infos, nil
-}
-
-func (o *modelsOptions) run(w io.Writer) error {
-	infos, err := presetInfos()
+func (o *modelsOptions) run(w, _ io.Writer) error {
+	infos, err := model.PresetInfos()
 	if o.Model != "" {
 		var m *model.Model
 		if m, err = model.Load(o.Model); err == nil {
-			infos = []modelInfo{describe(m)}
+			infos = []model.Info{m.Info()}
 		}
 	}
 	if err != nil {

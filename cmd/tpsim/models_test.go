@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpsim/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
 )
 
@@ -36,14 +36,14 @@ func TestModelsJSON(t *testing.T) {
 	if code != cli.ExitOK || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var infos []modelInfo
+	var infos []model.Info
 	if err := json.Unmarshal([]byte(out), &infos); err != nil {
 		t.Fatal(err)
 	}
 	if len(infos) != len(model.PresetNames()) {
 		t.Fatalf("%d models, want %d", len(infos), len(model.PresetNames()))
 	}
-	byName := map[string]modelInfo{}
+	byName := map[string]model.Info{}
 	for _, m := range infos {
 		byName[m.Name] = m
 	}
@@ -74,7 +74,7 @@ func TestModelsOneModel(t *testing.T) {
 		}
 	}
 	out, _, code := runArgs(t, "models", "--model", "../../model/testdata/llama-2-7b.json", "--json")
-	var infos []modelInfo
+	var infos []model.Info
 	if err := json.Unmarshal([]byte(out), &infos); code != cli.ExitOK || err != nil || len(infos) != 1 || infos[0].Params != 6_738_415_616 {
 		t.Errorf("--json: exit %d, %v, %+v", code, err, infos)
 	}

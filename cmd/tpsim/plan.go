@@ -2,18 +2,15 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
-	"github.com/tpsim/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
-	"github.com/tpsim/tpsim/units"
 )
 
 const planHelp = `Usage: tpsim plan [flags]
@@ -75,13 +72,7 @@ type planOptions struct {
 	Workers int
 }
 
-func runPlan(args []string, stdout, stderr io.Writer) int {
-	o, fs, err := parsePlan(args)
-	if err == nil {
-		err = o.run(stdout)
-	}
-	return cli.Finish("plan", fs, planHelp, err, stdout, stderr)
-}
+var runPlan = subcommand("plan", planHelp, parsePlan)
 
 // parsePlan reads the flags of tpsim plan.
 func parsePlan(args []string) (*planOptions, *pflag.FlagSet, error) {
@@ -135,12 +126,9 @@ func parsePlan(args []string) (*planOptions, *pflag.FlagSet, error) {
 	return o, fs, nil
 }
 
-// planRun is a finished search.
-type planRun = search.Planned
-
 // search runs the whole search.
-func (o *planOptions) search() (*planRun, error) {
-	m, hw, err := o.Load()
+func (o *planOptions) search() (*search.Planned, error) {
+	m, hw, err := o.Load(hosts)
 	if err != nil {
 		return nil, err
 	}
@@ -152,16 +140,17 @@ func (o *planOptions) search() (*planRun, error) {
 		Objective: o.Objective, Top: o.Top, Fix: fix, Sim: o.Sim, SimTop: o.SimTop, Workers: o.Workers})
 }
 
-func (o *planOptions) run(w io.Writer) error {
+func (o *planOptions) run(w, _ io.Writer) error {
 	pr, err := o.search()
 	if err != nil {
 		return err
 	}
-	if err := printResult(w, o.JSON, pr.Out, func(w io.Writer) error { return planWriteText(w, pr) }); err != nil {
+	if err := reports.PrintResult(w, o.JSON, pr.Out, pr.WriteText); err != nil {
 		return err
 	}
 	if o.Out != "" {
-		if err := planWriteFiles(o.Out, pr); err != nil {
+		header, rows := pr.Table()
+		if err := reports.WriteResults(o.Out, "plan", header, rows, pr.Out, "pareto", pr.Figure); err != nil {
 			return err
 		}
 	}
@@ -169,50 +158,4 @@ func (o *planOptions) run(w io.Writer) error {
 		return errors.New("no strategy is feasible; the explanation above says why")
 	}
 	return nil
-}
-
-// planWriteText prints the human form.
-func planWriteText(w io.Writer, pr *planRun) error {
-	out := pr.Out
-	ew := &reports.ErrWriter{W: w}
-	ew.Printf("%s on %d x %s, global batch %d, sequence %d, objective %s", out.Model, out.GPUs, out.Hardware, out.GlobalBatch, out.Seq, out.Objective)
-	if out.Fix != "" {
-		ew.Printf(", fixed %s", out.Fix)
-	}
-	ew.Printf("\nsearched %s combinations: %s feasible", reports.Commas(int64(out.Searched)), reports.Commas(int64(out.Feasible)))
-	if len(out.Rejected) > 0 {
-		var parts []string
-		for _, k := range strategies.SortedReasons(out.Rejected) {
-			parts = append(parts, fmt.Sprintf("%s %s", k, reports.Commas(int64(out.Rejected[k]))))
-		}
-		ew.Printf("; rejected: %s", strings.Join(parts, ", "))
-	}
-	ew.Printf("\n\n")
-	if len(out.Top) > 0 {
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "#\tstrategy\tclosed form\ttokens/s\tMFU\tpeak/device\tpp bytes\tdp bytes\tcp bytes\ttp bytes\tsimulated\t\n")
-		for _, e := range out.Top {
-			st, _ := strategies.Parse(e.Strategy)
-			sim := "-"
-			if e.SimStep != nil {
-				sim = units.Seconds(*e.SimStep).String()
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%.1f%%\t%.1f GiB\t%v\t%v\t%v\t%v\t%s\t\n", e.Rank, search.Label(st), e.Time.Step,
-				reports.Commas(int64(e.TokensPerS+0.5)), 100*e.MFU, e.Memory.Peak.GiB(),
-				e.CommBytes["pp"], e.CommBytes["dp"], e.CommBytes["cp"], e.CommBytes["tp"], sim)
-		}
-		tw.Flush()
-		ew.Printf("ranked by step time from the %s\n\n", out.TimeSource)
-	}
-	ew.Printf("Why\n")
-	for _, l := range strings.Split(out.Explanation, "\n") {
-		ew.Printf("  - %s\n", l)
-	}
-	return ew.Err
-}
-
-// planWriteFiles writes plan.csv, plan.json and the Pareto figure into dir.
-func planWriteFiles(dir string, pr *planRun) error {
-	header, rows := pr.Table()
-	return writeResults(dir, "plan", header, rows, pr.Out, "pareto", pr.Figure)
 }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/hardware"
-	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"

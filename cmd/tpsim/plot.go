@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/compare"
 	"github.com/tpsim/tpsim/internal/atomicfile"
-	"github.com/tpsim/tpsim/internal/cli"
 )
 
 const plotHelp = `Usage: tpsim plot --in results.json [--out DIR]

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/costmodel"
-	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/strategies"
 )
 

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/tpsim/tpsim/internal/cli"
+	"github.com/spf13/pflag"
+
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/internal/suggest"
 )
 
@@ -93,4 +95,21 @@ func usage(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'tpsim <command> --help' for a command's flags.")
+}
+
+// options are a command's parsed flags; run does the command.
+type options interface {
+	run(stdout, stderr io.Writer) error
+}
+
+// subcommand is the run function of a command whose flags parse reads: it runs the command when
+// they are good, and the outcome becomes the exit status (cli.Finish).
+func subcommand[O options](name, help string, parse func([]string) (O, *pflag.FlagSet, error)) func([]string, io.Writer, io.Writer) int {
+	return func(args []string, stdout, stderr io.Writer) int {
+		o, fs, err := parse(args)
+		if err == nil {
+			err = o.run(stdout, stderr)
+		}
+		return cli.Finish(name, fs, help, err, stdout, stderr)
+	}
 }

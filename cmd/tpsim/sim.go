@@ -1,17 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
-	"github.com/tpsim/tpsim/costmodel"
-	"github.com/tpsim/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/compare"
 	"github.com/tpsim/tpsim/reports"
-	"github.com/tpsim/tpsim/sim"
-	"github.com/tpsim/tpsim/units"
 )
 
 const simHelp = `Usage: tpsim sim [flags]
@@ -39,35 +35,7 @@ type simOptions struct {
 	Path  int // critical-path ops to print
 }
 
-// simReport is the JSON of tpsim sim: a prediction with the simulated time, and what only the
-// simulator knows.
-type simReport struct {
-	*costmodel.Result
-	ClosedFormTime costmodel.Time `json:"closed_form_time_s"`
-	Utilization    []float64      `json:"utilization"`
-	CriticalRank   int            `json:"critical_rank"`
-	CriticalPath   []pathOp       `json:"critical_path"`
-	Events         int            `json:"events"`
-}
-
-type pathOp struct {
-	Rank   int     `json:"rank"`
-	Stage  int     `json:"stage"`
-	Micro  int     `json:"micro"`
-	Phase  string  `json:"phase"`
-	Kind   string  `json:"kind"`
-	Module string  `json:"module"`
-	Start  float64 `json:"start_s"`
-	End    float64 `json:"end_s"`
-}
-
-func runSim(args []string, stdout, stderr io.Writer) int {
-	o, fs, err := parseSim(args)
-	if err == nil {
-		err = o.run(stdout)
-	}
-	return cli.Finish("sim", fs, simHelp, err, stdout, stderr)
-}
+var runSim = subcommand("sim", simHelp, parseSim)
 
 func parseSim(args []string) (*simOptions, *pflag.FlagSet, error) {
 	o := &simOptions{}
@@ -85,84 +53,22 @@ func parseSim(args []string) (*simOptions, *pflag.FlagSet, error) {
 	return o, fs, o.Check(fs)
 }
 
-// maxSimEvents bounds a simulation: beyond it `tpsim predict` gives the answer at once.
-const maxSimEvents = 20_000_000
-
-func (o *simOptions) run(w io.Writer) error {
-	p, err := o.Predict()
+func (o *simOptions) run(w, _ io.Writer) error {
+	p, err := predict(&o.Pricing)
 	if err != nil {
 		return err
 	}
-	// Every op of a stage runs once per microbatch; replicas are simulated once.
-	var events int64
-	for _, s := range p.Program.Stages {
-		events += int64(p.Program.Microbatches)*int64(len(s.Forward)+len(s.Backward)) + int64(len(s.Optimizer))
-	}
-	if events > maxSimEvents {
-		return fmt.Errorf("the step has about %d ops to simulate (%d microbatches per pipeline), more than the %d sim lays out; use a larger microbatch (mbs) or `tpsim predict`, which prices it in closed form",
-			events, p.Program.Microbatches, maxSimEvents)
-	}
-	res, err := sim.Simulate(p.Program, p.Coster, sim.Options{Spans: o.Trace != ""})
+	rep, res, err := p.Simulate(o.Trace != "")
 	if err != nil {
 		return err
-	}
-	rep := &simReport{Result: p.Result, ClosedFormTime: p.Result.Time, Utilization: res.Utilization, CriticalRank: res.CriticalRank, Events: res.Events}
-	rep.Result.SetTime(costmodel.Time{Step: res.Step, Compute: res.Compute, CommExposed: res.CommExposed, Bubble: res.Bubble, Optimizer: res.Optimizer},
-		p.Peak, p.Program.Tokens)
-	for _, s := range res.CriticalPath {
-		rep.CriticalPath = append(rep.CriticalPath, pathOp{Rank: s.Rank, Stage: s.Stage, Micro: s.Micro, Phase: s.Phase.String(), Kind: string(s.Kind),
-			Module: s.Module, Start: float64(s.Start), End: float64(s.End)})
 	}
 	if o.Trace != "" {
-		if err := writeSimTrace(o.Trace, res); err != nil {
+		if err := writeTraceFile(o.Trace, compare.SimSpans(res, p.Program.Strategy.Mesh)); err != nil {
 			return err
 		}
 	}
 	if o.JSON {
 		return reports.WriteJSON(w, rep)
 	}
-	return writeSim(w, rep, o.Path)
-}
-
-func writeSimTrace(path string, res *sim.Result) error {
-	var spans []reports.Span
-	for _, s := range res.Spans {
-		thread, cat := "compute", s.Phase.String()
-		if s.Stream == "comm" {
-			thread, cat = "communication", "communication"
-		}
-		spans = append(spans, reports.Span{Process: fmt.Sprintf("pipeline rank %d", s.Rank), Thread: thread,
-			Name: string(s.Kind) + " " + s.Module, Cat: cat, Start: float64(s.Start), Dur: float64(s.End - s.Start),
-			Args: map[string]any{"microbatch": s.Micro, "stage": s.Stage}})
-	}
-	return writeTraceFile(path, spans)
-}
-
-func writeSim(w io.Writer, r *simReport, n int) error {
-	ew := &reports.ErrWriter{W: w}
-	t, cf := r.Time, r.ClosedFormTime
-	ew.Printf("%s on %d x %s, %s\n", r.Model, r.Devices, r.Hardware, r.Strategy)
-	ew.Printf("\nSimulated step %v (closed form %v), %d events\n", t.Step, cf.Step, r.Events)
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  \tsimulated\tclosed form\n")
-	for _, x := range []struct {
-		name string
-		a, b units.Seconds
-	}{{"compute", t.Compute, cf.Compute}, {"comm exposed", t.CommExposed, cf.CommExposed}, {"bubble", t.Bubble, cf.Bubble}, {"optimizer", t.Optimizer, cf.Optimizer}} {
-		fmt.Fprintf(tw, "  %s\t%v\t%v\n", x.name, x.a, x.b)
-	}
-	tw.Flush()
-	ew.Printf("  MFU %.1f%%, %.1f hardware TFLOP/s per GPU, %.4g tokens/s\n", 100*r.MFU, r.HardwareTFLOPsPerGPU, r.TokensPerS)
-	ew.Printf("\nCompute utilisation per pipeline rank:")
-	for i, u := range r.Utilization {
-		ew.Printf(" %d:%.0f%%", i, 100*u)
-	}
-	ew.Printf("\n\nCritical path (rank %d finishes last), last %d ops:\n", r.CriticalRank, min(n, len(r.CriticalPath)))
-	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  start\tend\trank\tmicro\tphase\top\n")
-	for _, s := range r.CriticalPath[max(0, len(r.CriticalPath)-n):] {
-		fmt.Fprintf(tw, "  %v\t%v\t%d\t%d\t%s\t%s %s\n", units.Seconds(s.Start), units.Seconds(s.End), s.Rank, s.Micro, s.Phase, s.Kind, s.Module)
-	}
-	tw.Flush()
-	return ew.Err
+	return rep.WriteText(w, o.Path)
 }

@@ -11,12 +11,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/compare"
 	"github.com/tpsim/tpsim/hardware"
-	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/model"
 	"github.com/tpsim/tpsim/study"
 )
@@ -102,7 +101,7 @@ func studyHardware(ctx context.Context, stderr io.Writer) study.HardwareLoader {
 			hw, _, err := compare.HostProfile(ctx, compare.HostOptions{Hardware: hardware.HostName, Progress: stderr})
 			return hw, err
 		}
-		return hardware.Load(spec)
+		return hosts.Load(spec)
 	}
 }
 
@@ -121,48 +120,14 @@ func (o *studyOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		return err
 	}
 	version := study.BuildVersion()
-	// The bar counts the plans this run makes, so that its rate and ETA are this run's; the
-	// plans resumed from cells.jsonl are reported once, before it.
-	var bar *progressbar.ProgressBar
-	base := -1
-	newBar := func(n int) *progressbar.ProgressBar {
-		return progressbar.NewOptions(n,
-			progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("tpsim study: plans"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("plans"),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionThrottle(250*time.Millisecond),
-			progressbar.OptionSetWidth(30),
-			progressbar.OptionSetRenderBlankState(true), // starts the clock of the rate now, not at the first plan
-			progressbar.OptionOnCompletion(func() { fmt.Fprintln(stderr) }))
-	}
-	progress := func(done, total int) {
-		if o.Quiet {
-			return
-		}
-		if base < 0 {
-			base = done
-			if done > 0 {
-				fmt.Fprintf(stderr, "tpsim study: %d of %d plans resumed from %s; %d to run\n", done, total, study.CellsFile, total-done)
-			}
-		}
-		if bar == nil {
-			if done == total {
-				return
-			}
-			base = done
-			bar = newBar(total - base)
-		}
-		_ = bar.Set(done - base)
+	progress, endBar := func(int, int) {}, func() {}
+	if !o.Quiet {
+		progress, endBar = study.ProgressBar(stderr)
 	}
 	start := time.Now()
 	res, err := study.Run(ctx, st, o.Out, study.Options{Version: version, Workers: o.Workers, Progress: progress, Log: stderr,
 		Measure: studyMeasure})
-	if bar != nil {
-		_ = bar.Exit()
-	}
+	endBar()
 	if err != nil {
 		if errors.Is(err, study.ErrInterrupted) {
 			fmt.Fprintln(stderr)

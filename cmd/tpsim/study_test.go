@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/costmodel"
-	"github.com/tpsim/tpsim/internal/cli"
 	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/study"
 )

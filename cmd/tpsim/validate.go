@@ -5,7 +5,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tpsim/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/validate"
 )
 
@@ -45,13 +46,7 @@ type validateOptions struct {
 	JSON bool
 }
 
-func runValidate(args []string, stdout, stderr io.Writer) int {
-	o, fs, err := parseValidate(args)
-	if err == nil {
-		err = o.run(stdout)
-	}
-	return cli.Finish("validate", fs, validateHelp, err, stdout, stderr)
-}
+var runValidate = subcommand("validate", validateHelp, parseValidate)
 
 func parseValidate(args []string) (*validateOptions, *pflag.FlagSet, error) {
 	o := &validateOptions{}
@@ -62,23 +57,18 @@ func parseValidate(args []string) (*validateOptions, *pflag.FlagSet, error) {
 	return o, fs, cli.ParseFlags(fs, args, 0)
 }
 
-func (o *validateOptions) run(w io.Writer) error {
+func (o *validateOptions) run(w, _ io.Writer) error {
 	recs, skips, name, err := validate.Load(o.Data)
 	if err != nil {
 		return err
 	}
 	out := validate.Run(recs, skips, validate.Options{})
-	if err := printResult(w, o.JSON, out, func(w io.Writer) error { return validate.WriteText(w, name, len(recs)+len(skips), out) }); err != nil {
+	if err := reports.PrintResult(w, o.JSON, out, func(w io.Writer) error { return validate.WriteText(w, name, len(recs)+len(skips), out) }); err != nil {
 		return err
 	}
 	if o.Out != "" {
-		return valWriteFiles(o.Out, out)
+		header, rows := out.Table()
+		return reports.WriteResults(o.Out, "validate", header, rows, out, "validate", out.Figure)
 	}
 	return nil
-}
-
-// valWriteFiles writes validate.csv, validate.json and the figure into dir.
-func valWriteFiles(dir string, out *validate.Output) error {
-	header, rows := out.Table()
-	return writeResults(dir, "validate", header, rows, out, "validate", out.Figure)
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpsim/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
 )
 
 const validateFixture = "../../validate/testdata/runs-fixture.json"

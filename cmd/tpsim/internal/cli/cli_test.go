@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/strategies"
 )
 
@@ -57,7 +58,6 @@ func TestWithSuggestion(t *testing.T) {
 		{`model: unknown model "gpt-tiy"; valid names: ...`, `model: unknown model "gpt-tiy" (did you mean "gpt-tiny"?); valid names: ...`},
 		{`unknown hardware "a100"`, `unknown hardware "a100" (did you mean "a100-80g"?)`},
 		{`unknown style "rowwize"`, `unknown style "rowwize" (did you mean "rowwise"?)`},
-		{`unknown strategy "hybird"`, `unknown strategy "hybird" (did you mean "hybrid"?)`},
 		{`unknown model "zzzzzzzzzzzz"`, `unknown model "zzzzzzzzzzzz"`},
 		{`unknown model "x" (did you mean "y"?)`, `unknown model "x" (did you mean "y"?)`},
 		{"disk full", "disk full"},
@@ -110,20 +110,27 @@ func TestPricingCheck(t *testing.T) {
 	}
 }
 
-// Predict lowers and prices the strategy: the Result names the resolved strategy and the
-// Program's device count.
-func TestPricingPredict(t *testing.T) {
-	o := &Pricing{Target: Target{Model: "gpt-tiny", Hardware: DefaultHardware}, Strategy: "dp=2,tp=2"}
-	p, err := o.Predict()
+// Load reads the target's model and hardware, "host" only through the loader it is given.
+func TestTargetLoad(t *testing.T) {
+	tg := Target{Model: "gpt-tiny", Hardware: DefaultHardware}
+	m, hw, err := tg.Load(hardware.Loader{})
+	if err != nil || m.Name != "gpt-tiny" || hw.Name != DefaultHardware {
+		t.Fatalf("Load = %v, %v, %v", m, hw, err)
+	}
+	tg.Model = "gpt-tiy"
+	if _, _, err := tg.Load(hardware.Loader{}); err == nil || !strings.Contains(err.Error(), `"gpt-tiy"`) {
+		t.Errorf("unknown model: err %v", err)
+	}
+	tg = Target{Model: "gpt-tiny", Hardware: hardware.HostName}
+	if _, _, err := tg.Load(hardware.Loader{}); err == nil || !strings.Contains(err.Error(), `unknown hardware "host"`) {
+		t.Errorf("host without a loader: err %v", err)
+	}
+	want, err := hardware.Preset("h100-sxm")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Result.Devices != 4 || p.Program.Strategy.Mesh.DP != 2 || !strings.Contains(p.Result.Strategy, "tp=2") || p.Peak <= 0 || p.Coster == nil {
-		t.Errorf("got devices %d, strategy %q, peak %v", p.Result.Devices, p.Result.Strategy, p.Peak)
-	}
-	o.Model = "gpt-tiy"
-	if _, err := o.Predict(); err == nil || !strings.Contains(err.Error(), `"gpt-tiy"`) {
-		t.Errorf("unknown model: err %v", err)
+	if _, hw, err := tg.Load(hardware.Loader{Host: func() (*hardware.Hardware, error) { return want, nil }}); err != nil || hw != want {
+		t.Errorf("host with a loader: %v, %v; want the loader's profile", hw, err)
 	}
 }
 

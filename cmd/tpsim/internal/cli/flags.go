@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tpsim/tpsim/compare"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/internal/suggest"
 	"github.com/tpsim/tpsim/model"
@@ -112,12 +111,13 @@ func flagSuggestion(fs *pflag.FlagSet, msg string) string {
 	return ""
 }
 
-// unknownName matches the errors of the model, hardware and strategies packages and of compare
-// for a name that is not one of theirs: `unknown model "gpt-tiy"`.
-var unknownName = regexp.MustCompile(`unknown (model|hardware|style|strategy) "([^"]*)"`)
+// unknownName matches the errors of the model, hardware and strategies packages for a name that
+// is not one of theirs: `unknown model "gpt-tiy"`. (compare's errors for an unknown strategy
+// family carry their own "did you mean".)
+var unknownName = regexp.MustCompile(`unknown (model|hardware|style) "([^"]*)"`)
 
-// WithSuggestion adds "did you mean" to an error that names an unknown model, hardware, style
-// or compare strategy: `unknown model "gpt-tiy" (did you mean "gpt-tiny"?); valid names: ...`.
+// WithSuggestion adds "did you mean" to an error that names an unknown model, hardware or style:
+// `unknown model "gpt-tiy" (did you mean "gpt-tiny"?); valid names: ...`.
 func WithSuggestion(msg string) string {
 	m := unknownName.FindStringSubmatchIndex(msg)
 	if m == nil || strings.Contains(msg, "did you mean") {
@@ -134,8 +134,6 @@ func WithSuggestion(msg string) string {
 		for _, s := range strategies.Styles {
 			candidates = append(candidates, string(s))
 		}
-	case "strategy":
-		candidates = compare.FamilyNames()
 	}
 	return msg[:m[1]] + suggest.DidYouMean(name, candidates) + msg[m[1]:]
 }

@@ -5,12 +5,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tpsim/tpsim/costmodel"
 	"github.com/tpsim/tpsim/hardware"
 	"github.com/tpsim/tpsim/model"
-	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/strategies"
-	"github.com/tpsim/tpsim/units"
 )
 
 // Defaults of predict, sim and plan: Llama-2-7B on one DGX A100 node, fully sharded data parallel
@@ -33,13 +30,13 @@ func (t *Target) RegisterTarget(fs *pflag.FlagSet) {
 	fs.StringVar(&t.Hardware, "hardware", DefaultHardware, "hardware: a preset name (see 'tpsim hardware') or a hardware JSON file")
 }
 
-// Load reads the model and the hardware profile.
-func (t *Target) Load() (*model.Model, *hardware.Hardware, error) {
+// Load reads the model and the hardware profile, "host" through hosts.
+func (t *Target) Load(hosts hardware.Loader) (*model.Model, *hardware.Hardware, error) {
 	m, err := model.Load(t.Model)
 	if err != nil {
 		return nil, nil, err
 	}
-	hw, err := hardware.Load(t.Hardware)
+	hw, err := hosts.Load(t.Hardware)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -100,41 +97,6 @@ func (o *Pricing) StrategyOf() (strategies.Strategy, error) {
 		st.Plan = plan
 	}
 	return st, nil
-}
-
-// Prediction is a cost-model Result with the inputs it was computed from.
-type Prediction struct {
-	Model   *model.Model
-	HW      *hardware.Hardware
-	Program *program.Program
-	Coster  *costmodel.Coster
-	Peak    units.FLOPsPerSecond
-	Result  *costmodel.Result
-}
-
-// Predict loads the inputs, lowers the model and prices the Program.
-func (o *Pricing) Predict() (*Prediction, error) {
-	m, hw, err := o.Load()
-	if err != nil {
-		return nil, err
-	}
-	st, err := o.StrategyOf()
-	if err != nil {
-		return nil, err
-	}
-	prog, err := program.Lower(m, st)
-	if err != nil {
-		return nil, err
-	}
-	c, err := costmodel.NewCoster(prog, hw)
-	if err != nil {
-		return nil, err
-	}
-	res, err := costmodel.Predict(prog, hw)
-	if err != nil {
-		return nil, err
-	}
-	return &Prediction{Model: m, HW: hw, Program: prog, Coster: c, Peak: c.Peak(), Result: res}, nil
 }
 
 // ParseOptimizer reads --optimizer: sgd or adam, in any case.
