@@ -52,7 +52,7 @@ var testOnly = []struct{ from, to, why string }{
 }
 
 // anywhere are the helpers every package may import; they import nothing of tpsim themselves.
-var anywhere = []string{"internal/atomicfile", "internal/suggest"}
+var anywhere = []string{"internal/atomicfile", "internal/jsonkeys", "internal/suggest"}
 
 // forbidden are the rules that carry the tool's honesty (the architecture's), checked by
 // name so that a failure says which one broke, whatever the table says.
