@@ -361,8 +361,8 @@ func (c *Coster) Comm(op *program.Op) units.Seconds {
 		if op.Kind == program.OpAllReduce {
 			// The tied embedding's gradient all-reduce between the first and the last pipeline
 			// ranks (Megatron-LM's embedding group): a ring of two ranks, two steps on the level
-			// that joins them, each rank sending 2(p-1)/p n = n bytes (DESIGN.md table).
-			return c.link(c.HW.LevelFor((mesh.PP-1)*stride+1), 2, op.SentBytes)
+			// that joins them, each rank sending the op's SentBytes (the whole gradient).
+			return c.link(c.HW.LevelFor((mesh.PP-1)*stride+1), program.RingSteps(op.Kind, op.Group), op.SentBytes)
 		}
 		return PipelineSendTime(c.HW, c.P.Strategy, op.SentBytes)
 	default:
@@ -463,7 +463,7 @@ func (c *Coster) hidden(ops []program.Op, i int, comm units.Seconds) units.Secon
 // for other ops, which keep the backward rules of Hidden.
 func (c *Coster) chunkedHidden(ops []program.Op, i int, comm units.Seconds) (hidden units.Seconds, ok bool) {
 	op := &ops[i]
-	share := units.Seconds(op.Group-1) / units.Seconds(op.Group)
+	share := units.Seconds(program.RingShare(op.Group))
 	forward := func(o *program.Op) bool { return o.Phase == program.Forward || o.Recompute }
 	isLinear := func(o *program.Op) bool { return o.Kind == program.OpLinear && forward(o) }
 	switch {
@@ -518,7 +518,7 @@ func (c *Coster) ringHidden(ops []program.Op, i int, comm units.Seconds) units.S
 		return 0
 	}
 	share := func(att *program.Op) units.Seconds {
-		return c.Compute(att) * units.Seconds(op.Group-1) / units.Seconds(op.Group)
+		return c.Compute(att) * units.Seconds(program.RingShare(op.Group))
 	}
 	// gathers reports whether g is a context-parallel gather that attention att reads next.
 	gathers := func(g, att *program.Op) bool {
