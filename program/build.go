@@ -374,9 +374,8 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 	o := b.val(b.name(fqn, ".core"), []int{mb, s, heads * mod.HeadDim}, qv.Place)
 	op := Op{Kind: OpAttention, Module: fqn, In: in, Out: b.ids(o), Heads: heads, KVHeads: kv, HeadDim: mod.HeadDim}
 	op.Elems = int64(mb) * int64(heads) * int64(s) * int64(sFull)
-	// QK^T and (softmax)V: 2 x 2*b*s*S*h FLOPs over the local heads, the full s x S product
-	// (Narayanan et al. 2021 §5.1 counts it so, and eager kernels compute all of it).
-	products := 4 * float64(mb) * float64(s) * float64(sFull) * float64(heads*mod.HeadDim)
+	// QK^T and (softmax)V over the local heads, the full s x S product (attentionFLOPs).
+	products := attentionFLOPs(mb, s, sFull, heads*mod.HeadDim)
 	switch {
 	case b.st.FusedAttention():
 		// FlashAttention, of either generation (Dao 2023 §3.1), keeps the output and the softmax's

@@ -383,7 +383,7 @@ func (b *builder) linear(fqn string, mod *model.Module, x ValueID) (ValueID, err
 	}
 	out := outShape[len(outShape)-1]
 	op.In = b.ids(x)
-	op.FLOPs = units.FLOPs(2 * rows * int64(in) * int64(out))
+	op.FLOPs = MatmulFLOPs(float64(rows), float64(in), float64(out))
 	op.M, op.N, op.K = int(rows), out, in
 	op.MemBytes = units.Bytes((rows*int64(in) + int64(in)*int64(out) + rows*int64(out)) * int64(b.p.ActBytes))
 	if pl := b.v(x).Place; pl.Kind == Shard && axisOf(xs, pl.Dim) != len(xs)-1 && wShard < 0 {
