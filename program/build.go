@@ -277,25 +277,24 @@ func (b *builder) embedding(fqn string, mod *model.Module, ids ValueID) (ValueID
 	return y, nil
 }
 
+// block lowers a pre-norm transformer block: x + attn(norm1(x)), then x + mlp(norm2(x)).
 func (b *builder) block(prefix string, blk *model.Module, x ValueID) (ValueID, error) {
-	h, err := b.norm(prefix+".norm1", blk.Child("norm1"), x)
-	if err != nil {
-		return 0, err
+	sublayers := [...]struct {
+		norm, name string
+		lower      func(fqn string, mod *model.Module, x ValueID) (ValueID, error)
+	}{{"norm1", "attn", b.attention}, {"norm2", "mlp", b.mlp}}
+	for _, sl := range sublayers {
+		h, err := b.norm(prefix+"."+sl.norm, blk.Child(sl.norm), x)
+		if err != nil {
+			return 0, err
+		}
+		y, err := sl.lower(prefix+"."+sl.name, blk.Child(sl.name), h)
+		if err != nil {
+			return 0, err
+		}
+		x = b.residual(prefix+"."+sl.name, x, y)
 	}
-	a, err := b.attention(prefix+".attn", blk.Child("attn"), h)
-	if err != nil {
-		return 0, err
-	}
-	x = b.residual(prefix+".attn", x, a)
-	h, err = b.norm(prefix+".norm2", blk.Child("norm2"), x)
-	if err != nil {
-		return 0, err
-	}
-	f, err := b.mlp(prefix+".mlp", blk.Child("mlp"), h)
-	if err != nil {
-		return 0, err
-	}
-	return b.residual(prefix+".mlp", x, f), nil
+	return x, nil
 }
 
 // residual closes a block: dropout on its output y (when the model has it) added to the residual

@@ -299,6 +299,7 @@ func (b *builder) markPartialTP(name string) {
 	}
 }
 
+// elems is the number of elements of a tensor of shape.
 func elems(shape []int) int64 {
 	n := int64(1)
 	for _, d := range shape {
