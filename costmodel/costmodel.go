@@ -32,8 +32,8 @@ type Time struct {
 }
 
 // FLOPs per step over all devices. Model FLOPs count each matrix product of the model once
-// forward and twice backward (Narayanan et al. 2021 Eq. 3 without recompute); hardware FLOPs count
-// what the devices execute, recomputation and replicated work included.
+// forward and twice backward (program.ModelFLOPs: Narayanan et al. 2021 Eq. 3 without recompute);
+// hardware FLOPs count what the devices execute, recomputation and replicated work included.
 type FLOPs struct {
 	Model    units.FLOPs `json:"model"`
 	Hardware units.FLOPs `json:"hardware"`
@@ -275,7 +275,7 @@ func (c *Coster) hostGEMMs(op *program.Op) units.Seconds {
 			t += m
 			continue
 		}
-		f := units.FLOPs(2 * float64(g.M) * float64(g.K) * float64(g.N))
+		f := program.MatmulFLOPs(float64(g.M), float64(g.K), float64(g.N))
 		t += units.Seconds(float64(f) / (perCore * c.HW.GEMMEfficiency(f)))
 	}
 	return t
@@ -361,8 +361,8 @@ func (c *Coster) Comm(op *program.Op) units.Seconds {
 		if op.Kind == program.OpAllReduce {
 			// The tied embedding's gradient all-reduce between the first and the last pipeline
 			// ranks (Megatron-LM's embedding group): a ring of two ranks, two steps on the level
-			// that joins them, each rank sending 2(p-1)/p n = n bytes (docs/architecture.md's bytes-per-rank table).
-			return c.link(c.HW.LevelFor((mesh.PP-1)*stride+1), 2, op.SentBytes)
+			// that joins them, each rank sending the op's SentBytes (the whole gradient).
+			return c.link(c.HW.LevelFor((mesh.PP-1)*stride+1), program.RingSteps(op.Kind, op.Group), op.SentBytes)
 		}
 		return PipelineSendTime(c.HW, c.P.Strategy, op.SentBytes)
 	default:
@@ -463,7 +463,7 @@ func (c *Coster) hidden(ops []program.Op, i int, comm units.Seconds) units.Secon
 // for other ops, which keep the backward rules of Hidden.
 func (c *Coster) chunkedHidden(ops []program.Op, i int, comm units.Seconds) (hidden units.Seconds, ok bool) {
 	op := &ops[i]
-	share := units.Seconds(op.Group-1) / units.Seconds(op.Group)
+	share := units.Seconds(program.RingShare(op.Group))
 	forward := func(o *program.Op) bool { return o.Phase == program.Forward || o.Recompute }
 	isLinear := func(o *program.Op) bool { return o.Kind == program.OpLinear && forward(o) }
 	switch {
@@ -518,7 +518,7 @@ func (c *Coster) ringHidden(ops []program.Op, i int, comm units.Seconds) units.S
 		return 0
 	}
 	share := func(att *program.Op) units.Seconds {
-		return c.Compute(att) * units.Seconds(op.Group-1) / units.Seconds(op.Group)
+		return c.Compute(att) * units.Seconds(program.RingShare(op.Group))
 	}
 	// gathers reports whether g is a context-parallel gather that attention att reads next.
 	gathers := func(g, att *program.Op) bool {
@@ -587,7 +587,7 @@ func Predict(p *program.Program, hw *hardware.Hardware) (*Result, error) {
 	if _, err := c.compose(&t); err != nil {
 		return nil, err
 	}
-	t.FLOPs.Model = ModelFLOPs(p.Model, st.GBS, st.Seq)
+	t.FLOPs.Model = program.ModelFLOPs(p.Model, st.GBS, st.Seq)
 	t.finish(st, hw, c.peak)
 	return t.result(p.Model.Name, st, planName(p), hw, c.peak, p.Microbatches, p.Model.Transformer != nil), nil
 }
@@ -632,43 +632,4 @@ func planName(p *program.Program) string {
 		return "megatron"
 	}
 	return p.Strategy.Plan.String()
-}
-
-// ModelFLOPs is 3x the forward matrix-product FLOPs of m over a batch of batch samples of seq
-// tokens (seq 0 for models without a sequence): every Linear 2 x tokens x in x out, every
-// attention 4 x batch x seq^2 x heads x head_dim, a tied output head 2 x tokens x hidden x vocab.
-// For a GPT this is Narayanan et al. 2021 Eq. 3 without the recompute pass:
-// 72 B L s h^2 (1 + s/(6h) + V/(12 h L)).
-func ModelFLOPs(m *model.Model, batch, seq int) units.FLOPs {
-	tokens := float64(batch) * float64(max(seq, 1))
-	var fwd float64
-	for _, n := range m.Root.Walk() {
-		x := n.Module
-		switch x.Kind {
-		case model.KindLinear:
-			fwd += 2 * tokens * float64(x.In) * float64(x.Out)
-		case model.KindAttention:
-			fwd += 4 * float64(batch) * float64(seq) * float64(seq) * float64(x.Heads*x.HeadDim)
-		}
-	}
-	if t := m.Transformer; t != nil && t.Tied {
-		fwd += 2 * tokens * float64(t.Hidden) * float64(t.Vocab)
-	}
-	return units.FLOPs(3 * fwd)
-}
-
-// TransformerForwardFLOPs is one forward pass of batch sequences of seq tokens through a
-// transformer's matrix products: its layers (2 tokens x the Linear weights + 4 B s^2 a d for
-// attention, the full s x s product, each) and its output head (2 tokens h V), apart, so that a
-// FLOP count can weigh them differently (Megatron-LM's Eq. 3 counts the layers' recompute).
-func TransformerForwardFLOPs(c *model.Transformer, batch, seq int) (layers, head units.FLOPs) {
-	tokens := float64(batch) * float64(max(seq, 1))
-	h, q := float64(c.Hidden), float64(c.Heads*c.HeadDim)
-	qkv := float64((c.Heads + 2*c.KVHeads) * c.HeadDim)
-	mlp := 2.0
-	if c.Gated {
-		mlp = 3
-	}
-	layer := 2*tokens*(h*qkv+q*h+mlp*h*float64(c.FFN)) + 4*float64(batch)*float64(seq)*float64(seq)*q
-	return units.FLOPs(float64(c.Layers) * layer), units.FLOPs(2 * tokens * h * float64(c.Vocab))
 }

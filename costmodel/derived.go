@@ -327,7 +327,7 @@ func (d *Derived) modelFLOPs(st strategies.Strategy) units.FLOPs {
 	f, ok := d.flops[k]
 	d.mu.Unlock()
 	if !ok {
-		f = ModelFLOPs(d.m, st.GBS, st.Seq)
+		f = program.ModelFLOPs(d.m, st.GBS, st.Seq)
 		d.mu.Lock()
 		d.flops[k] = f
 		d.mu.Unlock()

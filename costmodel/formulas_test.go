@@ -87,7 +87,7 @@ func TestZeROMemoryPerParameter(t *testing.T) {
 // Narayanan et al. 2021 Eq. 3 without the recompute pass (formulas.json
 // korthikanti2022_flops.model_flops_per_iteration): a GPT with a 4h MLP does
 // 72 B L s h^2 (1 + s/(6h) + V/(12 h L)) model FLOPs per iteration, counting each matrix product
-// once forward and twice backward and the full s x s attention. ModelFLOPs, and Estimate's and
+// once forward and twice backward and the full s x s attention. program.ModelFLOPs, and Estimate's and
 // Predict's flops.model, must be exactly that (to float rounding).
 func TestModelFLOPsNarayanan(t *testing.T) {
 	hw := loadHW(t, "a100-80g")
@@ -104,7 +104,7 @@ func TestModelFLOPsNarayanan(t *testing.T) {
 		st := mustParse(t, c.st)
 		B, L, s, h, V := float64(st.GBS), float64(tc.Layers), float64(tc.Seq), float64(tc.Hidden), float64(tc.Vocab)
 		want := 72 * B * L * s * h * h * (1 + s/(6*h) + V/(12*h*L))
-		if got := float64(ModelFLOPs(m, st.GBS, tc.Seq)); !near(got, want, 1e-12) {
+		if got := float64(program.ModelFLOPs(m, st.GBS, tc.Seq)); !near(got, want, 1e-12) {
 			t.Errorf("%s: ModelFLOPs = %.6g, Narayanan et al. Eq. 3 gives %.6g", c.name, got, want)
 		}
 		est, err := Estimate(m, st, hw)

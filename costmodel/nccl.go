@@ -164,8 +164,8 @@ func CollectiveProtocol(hw *hardware.Hardware, kind program.OpKind, g, stride in
 // devices apart on hw, as NCCL's tuning model does (see above): per-call base latency, per-step
 // latency of the protocol and link, the protocol's share of the bus bandwidth, the fastest
 // protocol for the size, and for an all-reduce across nodes the faster of ring and tree.
-// All-gather and reduce-scatter are priced as themselves: g-1 steps, (g-1)/g of the tensor per
-// rank; all-reduce 2(g-1) steps and twice the bytes.
+// All-gather and reduce-scatter are priced as themselves, all-reduce as one ring of twice the
+// steps and bytes: the ring's steps and sent bytes are program.RingSteps and program.SentBytes.
 func CollectiveTime(hw *hardware.Hardware, kind program.OpKind, g, stride int, n units.Bytes) units.Seconds {
 	t, _ := collective(hw, kind, g, stride, n)
 	return t
@@ -177,23 +177,16 @@ func collective(hw *hardware.Hardware, kind program.OpKind, g, stride int, n uni
 		return 0, -1
 	}
 	ar := kind == program.OpAllReduce
-	twice := 1.0
-	if ar {
-		twice = 2
-	}
-	// bw is the Simple bandwidth time of a ring of g ranks at a level: each rank sends
-	// (g-1)/g of n (twice for all-reduce) at the level's bus bandwidth (docs/architecture.md's bytes-per-rank table).
+	// bw is the Simple bandwidth time of a ring of g ranks at a level: what each rank sends of
+	// n (program.SentBytes: the ring's share, twice for all-reduce) at the level's bus bandwidth.
 	bw := func(level, g int, n units.Bytes) units.Seconds {
 		l := hw.Levels[level]
-		return units.Seconds(twice * float64(g-1) / float64(g) * float64(n) / (float64(l.Bandwidth) * l.Efficiency))
+		return units.Seconds(float64(program.SentBytes(kind, g, n)) / (float64(l.Bandwidth) * l.Efficiency))
 	}
 	span := (g-1)*stride + 1
 	level := hw.LevelFor(span)
 	inner := hw.Levels[0].Size
-	steps := g - 1
-	if ar {
-		steps = 2 * (g - 1)
-	}
+	steps := program.RingSteps(kind, g)
 	hierarchical := level > 0 && inner > 0 && stride < inner && inner%stride == 0 && g%(inner/stride) == 0
 	if !hierarchical {
 		l := hw.Levels[level]
@@ -214,8 +207,8 @@ func collective(hw *hardware.Hardware, kind program.OpKind, g, stride int, n uni
 	// node at its rate, across at each GPU's own NIC for n/k (reduce-scatter inside, all-reduce
 	// across, all-gather inside; this is why nccl-tests measure about 192 GB/s of all-reduce bus
 	// bandwidth per DGX-A100 node, collectives.json dgx_a100_multinode_allreduce_192). Steps: a
-	// ring still has g-1 (2(g-1) for all-reduce), q-1 (2(q-1)) of them across nodes (tuning.cc
-	// nsteps and nInterSteps).
+	// ring still has RingSteps(g) of them, RingSteps(q) across nodes (tuning.cc nsteps and
+	// nInterSteps).
 	k := inner / stride
 	q := g / k
 	simple := bw(0, k, n) + bw(level, q, n/units.Bytes(k))
@@ -224,10 +217,7 @@ func collective(hw *hardware.Hardware, kind program.OpKind, g, stride int, n uni
 		outer := hw.Levels[level]
 		return units.Seconds(steps)*outer.Latency + simple, -1
 	}
-	inter := q - 1
-	if ar {
-		inter = 2 * (q - 1)
-	}
+	inter := program.RingSteps(kind, q)
 	t, p := ncclRing(kind, simple, steps-inter, inter, inClass, outClass, n, g)
 	if ar && q > 1 {
 		if tt := ncclTree(simple, k, q, inClass, outClass, n); tt < t {

@@ -222,13 +222,17 @@ func (b *builder) sendRecv(x ValueID, to *Stage) ValueID {
 	from := b.stage
 	xv := *b.v(x)
 	bytes := xv.Bytes()
-	b.emit(Op{Kind: OpSend, Module: "pp", In: b.ids(x), Dim: strategies.DimPP, Group: 2, Peer: to.Index, SentBytes: bytes, FullBytes: bytes, MemBytes: bytes})
+	send := pipelineOp(OpSend, to.Index, bytes)
+	send.In = b.ids(x)
+	b.emit(send)
 	b.stage = to
 	y := b.val(b.name(xv.Name, ".recv"), xv.Shape, xv.Place)
 	if b.needsGrad.get(vkey{from.Index, x}) {
 		b.needsGrad.set(vkey{to.Index, y}, true)
 	}
-	b.emit(Op{Kind: OpRecv, Module: "pp", Out: b.ids(y), Dim: strategies.DimPP, Group: 2, Peer: from.Index, FullBytes: bytes, MemBytes: bytes})
+	recv := pipelineOp(OpRecv, from.Index, bytes)
+	recv.Out = b.ids(y)
+	b.emit(recv)
 	b.sends = append(b.sends, sendPair{vkey{from.Index, x}, vkey{to.Index, y}})
 	return y
 }
@@ -273,25 +277,24 @@ func (b *builder) embedding(fqn string, mod *model.Module, ids ValueID) (ValueID
 	return y, nil
 }
 
+// block lowers a pre-norm transformer block: x + attn(norm1(x)), then x + mlp(norm2(x)).
 func (b *builder) block(prefix string, blk *model.Module, x ValueID) (ValueID, error) {
-	h, err := b.norm(prefix+".norm1", blk.Child("norm1"), x)
-	if err != nil {
-		return 0, err
+	sublayers := [...]struct {
+		norm, name string
+		lower      func(fqn string, mod *model.Module, x ValueID) (ValueID, error)
+	}{{"norm1", "attn", b.attention}, {"norm2", "mlp", b.mlp}}
+	for _, sl := range sublayers {
+		h, err := b.norm(prefix+"."+sl.norm, blk.Child(sl.norm), x)
+		if err != nil {
+			return 0, err
+		}
+		y, err := sl.lower(prefix+"."+sl.name, blk.Child(sl.name), h)
+		if err != nil {
+			return 0, err
+		}
+		x = b.residual(prefix+"."+sl.name, x, y)
 	}
-	a, err := b.attention(prefix+".attn", blk.Child("attn"), h)
-	if err != nil {
-		return 0, err
-	}
-	x = b.residual(prefix+".attn", x, a)
-	h, err = b.norm(prefix+".norm2", blk.Child("norm2"), x)
-	if err != nil {
-		return 0, err
-	}
-	f, err := b.mlp(prefix+".mlp", blk.Child("mlp"), h)
-	if err != nil {
-		return 0, err
-	}
-	return b.residual(prefix+".mlp", x, f), nil
+	return x, nil
 }
 
 // residual closes a block: dropout on its output y (when the model has it) added to the residual
@@ -362,16 +365,16 @@ func (b *builder) attention(fqn string, mod *model.Module, x ValueID) (ValueID, 
 		kvShape := []int{mb, sFull, 2 * kv * mod.HeadDim}
 		full := units.Bytes(elems(kvShape) * int64(b.p.ActBytes))
 		kvAll := b.val(b.name(fqn, ".kv_cp"), kvShape, qv.Place)
-		b.emit(Op{Kind: OpAllGather, Module: fqn, In: b.ids(qkv), Out: b.ids(kvAll), Dim: strategies.DimCP, Group: cp, Axis: 1,
-			SentBytes: full * units.Bytes(cp-1) / units.Bytes(cp), FullBytes: full, MemBytes: full})
+		gather := collectiveOp(OpAllGather, strategies.DimCP, cp, full)
+		gather.Module, gather.In, gather.Out, gather.Axis = fqn, b.ids(qkv), b.ids(kvAll), 1
+		b.emit(gather)
 		in = append(in, kvAll)
 	}
 	o := b.val(b.name(fqn, ".core"), []int{mb, s, heads * mod.HeadDim}, qv.Place)
 	op := Op{Kind: OpAttention, Module: fqn, In: in, Out: b.ids(o), Heads: heads, KVHeads: kv, HeadDim: mod.HeadDim}
 	op.Elems = int64(mb) * int64(heads) * int64(s) * int64(sFull)
-	// QK^T and (softmax)V: 2 x 2*b*s*S*h FLOPs over the local heads, the full s x S product
-	// (Narayanan et al. 2021 §5.1 counts it so, and eager kernels compute all of it).
-	products := 4 * float64(mb) * float64(s) * float64(sFull) * float64(heads*mod.HeadDim)
+	// QK^T and (softmax)V over the local heads, the full s x S product (attentionFLOPs).
+	products := attentionFLOPs(mb, s, sFull, heads*mod.HeadDim)
 	switch {
 	case b.st.FusedAttention():
 		// FlashAttention, of either generation (Dao 2023 §3.1), keeps the output and the softmax's
@@ -640,18 +643,18 @@ func (p *Program) OptimizerPhase(index, nv int, sp StageParams, names bool, emit
 		// Korthikanti et al. 2022 §4.2.2: parameters applied to sequence-parallel activations have
 		// their gradients all-reduced over the tensor-parallel group.
 		n := units.Bytes(partialElems * int64(p.GradBytes))
-		one(Op{Kind: OpAllReduce, Module: "grads", Params: partial, Dim: strategies.DimTP, Group: tp,
-			SentBytes: 2 * n * units.Bytes(tp-1) / units.Bytes(tp), FullBytes: n, MemBytes: n}, 1)
+		op := collectiveOp(OpAllReduce, strategies.DimTP, tp, n)
+		op.Module, op.Params = "grads", partial
+		one(op, 1)
 	}
 	if g > 1 && st.ZeRO < 3 {
 		p.buckets(&sp, names, func(elems int64, bucket []string, times int) {
-			n := units.Bytes(elems * int64(p.GradBytes))
-			op := Op{Module: "grads", Params: bucket, Dim: strategies.DimDP, Group: g, FullBytes: n, MemBytes: n}
-			if st.ZeRO == 0 {
-				op.Kind, op.SentBytes = OpAllReduce, 2*n*units.Bytes(g-1)/units.Bytes(g)
-			} else {
-				op.Kind, op.SentBytes = OpReduceScatter, n*units.Bytes(g-1)/units.Bytes(g)
+			kind := OpAllReduce
+			if st.ZeRO > 0 {
+				kind = OpReduceScatter
 			}
+			op := collectiveOp(kind, strategies.DimDP, g, units.Bytes(elems*int64(p.GradBytes)))
+			op.Module, op.Params = "grads", bucket
 			one(op, times)
 		})
 	}
@@ -660,19 +663,18 @@ func (p *Program) OptimizerPhase(index, nv int, sp StageParams, names bool, emit
 		// for the output head are one parameter, so their gradients are summed before the update
 		// by an all-reduce over the two pipeline ranks holding them (Shoeybi et al. 2019;
 		// Megatron-LM's embedding group, _allreduce_embedding_grads in finalize_model_grads,
-		// after the data-parallel reduction). It runs in place on the tp-local gradient, p = 2:
-		// 2(p-1)/p n = n bytes sent.
+		// after the data-parallel reduction). It runs in place on the tp-local gradient, a ring
+		// of two: each rank sends the whole gradient (SentBytes).
 		peer := last
 		if index == last {
 			peer = 0
 		}
-		n := units.Bytes(embed * int64(p.GradBytes))
-		var embedName []string
+		op := collectiveOp(OpAllReduce, strategies.DimPP, 2, units.Bytes(embed*int64(p.GradBytes)))
+		op.Module, op.Peer = "embed", peer
 		if names {
-			embedName = []string{"embed.weight"}
+			op.Params = []string{"embed.weight"}
 		}
-		one(Op{Kind: OpAllReduce, Module: "embed", Params: embedName, Dim: strategies.DimPP, Group: 2, Peer: peer,
-			SentBytes: n, FullBytes: n, MemBytes: n}, 1)
+		one(op, 1)
 	}
 	local := total
 	if st.ZeRO >= 1 {
@@ -686,9 +688,9 @@ func (p *Program) OptimizerPhase(index, nv int, sp StageParams, names bool, emit
 	one(Op{Kind: OpStep, Module: "optimizer", Params: all, FLOPs: units.FLOPs(10 * local), Elems: local,
 		MemBytes: units.Bytes(local * int64(2*(p.ParamBytes+p.OptBytes)+p.GradBytes))}, 1)
 	if st.ZeRO == 1 || st.ZeRO == 2 {
-		n := units.Bytes(total * int64(p.ParamBytes))
-		one(Op{Kind: OpAllGather, Module: "params", Params: slices.Clone(all), Dim: strategies.DimDP, Group: g,
-			SentBytes: n * units.Bytes(g-1) / units.Bytes(g), FullBytes: n, MemBytes: n}, 1)
+		op := collectiveOp(OpAllGather, strategies.DimDP, g, units.Bytes(total*int64(p.ParamBytes)))
+		op.Module, op.Params = "params", slices.Clone(all)
+		one(op, 1)
 	}
 }
 

@@ -13,270 +13,311 @@ type contrib struct {
 	pl Placement
 }
 
-// differentiate walks the forward tape backwards and emits each stage's backward ops: the backward
-// of every compute op, the collectives that gradient placements need (docs/architecture.md, "Backward ops
-// carry the collective that the gradient's placement needs"), pipeline sends of gradients,
-// recomputation under full recompute, and ZeRO-3 gathers.
-func (b *builder) differentiate() {
-	grads := make(perStage[[]contrib], len(b.p.Stages))
-	b.recomputeGathered = map[paramLoc]bool{}
-	// Full recompute: the forward ops of each layer are replayed just before its backward.
-	layerEnd := map[tapeEntry]layerRange{}
-	for _, r := range b.layerOps {
-		layerEnd[tapeEntry{r.stage, r.hi - 1}] = r
-	}
+// backward is the state of one differentiation (builder.differentiate): the gradient
+// contributions collected so far, the recomputed copies of values, and the stage and forward op
+// being differentiated, which its methods read.
+type backward struct {
+	b     *builder
+	grads perStage[[]contrib]
 	// remap is the recomputed copy of a value, plus one (0: none).
-	remap := make(perStage[ValueID], len(b.p.Stages))
-	saved := func(s int, id ValueID) ValueID {
-		if r := remap.get(vkey{s, id}); r > 0 {
-			return r - 1
-		}
-		return id
+	remap perStage[ValueID]
+	// recvOf is the receive of each pipeline send.
+	recvOf map[vkey]vkey
+	// layerEnd is, under full or per-op recompute, the layer whose last forward op each entry is:
+	// its forward ops are replayed just before its backward.
+	layerEnd map[tapeEntry]layerRange
+	s        *Stage
+	fop      Op
+	arena    []contrib // addGrad's
+}
+
+// differentiate walks the forward tape backwards and emits each stage's backward ops: the backward
+// of every compute op, the collectives that gradient placements need (the gradient of a value
+// placed Partial is summed where a Replicate value needs it; the backward of each forward
+// redistribution is its transpose), pipeline sends of gradients, recomputation under full or
+// per-op recompute, and ZeRO-3 gathers.
+func (b *builder) differentiate() {
+	nv := len(b.p.Stages)
+	d := &backward{b: b, grads: make(perStage[[]contrib], nv), remap: make(perStage[ValueID], nv),
+		recvOf: map[vkey]vkey{}, layerEnd: map[tapeEntry]layerRange{}}
+	b.recomputeGathered = map[paramLoc]bool{}
+	for _, r := range b.layerOps {
+		d.layerEnd[tapeEntry{r.stage, r.hi - 1}] = r
 	}
-	recvOf := map[vkey]vkey{}
 	for _, sp := range b.sends {
-		recvOf[sp.from] = sp.to
+		d.recvOf[sp.from] = sp.to
 	}
 	b.seqGathers()
-	// The stage and the forward op being differentiated, which the helpers below read (made
-	// once, not for every op).
-	var s *Stage
-	var fop Op
-	var arena []contrib // addGrad's
-	gradOf := func(id ValueID, want Placement, allowPartial bool) ValueID {
-		return b.collectGrad(grads, vkey{s.Index, id}, want, allowPartial, fop.Module)
-	}
-	addGrad := func(id ValueID, g ValueID, pl Placement) {
-		if g < 0 || !b.needsGrad.get(vkey{s.Index, id}) {
-			return
-		}
-		k := vkey{s.Index, id}
-		cs := grads.get(k)
-		if cs == nil {
-			// Most values get one contribution: carve it out of a shared array (capped, so
-			// that a second one copies).
-			if len(arena) == cap(arena) {
-				arena = make([]contrib, 0, min(2*cap(arena)+32, 4096))
-			}
-			arena = append(arena, contrib{g, pl})
-			grads.set(k, arena[len(arena)-1:len(arena):len(arena)])
-			return
-		}
-		grads.set(k, append(cs, contrib{g, pl}))
-	}
-	newGrad := func(of ValueID, pl Placement) ValueID {
-		v := s.Values[of]
-		return b.val(b.name("grad.", v.Name), v.Shape, pl)
-	}
-	emitB := func(op Op) {
-		op.Phase = Backward
-		if op.Kind.IsCollective() || op.Kind == OpSlice || op.Kind == OpSend || op.Kind == OpRecv {
-			op.Fwd = -1
-		}
-		s.Backward = append(s.Backward, op)
-	}
-	gradPlace := func(pl Placement) Placement {
-		if pl.Kind == Partial {
-			return Placement{Kind: Replicate}
-		}
-		return pl
-	}
+	replay := b.st.Recompute == strategies.RecomputeFull || b.st.Recompute == strategies.RecomputeOp
 	for ti := len(b.tape) - 1; ti >= 0; ti-- {
 		te := b.tape[ti]
 		b.stage = b.p.Stages[te.stage]
-		s = b.stage
-		fop = s.Forward[te.op]
-		if r, ok := layerEnd[te]; ok && (b.st.Recompute == strategies.RecomputeFull || b.st.Recompute == strategies.RecomputeOp) {
-			products := 0
-			for i := r.lo; i < r.hi; i++ {
-				op := s.Forward[i]
-				if b.st.Recompute == strategies.RecomputeOp && keptByOpCheckpoint(op.Kind, &products) {
-					continue // its outputs stay saved from the forward
-				}
-				op.Recompute, op.Phase, op.Fwd = true, Backward, -1
-				op.In = b.mapIDs(op.In, func(id ValueID) ValueID { return saved(s.Index, id) })
-				outs := b.ids(op.Out...)
-				for j, o := range op.Out {
-					v := s.Values[o]
-					nv := ValueID(len(s.Values))
-					v.ID, v.Name = nv, b.name(v.Name, ".re")
-					s.Values = append(s.Values, v)
-					remap.set(vkey{s.Index, o}, nv+1)
-					outs[j] = nv
-				}
-				op.Out = outs
-				s.Backward = append(s.Backward, op)
-				if op.IsParamGather() && !b.st.TensorLists {
-					// ZeRO-3: the recomputed forward's gather also serves the backward ops
-					// (FSDP unshards a checkpointed unit once in its backward and recomputes
-					// with those parameters; DeepSpeed since ZeRO-Infinity keeps a parameter it
-					// reuses soon, stage3_max_reuse_distance), which then gather nothing. The
-					// ZeRO-3 of 2021 (tensorlists=on) released every submodule's parameters
-					// after its forward and fetched them again in its backward hook.
-					for _, name := range op.Params {
-						b.recomputeGathered[paramLoc{s.Index, name}] = true
-					}
-				}
-			}
+		d.s = b.stage
+		d.fop = d.s.Forward[te.op]
+		if r, ok := d.layerEnd[te]; ok && replay {
+			d.replay(r)
 		}
-		switch fop.Kind {
+		switch d.fop.Kind {
 		case OpLoss:
-			y, yv := fop.In[0], s.Values[fop.In[0]]
-			gpl := Placement{Kind: Replicate}
-			sv, mem, flops, elems := b.ids(saved(s.Index, y), fop.In[1]), fop.MemBytes, fop.FLOPs, fop.Elems
-			switch {
-			case fop.VocabHi > 0:
-				// Vocabulary-parallel (build.go vocabParallelLoss): the gradient of this rank's
-				// shard, exp(y - lse) minus the one-hot target where the rank holds it, from the
-				// shard (its fp32 copy under mixed precision) and the lse. Per local logit it reads
-				// 4 bytes and writes 4 (fp32), then casts back to e (reads 4, writes e).
-				gpl = yv.Place // the shard's gradient is the shard's
-				n := yv.Elems()
-				yin := y
-				if len(fop.In) == 4 {
-					yin = fop.In[3] // the fp32 copy
-				}
-				sv = b.ids(saved(s.Index, yin), fop.In[1], fop.Out[1])
-				mem, flops, elems = units.Bytes(8*n), units.FLOPs(5*n), n
-				if yv.Elem < 4 {
-					mem = units.Bytes(n * int64(12+yv.Elem))
-				}
-			case len(fop.Out) == 3: // [loss, fp32 copy, log-probabilities]: OpLoss's doc
-				// The fp32 loss of mixed precision (build.go): the backward reads the saved
-				// log-probabilities. Per logit: the loss's backward writes a dense fp32 gradient
-				// (4 bytes), log_softmax's backward reads it and the output and writes its own
-				// (12), the cast back reads 4 and writes e.
-				sv = b.ids(saved(s.Index, fop.Out[2]), fop.In[1])
-				mem = units.Bytes(yv.Elems() * int64(20+yv.Elem))
-			}
-			g := newGrad(y, gpl)
-			outs := b.ids(g)
-			if len(fop.Out) == 3 && fop.VocabHi == 0 {
-				// The two fp32 gradients are buffers of their own, alive beside the saved
-				// log-probabilities: PyTorch's nll_loss backward allocates a dense fp32 gradient
-				// (zeros, then the targets' entries), and _log_softmax_backward_data a new one
-				// from it and the output (aten/src/ATen/native/LossNLL.cpp and SoftMax.cpp), so
-				// three fp32 copies of the logits are live at once, the peak of the step for a
-				// large vocabulary. This is F.cross_entropy's path (torchtitan, Hugging Face);
-				// Megatron-LM's fused cross-entropy works in place on its saved softmax and
-				// vocabulary-parallel runs take the path above. The bf16 gradient the op also
-				// writes comes after the dense one is freed, so the op's peak counts e bytes per
-				// logit more than PyTorch's.
-				for _, name := range []string{"loss.grad_nll_fp32", "loss.grad_logits_fp32"} {
-					t := b.val(name, yv.Shape, Placement{Kind: Replicate})
-					s.Values[t].Elem = 4
-					outs = append(outs, t)
-				}
-			}
-			emitB(Op{Kind: OpLoss, Loss: fop.Loss, Module: fop.Module, Fwd: te.op, Out: outs, Scale: fop.Scale, Elems: elems,
-				VocabLo: fop.VocabLo, VocabHi: fop.VocabHi, Saved: sv, FLOPs: flops, MemBytes: mem, GradInput: true})
-			addGrad(y, g, gpl)
-		case OpSend:
-			r := recvOf[vkey{s.Index, fop.In[0]}]
-			if !b.needsGrad.get(r) {
-				continue
-			}
-			v := s.Values[fop.In[0]]
-			g := newGrad(fop.In[0], gradPlace(v.Place))
-			emitB(Op{Kind: OpRecv, Module: "pp", Out: b.ids(g), Dim: strategies.DimPP, Group: 2, Peer: r.stage, FullBytes: v.Bytes(), MemBytes: v.Bytes()})
-			addGrad(fop.In[0], g, gradPlace(v.Place))
-		case OpRecv:
-			out := fop.Out[0]
-			if !b.needsGrad.get(vkey{s.Index, out}) {
-				continue
-			}
-			v := s.Values[out]
-			g := gradOf(out, gradPlace(v.Place), false)
-			if g < 0 {
-				continue
-			}
-			emitB(Op{Kind: OpSend, Module: "pp", In: b.ids(g), Dim: strategies.DimPP, Group: 2, Peer: fop.Peer, SentBytes: v.Bytes(), FullBytes: v.Bytes(), MemBytes: v.Bytes()})
-		case OpAllReduce:
-			// Partial -> Replicate: the gradient of each summand is the gradient of the sum.
-			out := fop.Out[0]
-			g := gradOf(out, Placement{Kind: Replicate}, false)
-			addGrad(fop.In[0], g, Placement{Kind: Replicate})
-		case OpReduceScatter:
-			if fop.Dim != strategies.DimTP {
-				continue
-			}
-			g := gradOf(fop.Out[0], s.Values[fop.Out[0]].Place, false)
-			if g < 0 {
-				continue
-			}
-			gg := b.collective(OpAllGather, g, Placement{Kind: Replicate}, fop.Axis, fop.Module)
-			emitB(s.lastBuilt(b))
-			addGrad(fop.In[0], gg, Placement{Kind: Replicate})
-		case OpAllGather:
-			if fop.Dim != strategies.DimTP {
-				if fop.Dim == strategies.DimCP {
-					// Reduce-scatter the key/value gradients back over the context-parallel group.
-					v := s.Values[fop.Out[0]]
-					n := v.Bytes()
-					emitB(Op{Kind: OpReduceScatter, Module: fop.Module, Dim: strategies.DimCP, Group: fop.Group, Axis: 1,
-						SentBytes: fop.SentBytes, FullBytes: n, MemBytes: n})
-				}
-				continue
-			}
-			in := fop.In[0]
-			if !b.needsGrad.get(vkey{s.Index, in}) {
-				continue
-			}
-			g, pl := b.sumGrad(grads, vkey{s.Index, fop.Out[0]}, fop.Module)
-			if g < 0 {
-				continue
-			}
-			inPl := s.Values[in].Place
-			var gi ValueID
-			if pl.Kind == Partial {
-				gi = b.collective(OpReduceScatter, g, inPl, inPl.Dim, fop.Module)
-			} else {
-				gi = b.collective(OpSlice, g, inPl, inPl.Dim, fop.Module)
-			}
-			emitB(s.lastBuilt(b))
-			addGrad(in, gi, inPl)
-		case OpSlice:
-			in := fop.In[0]
-			if !b.needsGrad.get(vkey{s.Index, in}) {
-				continue
-			}
-			g := gradOf(fop.Out[0], s.Values[fop.Out[0]].Place, false)
-			if g < 0 {
-				continue
-			}
-			gg := b.collective(OpAllGather, g, Placement{Kind: Replicate}, fop.Axis, fop.Module)
-			emitB(s.lastBuilt(b))
-			addGrad(in, gg, Placement{Kind: Replicate})
-		case OpAllToAll:
-			in := fop.In[0]
-			g := gradOf(fop.Out[0], s.Values[fop.Out[0]].Place, false)
-			if g < 0 || !b.needsGrad.get(vkey{s.Index, in}) {
-				continue
-			}
-			gi := b.collective(OpAllToAll, g, s.Values[in].Place, s.Values[in].Place.Dim, fop.Module)
-			emitB(s.lastBuilt(b))
-			addGrad(in, gi, s.Values[in].Place)
+			d.loss(te.op)
+		case OpSend, OpRecv:
+			d.pipeline()
+		case OpAllReduce, OpReduceScatter, OpAllGather, OpSlice, OpAllToAll:
+			d.redistribution()
 		case OpAdd:
-			out := fop.Out[0]
-			g, pl := b.sumGrad(grads, vkey{s.Index, out}, fop.Module)
-			if g < 0 {
-				continue
+			g, pl := d.sumGrad(d.fop.Out[0])
+			if g >= 0 {
+				d.addGrad(d.fop.In[0], g, pl)
+				d.addGrad(d.fop.In[1], g, pl)
 			}
-			addGrad(fop.In[0], g, pl)
-			addGrad(fop.In[1], g, pl)
 		default:
-			b.computeBackward(te.op, fop, grads, saved, gradOf, addGrad, newGrad, emitB)
+			d.computeBackward(te.op)
 		}
 	}
 }
 
-// lastBuilt pops the op that collective() appended to Forward (it builds with emit) so that it can
-// be re-emitted as a backward op.
-func (s *Stage) lastBuilt(b *builder) Op {
-	op := s.Forward[len(s.Forward)-1]
-	s.Forward = s.Forward[:len(s.Forward)-1]
-	b.tape = b.tape[:len(b.tape)-1]
-	return op
+// saved is the copy of value id of the current stage that a backward op reads: its recomputed
+// copy where the layer was replayed, else id.
+func (d *backward) saved(id ValueID) ValueID {
+	if r := d.remap.get(vkey{d.s.Index, id}); r > 0 {
+		return r - 1
+	}
+	return id
+}
+
+// savedIDs is saved of each of ids.
+func (d *backward) savedIDs(ids ...ValueID) []ValueID { return d.b.mapIDs(ids, d.saved) }
+
+// needsGrad reports whether value id of the current stage needs a gradient.
+func (d *backward) needsGrad(id ValueID) bool { return d.b.needsGrad.get(vkey{d.s.Index, id}) }
+
+// gradOf sums the gradient of value id and brings it to placement want (collectGrad).
+func (d *backward) gradOf(id ValueID, want Placement) ValueID {
+	return d.b.collectGrad(d.grads, vkey{d.s.Index, id}, want, d.fop.Module)
+}
+
+// sumGrad adds the contributions to the gradient of value id (builder.sumGrad).
+func (d *backward) sumGrad(id ValueID) (ValueID, Placement) {
+	return d.b.sumGrad(d.grads, vkey{d.s.Index, id}, d.fop.Module)
+}
+
+// addGrad records g, placed pl, as a contribution to the gradient of value id, where id needs one.
+func (d *backward) addGrad(id ValueID, g ValueID, pl Placement) {
+	if g < 0 || !d.needsGrad(id) {
+		return
+	}
+	k := vkey{d.s.Index, id}
+	cs := d.grads.get(k)
+	if cs == nil {
+		// Most values get one contribution: carve it out of a shared array (capped, so
+		// that a second one copies).
+		if len(d.arena) == cap(d.arena) {
+			d.arena = make([]contrib, 0, min(2*cap(d.arena)+32, 4096))
+		}
+		d.arena = append(d.arena, contrib{g, pl})
+		d.grads.set(k, d.arena[len(d.arena)-1:len(d.arena):len(d.arena)])
+		return
+	}
+	d.grads.set(k, append(cs, contrib{g, pl}))
+}
+
+// newGrad is a new value for the gradient of value of, placed pl.
+func (d *backward) newGrad(of ValueID, pl Placement) ValueID {
+	v := d.s.Values[of]
+	return d.b.val(d.b.name("grad.", v.Name), v.Shape, pl)
+}
+
+// emit appends op to the current stage's backward.
+func (d *backward) emit(op Op) {
+	op.Phase = Backward
+	if op.Kind.IsComm() || op.Kind == OpSlice {
+		op.Fwd = -1
+	}
+	d.s.Backward = append(d.s.Backward, op)
+}
+
+// gradPlace is the placement of the gradient of a value placed pl: a Partial value's gradient is
+// the whole sum's, Replicate.
+func gradPlace(pl Placement) Placement {
+	if pl.Kind == Partial {
+		return Placement{Kind: Replicate}
+	}
+	return pl
+}
+
+// replay emits the recomputed forward of layer r before its backward (full recompute, or per-op
+// recompute for the ops keptByOpCheckpoint does not keep), its outputs as new values that the
+// backward ops read instead of the forward's (saved).
+func (d *backward) replay(r layerRange) {
+	b, s := d.b, d.s
+	products := 0
+	for i := r.lo; i < r.hi; i++ {
+		op := s.Forward[i]
+		if b.st.Recompute == strategies.RecomputeOp && keptByOpCheckpoint(op.Kind, &products) {
+			continue // its outputs stay saved from the forward
+		}
+		op.Recompute, op.Phase, op.Fwd = true, Backward, -1
+		op.In = d.savedIDs(op.In...)
+		outs := b.ids(op.Out...)
+		for j, o := range op.Out {
+			v := s.Values[o]
+			nv := ValueID(len(s.Values))
+			v.ID, v.Name = nv, b.name(v.Name, ".re")
+			s.Values = append(s.Values, v)
+			d.remap.set(vkey{s.Index, o}, nv+1)
+			outs[j] = nv
+		}
+		op.Out = outs
+		s.Backward = append(s.Backward, op)
+		if op.IsParamGather() && !b.st.TensorLists {
+			// ZeRO-3: the recomputed forward's gather also serves the backward ops
+			// (FSDP unshards a checkpointed unit once in its backward and recomputes
+			// with those parameters; DeepSpeed since ZeRO-Infinity keeps a parameter it
+			// reuses soon, stage3_max_reuse_distance), which then gather nothing. The
+			// ZeRO-3 of 2021 (tensorlists=on) released every submodule's parameters
+			// after its forward and fetched them again in its backward hook.
+			for _, name := range op.Params {
+				b.recomputeGathered[paramLoc{s.Index, name}] = true
+			}
+		}
+	}
+}
+
+// loss emits the backward of the loss op Forward[fi] (d.fop).
+func (d *backward) loss(fi int) {
+	b, s, fop := d.b, d.s, d.fop
+	y, yv := fop.In[0], s.Values[fop.In[0]]
+	gpl := Placement{Kind: Replicate}
+	sv, mem, flops, elems := b.ids(d.saved(y), fop.In[1]), fop.MemBytes, fop.FLOPs, fop.Elems
+	switch {
+	case fop.VocabHi > 0:
+		// Vocabulary-parallel (build.go vocabParallelLoss): the gradient of this rank's
+		// shard, exp(y - lse) minus the one-hot target where the rank holds it, from the
+		// shard (its fp32 copy under mixed precision) and the lse. Per local logit it reads
+		// 4 bytes and writes 4 (fp32), then casts back to e (reads 4, writes e).
+		gpl = yv.Place // the shard's gradient is the shard's
+		n := yv.Elems()
+		yin := y
+		if len(fop.In) == 4 {
+			yin = fop.In[3] // the fp32 copy
+		}
+		sv = b.ids(d.saved(yin), fop.In[1], fop.Out[1])
+		mem, flops, elems = units.Bytes(8*n), units.FLOPs(5*n), n
+		if yv.Elem < 4 {
+			mem = units.Bytes(n * int64(12+yv.Elem))
+		}
+	case len(fop.Out) == 3: // [loss, fp32 copy, log-probabilities]: OpLoss's doc
+		// The fp32 loss of mixed precision (build.go): the backward reads the saved
+		// log-probabilities. Per logit: the loss's backward writes a dense fp32 gradient
+		// (4 bytes), log_softmax's backward reads it and the output and writes its own
+		// (12), the cast back reads 4 and writes e.
+		sv = b.ids(d.saved(fop.Out[2]), fop.In[1])
+		mem = units.Bytes(yv.Elems() * int64(20+yv.Elem))
+	}
+	g := d.newGrad(y, gpl)
+	outs := b.ids(g)
+	if len(fop.Out) == 3 && fop.VocabHi == 0 {
+		// The two fp32 gradients are buffers of their own, alive beside the saved
+		// log-probabilities: PyTorch's nll_loss backward allocates a dense fp32 gradient
+		// (zeros, then the targets' entries), and _log_softmax_backward_data a new one
+		// from it and the output (aten/src/ATen/native/LossNLL.cpp and SoftMax.cpp), so
+		// three fp32 copies of the logits are live at once, the peak of the step for a
+		// large vocabulary. This is F.cross_entropy's path (torchtitan, Hugging Face);
+		// Megatron-LM's fused cross-entropy works in place on its saved softmax and
+		// vocabulary-parallel runs take the path above. The bf16 gradient the op also
+		// writes comes after the dense one is freed, so the op's peak counts e bytes per
+		// logit more than PyTorch's.
+		for _, name := range []string{"loss.grad_nll_fp32", "loss.grad_logits_fp32"} {
+			t := b.val(name, yv.Shape, Placement{Kind: Replicate})
+			s.Values[t].Elem = 4
+			outs = append(outs, t)
+		}
+	}
+	d.emit(Op{Kind: OpLoss, Loss: fop.Loss, Module: fop.Module, Fwd: fi, Out: outs, Scale: fop.Scale, Elems: elems,
+		VocabLo: fop.VocabLo, VocabHi: fop.VocabHi, Saved: sv, FLOPs: flops, MemBytes: mem, GradInput: true})
+	d.addGrad(y, g, gpl)
+}
+
+// pipeline emits the backward of a pipeline send (the receive of its input's gradient from the
+// next stage) or receive (the send of its output's gradient to the previous stage).
+func (d *backward) pipeline() {
+	b, s, fop := d.b, d.s, d.fop
+	if fop.Kind == OpSend {
+		r := d.recvOf[vkey{s.Index, fop.In[0]}]
+		if !b.needsGrad.get(r) {
+			return
+		}
+		v := s.Values[fop.In[0]]
+		g := d.newGrad(fop.In[0], gradPlace(v.Place))
+		op := pipelineOp(OpRecv, r.stage, v.Bytes())
+		op.Out = b.ids(g)
+		d.emit(op)
+		d.addGrad(fop.In[0], g, gradPlace(v.Place))
+		return
+	}
+	out := fop.Out[0]
+	if !d.needsGrad(out) {
+		return
+	}
+	v := s.Values[out]
+	g := d.gradOf(out, gradPlace(v.Place))
+	if g < 0 {
+		return
+	}
+	op := pipelineOp(OpSend, fop.Peer, v.Bytes())
+	op.In = b.ids(g)
+	d.emit(op)
+}
+
+// redistribution emits the backward of a forward collective or slice (d.fop): over tp, the
+// transposed redistribution of the output's gradient (an all-reduce's gradient passes through,
+// a reduce-scatter's or a slice's is all-gathered, an all-gather's is reduce-scattered or
+// sliced, an all-to-all's goes back); over cp, the reduce-scatter of the gathered keys' and
+// values' gradients. (ZeRO-3's gathers over dp are not on the tape: builder.emit.)
+func (d *backward) redistribution() {
+	b, s, fop := d.b, d.s, d.fop
+	if fop.Dim == strategies.DimCP {
+		// Reduce-scatter the key/value gradients back over the context-parallel group (the
+		// forward's gather of them is the one collective over cp).
+		op := collectiveOp(OpReduceScatter, strategies.DimCP, fop.Group, s.Values[fop.Out[0]].Bytes())
+		op.Module, op.Axis = fop.Module, 1
+		d.emit(op)
+		return
+	}
+	in, out := fop.In[0], fop.Out[0]
+	switch fop.Kind {
+	case OpAllReduce:
+		// Partial -> Replicate: the gradient of each summand is the gradient of the sum.
+		d.addGrad(in, d.gradOf(out, Placement{Kind: Replicate}), Placement{Kind: Replicate})
+	case OpReduceScatter, OpSlice:
+		if !d.needsGrad(in) {
+			return
+		}
+		if g := d.gradOf(out, s.Values[out].Place); g >= 0 {
+			d.addGrad(in, b.bwdCollective(OpAllGather, g, Placement{Kind: Replicate}, fop.Axis, fop.Module), Placement{Kind: Replicate})
+		}
+	case OpAllGather:
+		if !d.needsGrad(in) {
+			return
+		}
+		g, pl := d.sumGrad(out)
+		if g < 0 {
+			return
+		}
+		inPl := s.Values[in].Place
+		kind := OpSlice
+		if pl.Kind == Partial {
+			kind = OpReduceScatter
+		}
+		d.addGrad(in, b.bwdCollective(kind, g, inPl, inPl.Dim, fop.Module), inPl)
+	case OpAllToAll:
+		g := d.gradOf(out, s.Values[out].Place)
+		if g < 0 || !d.needsGrad(in) {
+			return
+		}
+		inPl := s.Values[in].Place
+		d.addGrad(in, b.bwdCollective(OpAllToAll, g, inPl, inPl.Dim, fop.Module), inPl)
+	}
 }
 
 // mapIDs is f of each of ids, carved out of the builder's arena (builder.ids).
@@ -286,37 +327,6 @@ func (b *builder) mapIDs(ids []ValueID, f func(ValueID) ValueID) []ValueID {
 		out[i] = f(id)
 	}
 	return out
-}
-
-// collective builds (with emit, popped by lastBuilt) a redistribution of gradient g.
-func (b *builder) collective(kind OpKind, g ValueID, to Placement, axis int, module string) ValueID {
-	src := b.v(g)
-	var fb, ob [8]int // shapes on the stack: val copies them
-	shape := src.Shape
-	full := append(fb[:0], shape...)
-	if src.Place.Kind == Shard {
-		full[axisOf(shape, src.Place.Dim)] *= b.tp
-	}
-	n := units.Bytes(elems(full) * int64(src.Elem))
-	out := append(ob[:0], full...)
-	if to.Kind == Shard {
-		out[axisOf(out, to.Dim)] /= b.tp
-	}
-	frac := units.Bytes(b.tp-1) / units.Bytes(b.tp)
-	op := Op{Kind: kind, Module: module, In: b.ids(g), Dim: strategies.DimTP, Group: b.tp, Axis: axis, FullBytes: n, MemBytes: n}
-	switch kind {
-	case OpAllReduce:
-		op.SentBytes = 2 * frac * n
-	case OpAllGather, OpReduceScatter, OpAllToAll:
-		op.SentBytes = frac * n
-	case OpSlice:
-		op.Dim, op.Group = "", 0
-	}
-	id := b.val(b.name(src.Name, ".", string(kind)), out, to)
-	b.v(id).Elem = src.Elem // n counts the source's element size; so does the result
-	op.Out = b.ids(id)
-	b.emit(op)
-	return id
 }
 
 // sumGrad adds the contributions to value k, making them Replicate first when placements differ.
@@ -354,22 +364,14 @@ func (b *builder) sumGrad(grads perStage[[]contrib], k vkey, module string) (Val
 	return g, pl
 }
 
-func (b *builder) bwdCollective(kind OpKind, g ValueID, to Placement, axis int, module string) ValueID {
-	id := b.collective(kind, g, to, axis, module)
-	op := b.stage.lastBuilt(b)
-	op.Phase, op.Fwd = Backward, -1
-	b.stage.Backward = append(b.stage.Backward, op)
-	return id
-}
-
 // collectGrad sums the gradient of k and brings it to placement want (a Partial gradient of a
 // Replicate value is all-reduced here, where the op that produced the value needs it whole).
-func (b *builder) collectGrad(grads perStage[[]contrib], k vkey, want Placement, allowPartial bool, module string) ValueID {
+func (b *builder) collectGrad(grads perStage[[]contrib], k vkey, want Placement, module string) ValueID {
 	g, pl := b.sumGrad(grads, k, module)
 	if g < 0 {
 		return -1
 	}
-	if pl == want || (allowPartial && pl.Kind == Partial) {
+	if pl == want {
 		return g
 	}
 	switch {
@@ -385,29 +387,22 @@ func (b *builder) collectGrad(grads perStage[[]contrib], k vkey, want Placement,
 	panic(fmt.Sprintf("program: gradient placed %v where %v is needed in %s", pl, want, module))
 }
 
-// computeBackward emits the backward op of a compute op and the gradients of its inputs.
-func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], saved func(int, ValueID) ValueID,
-	gradOf func(ValueID, Placement, bool) ValueID, addGrad func(ValueID, ValueID, Placement),
-	newGrad func(ValueID, Placement) ValueID, emitB func(Op)) {
-	s := b.stage
+// computeBackward emits the backward op of compute op Forward[fi] (d.fop) and the gradients of
+// its inputs.
+func (d *backward) computeBackward(fi int) {
+	b, s, fop := d.b, d.s, d.fop
 	out := fop.Out[0]
 	outPl := s.Values[out].Place
-	want := outPl
-	if want.Kind == Partial {
-		want = Placement{Kind: Replicate}
-	}
-	g := gradOf(out, want, false)
+	g := d.gradOf(out, gradPlace(outPl))
 	if g < 0 {
 		return
 	}
-	sv := func(ids ...ValueID) []ValueID {
-		return b.mapIDs(ids, func(id ValueID) ValueID { return saved(s.Index, id) })
-	}
+	sv := d.savedIDs
 	op := Op{Kind: fop.Kind, Module: fop.Module, Fwd: fi, In: b.ids(g), Param: fop.Param, Bias: fop.Bias, Act: fop.Act, Norm: fop.Norm, Elems: fop.Elems, M: fop.M, N: fop.N, K: fop.K,
 		VocabLo: fop.VocabLo, VocabHi: fop.VocabHi, Heads: fop.Heads, KVHeads: fop.KVHeads, HeadDim: fop.HeadDim}
-	needIn := func(i int) bool { return i < len(fop.In) && b.needsGrad.get(vkey{s.Index, fop.In[i]}) }
+	needIn := func(i int) bool { return i < len(fop.In) && d.needsGrad(fop.In[i]) }
 	if b.st.ZeRO == 3 && fop.Param != "" && !b.recomputeGathered[paramLoc{s.Index, fop.Param}] {
-		b.zeroGather(fop, emitB)
+		b.zeroGather(fop, d.emit)
 	}
 	switch fop.Kind {
 	case OpLinear:
@@ -431,23 +426,23 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 			if p := b.paramByName(fop.Param); p != nil && p.ShardDim == 0 {
 				pl = Placement{Kind: Partial}
 			}
-			gx := newGrad(x, pl)
+			gx := d.newGrad(x, pl)
 			op.Out = b.ids(gx)
-			emitB(op)
-			addGrad(x, gx, pl)
+			d.emit(op)
+			d.addGrad(x, gx, pl)
 		} else {
-			emitB(op)
+			d.emit(op)
 		}
 	case OpBias:
 		op.FLOPs, op.MemBytes = fop.FLOPs, b.backwardTraffic(s, fop)
-		emitB(op)
-		addGrad(fop.In[0], g, outPl)
+		d.emit(op)
+		d.addGrad(fop.In[0], g, outPl)
 	case OpEmbedding:
 		if len(fop.In) > 0 {
 			op.Saved = sv(fop.In[0])
 		}
 		op.FLOPs, op.MemBytes = units.FLOPs(elems(s.Values[out].Shape)), fop.MemBytes
-		emitB(op)
+		d.emit(op)
 	case OpNorm, OpAct, OpMul, OpAttention, OpDropout:
 		op.GradInput = needIn(0) || needIn(1)
 		switch fop.Kind {
@@ -501,26 +496,26 @@ func (b *builder) computeBackward(fi int, fop Op, grads perStage[[]contrib], sav
 			if fop.Kind == OpAttention && i > 0 {
 				break // kv gathered over cp: its gradient is folded into dqkv, then reduce-scattered
 			}
-			if !b.needsGrad.get(vkey{s.Index, in}) {
+			if !d.needsGrad(in) {
 				outs = append(outs, -1)
 				continue
 			}
 			pl := s.Values[in].Place
-			gi := newGrad(in, pl)
+			gi := d.newGrad(in, pl)
 			outs = append(outs, gi)
 			add = append(add, pending{in, gi, pl})
 		}
 		op.Out = outs
-		emitB(op)
+		d.emit(op)
 		// The inputs' gradients, last input first.
 		for i := len(add) - 1; i >= 0; i-- {
-			addGrad(add[i].in, add[i].g, add[i].pl)
+			d.addGrad(add[i].in, add[i].g, add[i].pl)
 		}
 	default:
 		panic("program: no backward for " + string(fop.Kind))
 	}
 	if b.st.ZeRO == 3 && fop.Param != "" {
-		b.zeroReduce(fop, emitB)
+		b.zeroReduce(fop, d.emit)
 	}
 }
 
@@ -604,18 +599,20 @@ func opParams(fop Op) []string {
 // zeroGather is ZeRO-3's all-gather of a module's parameters over dp before its backward
 // (Rajbhandari et al. 2020 §5.3: parameters are gathered for forward and again for backward).
 func (b *builder) zeroGather(fop Op, emit func(Op)) {
-	g := b.st.Mesh.DP * b.st.Mesh.CP
-	n := b.opParamBytes(fop, b.p.ParamBytes)
-	emit(Op{Kind: OpAllGather, Module: fop.Module, Params: opParams(fop), Dim: strategies.DimDP, Group: g,
-		SentBytes: n * units.Bytes(g-1) / units.Bytes(g), FullBytes: n, MemBytes: n})
+	emit(b.zeroOp(OpAllGather, fop, b.p.ParamBytes))
 }
 
 // zeroReduce is ZeRO-3's reduce-scatter of a module's gradients over dp after its backward.
 func (b *builder) zeroReduce(fop Op, emit func(Op)) {
-	g := b.st.Mesh.DP * b.st.Mesh.CP
-	n := b.opParamBytes(fop, b.p.GradBytes)
-	emit(Op{Kind: OpReduceScatter, Module: fop.Module, Params: opParams(fop), Dim: strategies.DimDP, Group: g,
-		SentBytes: n * units.Bytes(g-1) / units.Bytes(g), FullBytes: n, MemBytes: n})
+	emit(b.zeroOp(OpReduceScatter, fop, b.p.GradBytes))
+}
+
+// zeroOp is ZeRO-3's collective of kind over the data-parallel group (dp x cp ranks) on the
+// parameters of op fop, per bytes an element.
+func (b *builder) zeroOp(kind OpKind, fop Op, per int) Op {
+	op := collectiveOp(kind, strategies.DimDP, b.st.Mesh.DP*b.st.Mesh.CP, b.opParamBytes(fop, per))
+	op.Module, op.Params = fop.Module, opParams(fop)
+	return op
 }
 
 // computeFree fills each op's Free list with the values whose last use it is, over one

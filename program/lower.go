@@ -299,6 +299,7 @@ func (b *builder) markPartialTP(name string) {
 	}
 }
 
+// elems is the number of elements of a tensor of shape.
 func elems(shape []int) int64 {
 	n := int64(1)
 	for _, d := range shape {
@@ -312,59 +313,6 @@ func axisOf(shape []int, d int) int {
 		return len(shape) + d
 	}
 	return d
-}
-
-// redistribute emits the collective that moves v to placement to (docs/architecture.md's bytes-per-rank table).
-func (b *builder) redistribute(v ValueID, to Placement, module string) ValueID {
-	from := b.v(v).Place
-	if from == to || b.tp == 1 {
-		return v
-	}
-	key := memoKey{b.stage.Index, v, to}
-	if id, ok := b.memo[key]; ok {
-		return id
-	}
-	src := b.v(v)
-	var fb, ob [8]int // shapes on the stack: val copies them
-	shape := src.Shape
-	full := append(fb[:0], shape...)
-	if from.Kind == Shard {
-		full[axisOf(shape, from.Dim)] *= b.tp
-	}
-	n := units.Bytes(elems(full) * int64(src.Elem))
-	frac := units.Bytes(float64(b.tp-1) / float64(b.tp))
-	out := full
-	op := Op{Module: module, In: b.ids(v), Dim: strategies.DimTP, Group: b.tp, FullBytes: n}
-	switch {
-	case from.Kind == Partial && to.Kind == Replicate:
-		op.Kind, op.SentBytes = OpAllReduce, 2*frac*n
-	case from.Kind == Partial && to.Kind == Shard:
-		op.Kind, op.SentBytes, op.Axis = OpReduceScatter, frac*n, to.Dim
-		out = append(ob[:0], full...)
-		out[axisOf(out, to.Dim)] /= b.tp
-	case from.Kind == Shard && to.Kind == Replicate:
-		op.Kind, op.SentBytes, op.Axis = OpAllGather, frac*n, from.Dim
-	case from.Kind == Replicate && to.Kind == Shard:
-		op.Kind, op.Axis = OpSlice, to.Dim
-		out = append(ob[:0], full...)
-		out[axisOf(out, to.Dim)] /= b.tp
-	case from.Kind == Shard && to.Kind == Shard:
-		op.Kind, op.SentBytes, op.Axis = OpAllToAll, frac*n, to.Dim
-		out = append(ob[:0], full...)
-		out[axisOf(out, to.Dim)] /= b.tp
-	default:
-		panic(fmt.Sprintf("program: no redistribution from %v to %v", from, to))
-	}
-	if op.Kind == OpSlice {
-		op.Dim, op.Group = "", 0
-	}
-	op.MemBytes = n
-	id := b.val(b.name(src.Name, ".", string(op.Kind)), out, to)
-	b.v(id).Elem = src.Elem // n counts the source's element size; so does the result
-	op.Out = b.ids(id)
-	b.emit(op)
-	b.memo[key] = id
-	return id
 }
 
 func (b *builder) checkShardable(fqn string, size int, what string) error {
@@ -436,7 +384,7 @@ func (b *builder) linear(fqn string, mod *model.Module, x ValueID) (ValueID, err
 	}
 	out := outShape[len(outShape)-1]
 	op.In = b.ids(x)
-	op.FLOPs = units.FLOPs(2 * rows * int64(in) * int64(out))
+	op.FLOPs = MatmulFLOPs(float64(rows), float64(in), float64(out))
 	op.M, op.N, op.K = int(rows), out, in
 	op.MemBytes = units.Bytes((rows*int64(in) + int64(in)*int64(out) + rows*int64(out)) * int64(b.p.ActBytes))
 	if pl := b.v(x).Place; pl.Kind == Shard && axisOf(xs, pl.Dim) != len(xs)-1 && wShard < 0 {

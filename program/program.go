@@ -90,13 +90,7 @@ type Value struct {
 }
 
 // Elems is the number of elements in v.
-func (v *Value) Elems() int64 {
-	n := int64(1)
-	for _, d := range v.Shape {
-		n *= int64(d)
-	}
-	return n
-}
+func (v *Value) Elems() int64 { return elems(v.Shape) }
 
 // Bytes is v's size in memory.
 func (v *Value) Bytes() units.Bytes { return units.Bytes(v.Elems() * int64(v.Elem)) }
@@ -116,13 +110,7 @@ type Param struct {
 }
 
 // Elems is the number of elements of p on one rank.
-func (p *Param) Elems() int64 {
-	n := int64(1)
-	for _, d := range p.Local {
-		n *= int64(d)
-	}
-	return n
-}
+func (p *Param) Elems() int64 { return elems(p.Local) }
 
 // Op is one step of a rank's program.
 type Op struct {

@@ -227,9 +227,12 @@ func (b *builder) alloc(n node) *node {
 	return &b.slab[len(b.slab)-1]
 }
 
-// dep makes n wait for node d. A node's first dependencies share one slab (most nodes have one
+// dep makes n wait for node d (nothing for d < 0, no node). A node's first dependencies share one slab (most nodes have one
 // or two: the op before and a pipeline send); more move to a slice of their own.
 func (b *builder) dep(n *node, d int) {
+	if d < 0 {
+		return
+	}
 	if n.deps == nil {
 		if len(b.depSlab)+2 > cap(b.depSlab) {
 			b.depSlab = make([]int, 0, 2048)
@@ -247,7 +250,42 @@ func (b *builder) add(n *node) int {
 	return len(b.nodes) - 1
 }
 
-// rank builds the nodes of pipeline rank r.
+// rankLayout is what laying out one rank's step (builder.rank) carries from task to task.
+type rankLayout struct {
+	r int
+	// main is the rank's main sequence, prev its last node (-1 before the first).
+	main []int
+	prev int
+	// gathers are the ZeRO-3 gathers in flight that the next op of the main sequence waits for;
+	// buckets the gradient reductions (DDP buckets, ZeRO-3 reduce-scatters) the update waits for.
+	gathers, buckets []int
+	// lastGrad maps each parameter to the node that produces its gradient last: in the last
+	// backward of its chunk, which the DDP buckets wait for.
+	lastGrad map[string]int
+	// The ZeRO-3 prefetch units of the task being laid out (builder.opNodes).
+	unitStart [][]int
+	unitOf    map[string]int
+}
+
+// push appends node id to the main sequence.
+func (l *rankLayout) push(id int) {
+	l.main = append(l.main, id)
+	l.prev = id
+}
+
+// noteGrads records node id as the producer of the gradients of op's weight and bias.
+func (l *rankLayout) noteGrads(op *program.Op, id int) {
+	if op.Param != "" {
+		l.lastGrad[op.Param] = id
+	}
+	if op.Bias != "" {
+		l.lastGrad[op.Bias] = id
+	}
+}
+
+// rank lays out the step of pipeline rank r, whose forward and backward tasks are tasks in the
+// schedule's order: a node for each task whose ops run one after the other (wholeTask), else
+// for each op (opNodes), then the optimizer phase of each of its chunks (optimizerNodes).
 func (b *builder) rank(r int, tasks []program.Task) {
 	if b.sends == nil {
 		n := 2 * len(b.p.Stages) * b.p.Microbatches
@@ -256,17 +294,7 @@ func (b *builder) rank(r int, tasks []program.Task) {
 	}
 	p, st := b.p, b.p.Strategy
 	pp := st.Mesh.PP
-	var main, gathers, buckets []int
-	var unitStart [][]int
-	unitOf := map[string]int{}
-	prev := -1 // last main-sequence node
-	dep := func(n *node, d int) {
-		if d >= 0 {
-			b.dep(n, d)
-		}
-	}
-	// producers of each parameter's gradient in the last backward of each chunk
-	lastGrad := map[string]int{}
+	l := &rankLayout{r: r, prev: -1, lastGrad: map[string]int{}, unitOf: map[string]int{}}
 	// The last backward of each chunk (its gradients feed the DDP buckets op by op).
 	lastB := make([]int, st.VPP)
 	for i, t := range tasks {
@@ -276,166 +304,185 @@ func (b *builder) rank(r int, tasks []program.Task) {
 	}
 	for ti, t := range tasks {
 		s := p.Stages[t.Chunk*pp+r]
-		ops := s.Forward
 		phase := program.Forward
 		if t.Backward {
-			ops, phase = s.Backward, program.Backward
+			phase = program.Backward
 		}
 		lastBackward := t.Backward && ti == lastB[t.Chunk]
-		if !b.opt.Spans && b.opt.Cores == 0 && len(gathers) == 0 {
-			if tc := b.taskCost(s, phase); tc.ok && lastBackward && st.Overlap {
-				// The chunk's last backward produces the gradients the DDP buckets wait for: one
-				// node for each run of ops up to a bucket's last gradient.
-				for _, id := range b.segments(r, s, t, lastGrad) {
-					dep(b.nodes[id], prev)
-					main = append(main, id)
-					prev = id
-				}
-				continue
-			} else if tc.ok {
-				// No op of the task overlaps another: one node for all of it, from its receive
-				// (first op) to its send (last op), as long as the ops one after the other.
-				n := b.alloc(node{op: &ops[len(ops)-1], rank: r, stage: s.Index, micro: t.Micro, task: true,
-					cost: tc.compute + tc.comm, computePart: tc.compute, commPart: tc.comm})
-				id := b.add(n)
-				dep(n, prev)
-				if first := &ops[0]; first.Kind == program.OpRecv {
-					b.recvs = append(b.recvs, recv{id, p2pKey{first.Peer, s.Index, t.Micro, phase}})
-				}
-				if last := &ops[len(ops)-1]; last.Kind == program.OpSend {
-					b.send(p2pKey{s.Index, last.Peer, t.Micro, phase}, id)
-				}
-				// Not the chunk's last backward (or nothing overlaps the buckets, which then wait
-				// for the whole backward).
-				main = append(main, id)
-				prev = id
-				continue
-			}
+		if !b.opt.Spans && b.opt.Cores == 0 && len(l.gathers) == 0 && b.wholeTask(l, s, t, phase, lastBackward) {
+			continue
 		}
-		// ZeRO-3 prefetch (Strategy.Prefetch): the gathers of the task's k-th unit
-		// (program.PrefetchUnit, counted as their gathers appear) may start once unit k-Prefetch
-		// has started, its first op after the gathers it waits for (unitStart: the nodes that
-		// op waits for); the first Prefetch units' once the task has started.
-		taskStart := prev
-		unitStart = unitStart[:0]
-		clear(unitOf)
-		for i := range ops {
-			op := &ops[i]
-			n := b.alloc(node{op: op, rank: r, stage: s.Index, micro: t.Micro})
-			async := op.Dim == strategies.DimDP && st.Overlap && op.Kind.IsComm()
-			if op.Kind.IsComm() {
-				n.cost = b.c.Comm(op)
-				n.cost -= b.c.Hidden(ops, i, n.cost)
-			} else {
-				n.cost = b.c.Compute(op)
-				n.compute = true
-			}
-			id := b.add(n)
-			if async && op.Kind == program.OpReduceScatter {
-				// ZeRO-3 gradient reduction: it may start once the backward op before it has
-				// produced the module's gradients and runs beside the next ones, on the data-parallel
-				// link that the gathers use too (engine.tryStart); the update waits for it.
-				n.async = true
-				dep(n, prev)
-				buckets = append(buckets, id)
-				continue
-			}
-			if async {
-				// ZeRO-3 prefetch: the gather may start once the unit Prefetch before its own has
-				// started; the next op of the main sequence (the one that uses the parameters)
-				// waits for it.
-				n.async = true
-				u, ok := unitOf[program.PrefetchUnit(op.Module)]
-				if !ok {
-					u = len(unitStart)
-					unitOf[program.PrefetchUnit(op.Module)] = u
-					unitStart = append(unitStart, nil)
-				}
-				if k := u - st.Prefetch; k >= 0 {
-					for _, d := range unitStart[k] {
-						dep(n, d)
-					}
-				} else {
-					dep(n, taskStart)
-				}
-				gathers = append(gathers, id)
-				continue
-			}
-			if len(unitOf) > 0 { // a ZeRO-3 unit has gathered: this op may start one
-				if u, ok := unitOf[program.PrefetchUnit(op.Module)]; ok && unitStart[u] == nil {
-					unitStart[u] = append(append(make([]int, 0, 1+len(gathers)), prev), gathers...)
-				}
-			}
-			dep(n, prev)
-			for _, g := range gathers {
-				dep(n, g)
-			}
-			gathers = gathers[:0]
-			switch op.Kind {
-			case program.OpSend:
-				b.send(p2pKey{s.Index, op.Peer, t.Micro, phase}, id)
-			case program.OpRecv:
-				b.recvs = append(b.recvs, recv{id, p2pKey{op.Peer, s.Index, t.Micro, phase}})
-			}
-			if t.Backward {
-				if op.Param != "" {
-					lastGrad[op.Param] = id
-				}
-				if op.Bias != "" {
-					lastGrad[op.Bias] = id
-				}
-			}
-			main = append(main, id)
-			prev = id
-		}
+		b.opNodes(l, s, t, phase)
 	}
-	// Optimizer phase of every chunk of this rank.
-	for c := 0; c < st.VPP; c++ {
-		s := p.Stages[c*pp+r]
-		for i := range s.Optimizer {
-			op := &s.Optimizer[i]
-			n := b.alloc(node{op: op, rank: r, stage: s.Index, micro: -1})
-			bucket := op.Dim == strategies.DimDP && (op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter)
-			if op.Kind.IsComm() {
-				n.cost = b.c.Comm(op)
-			} else {
-				n.cost = b.c.Compute(op)
-				n.compute = true
-			}
-			id := b.add(n)
-			if bucket && st.Overlap {
-				// DDP: a bucket is reduced once the last backward has produced all its gradients.
-				n.async = true
-				for _, name := range op.Params {
-					if g, ok := lastGrad[name]; ok {
-						dep(n, g)
-					}
-				}
-				buckets = append(buckets, id)
-				continue
-			}
-			// The rest of the optimizer phase waits for every gradient reduction (DDP buckets and
-			// ZeRO-3 reduce-scatters) and any gather still in flight.
-			dep(n, prev)
-			for _, a := range buckets {
-				dep(n, a)
-			}
-			for _, g := range gathers {
-				dep(n, g)
-			}
-			main = append(main, id)
-			prev = id
-		}
-	}
-	b.main = append(b.main, main)
+	b.optimizerNodes(l)
+	b.main = append(b.main, l.main)
 }
 
-// segments lays out the last backward of stage s on rank r (task t), whose ops do not overlap,
+// wholeTask lays out task t of stage s (phase) when no op of it overlaps another, and reports
+// whether it did: one node for all of it, from its receive (first op) to its send (last op),
+// lasting as its ops one after the other; the chunk's last backward under DDP overlap, whose
+// gradients the buckets wait for, as one node for each run of ops up to a bucket's last gradient
+// (segments).
+func (b *builder) wholeTask(l *rankLayout, s *program.Stage, t program.Task, phase program.Phase, lastBackward bool) bool {
+	tc := b.taskCost(s, phase)
+	if !tc.ok {
+		return false
+	}
+	if lastBackward && b.p.Strategy.Overlap {
+		for _, id := range b.segments(l, s, t) {
+			b.dep(b.nodes[id], l.prev)
+			l.push(id)
+		}
+		return true
+	}
+	ops := s.Forward
+	if t.Backward {
+		ops = s.Backward
+	}
+	n := b.alloc(node{op: &ops[len(ops)-1], rank: l.r, stage: s.Index, micro: t.Micro, task: true,
+		cost: tc.compute + tc.comm, computePart: tc.compute, commPart: tc.comm})
+	id := b.add(n)
+	b.dep(n, l.prev)
+	if first := &ops[0]; first.Kind == program.OpRecv {
+		b.recvs = append(b.recvs, recv{id, p2pKey{first.Peer, s.Index, t.Micro, phase}})
+	}
+	if last := &ops[len(ops)-1]; last.Kind == program.OpSend {
+		b.send(p2pKey{s.Index, last.Peer, t.Micro, phase}, id)
+	}
+	// Not the chunk's last backward (or nothing overlaps the buckets, which then wait for the
+	// whole backward).
+	l.push(id)
+	return true
+}
+
+// opNode is a node for op of stage s on rank r in microbatch micro (-1: the optimizer phase),
+// priced by the cost model: a compute op's time, or a communication op's.
+func (b *builder) opNode(op *program.Op, r int, s *program.Stage, micro int) *node {
+	n := b.alloc(node{op: op, rank: r, stage: s.Index, micro: micro})
+	if op.Kind.IsComm() {
+		n.cost = b.c.Comm(op)
+	} else {
+		n.cost = b.c.Compute(op)
+		n.compute = true
+	}
+	return n
+}
+
+// opNodes lays out task t of stage s (phase) op by op: the main sequence in order, with
+// ZeRO-3's gathers and reduce-scatters beside it. Prefetch (Strategy.Prefetch): the gathers of
+// the task's k-th unit (program.PrefetchUnit, counted as their gathers appear) may start once
+// unit k-Prefetch has started, its first op after the gathers it waits for (unitStart: the
+// nodes that op waits for); the first Prefetch units' once the task has started.
+func (b *builder) opNodes(l *rankLayout, s *program.Stage, t program.Task, phase program.Phase) {
+	st := b.p.Strategy
+	ops := s.Forward
+	if t.Backward {
+		ops = s.Backward
+	}
+	taskStart := l.prev
+	l.unitStart = l.unitStart[:0]
+	clear(l.unitOf)
+	for i := range ops {
+		op := &ops[i]
+		n := b.opNode(op, l.r, s, t.Micro)
+		if op.Kind.IsComm() {
+			n.cost -= b.c.Hidden(ops, i, n.cost) // what the ops beside it hide
+		}
+		async := op.Dim == strategies.DimDP && st.Overlap && op.Kind.IsComm()
+		id := b.add(n)
+		if async && op.Kind == program.OpReduceScatter {
+			// ZeRO-3 gradient reduction: it may start once the backward op before it has
+			// produced the module's gradients and runs beside the next ones, on the data-parallel
+			// link that the gathers use too (engine.tryStart); the update waits for it.
+			n.async = true
+			b.dep(n, l.prev)
+			l.buckets = append(l.buckets, id)
+			continue
+		}
+		if async {
+			// ZeRO-3 prefetch: the gather may start once the unit Prefetch before its own has
+			// started; the next op of the main sequence (the one that uses the parameters)
+			// waits for it.
+			n.async = true
+			u, ok := l.unitOf[program.PrefetchUnit(op.Module)]
+			if !ok {
+				u = len(l.unitStart)
+				l.unitOf[program.PrefetchUnit(op.Module)] = u
+				l.unitStart = append(l.unitStart, nil)
+			}
+			if k := u - st.Prefetch; k >= 0 {
+				for _, d := range l.unitStart[k] {
+					b.dep(n, d)
+				}
+			} else {
+				b.dep(n, taskStart)
+			}
+			l.gathers = append(l.gathers, id)
+			continue
+		}
+		if len(l.unitOf) > 0 { // a ZeRO-3 unit has gathered: this op may start one
+			if u, ok := l.unitOf[program.PrefetchUnit(op.Module)]; ok && l.unitStart[u] == nil {
+				l.unitStart[u] = append(append(make([]int, 0, 1+len(l.gathers)), l.prev), l.gathers...)
+			}
+		}
+		b.dep(n, l.prev)
+		for _, g := range l.gathers {
+			b.dep(n, g)
+		}
+		l.gathers = l.gathers[:0]
+		switch op.Kind {
+		case program.OpSend:
+			b.send(p2pKey{s.Index, op.Peer, t.Micro, phase}, id)
+		case program.OpRecv:
+			b.recvs = append(b.recvs, recv{id, p2pKey{op.Peer, s.Index, t.Micro, phase}})
+		}
+		if t.Backward {
+			l.noteGrads(op, id)
+		}
+		l.push(id)
+	}
+}
+
+// optimizerNodes lays out the optimizer phase of every chunk of the rank: under DDP overlap each
+// bucket's reduction starts once the last backward has produced all its gradients, beside the
+// main sequence; the rest waits for every gradient reduction and any gather still in flight.
+func (b *builder) optimizerNodes(l *rankLayout) {
+	p, st := b.p, b.p.Strategy
+	for c := 0; c < st.VPP; c++ {
+		s := p.Stages[c*st.Mesh.PP+l.r]
+		for i := range s.Optimizer {
+			op := &s.Optimizer[i]
+			n := b.opNode(op, l.r, s, -1)
+			bucket := op.Dim == strategies.DimDP && (op.Kind == program.OpAllReduce || op.Kind == program.OpReduceScatter)
+			id := b.add(n)
+			if bucket && st.Overlap {
+				n.async = true
+				for _, name := range op.Params {
+					if g, ok := l.lastGrad[name]; ok {
+						b.dep(n, g)
+					}
+				}
+				l.buckets = append(l.buckets, id)
+				continue
+			}
+			b.dep(n, l.prev)
+			for _, a := range l.buckets {
+				b.dep(n, a)
+			}
+			for _, g := range l.gathers {
+				b.dep(n, g)
+			}
+			l.push(id)
+		}
+	}
+}
+
+// segments lays out the last backward of stage s on rank l.r (task t), whose ops do not overlap,
 // as one node for each run of ops that ends with the last gradient of a DDP bucket (and one for
-// the ops after the last such run), each lasting as its ops one after the other; lastGrad maps
+// the ops after the last such run), each lasting as its ops one after the other; l.lastGrad maps
 // every parameter the backward produces a gradient of to its run's node. It returns the nodes in
 // order, each yet to be made to wait for the one before.
-func (b *builder) segments(r int, s *program.Stage, t program.Task, lastGrad map[string]int) []int {
+func (b *builder) segments(l *rankLayout, s *program.Stage, t program.Task) []int {
 	ops := s.Backward
 	at := make(map[string]int, 2*len(s.Params)) // parameter -> index of the op producing its gradient last
 	for i := range ops {
@@ -479,7 +526,7 @@ func (b *builder) segments(r int, s *program.Stage, t program.Task, lastGrad map
 		if !end[i] {
 			continue
 		}
-		n := b.alloc(node{op: op, rank: r, stage: s.Index, micro: t.Micro, task: true,
+		n := b.alloc(node{op: op, rank: l.r, stage: s.Index, micro: t.Micro, task: true,
 			cost: compute + comm, computePart: compute, commPart: comm})
 		id := b.add(n)
 		if f := &ops[first]; f.Kind == program.OpRecv {
@@ -489,12 +536,7 @@ func (b *builder) segments(r int, s *program.Stage, t program.Task, lastGrad map
 			b.send(p2pKey{s.Index, op.Peer, t.Micro, program.Backward}, id)
 		}
 		for j := first; j <= i; j++ {
-			if q := &ops[j]; q.Param != "" {
-				lastGrad[q.Param] = id
-			}
-			if q := &ops[j]; q.Bias != "" {
-				lastGrad[q.Bias] = id
-			}
+			l.noteGrads(&ops[j], id)
 		}
 		ids = append(ids, id)
 		compute, comm, first = 0, 0, i+1

@@ -195,15 +195,6 @@ const noMemory = "its measured memory is not compared"
 // ChosenBySearch starts the assumption line of knobs tpsim's search chose.
 const ChosenBySearch = "not stated, chosen by search among"
 
-// sourceFLOPs is the FLOPs of one step counted as Megatron-LM counts them (Narayanan et al.
-// 2021 Eq. 3, with activation recomputation): every transformer layer's matrix products four
-// times (forward, backward twice, recompute forward), the output head three times. For a GPT
-// with a 4h MLP this is 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
-func sourceFLOPs(t *model.Transformer, batch, seq int) float64 {
-	layers, head := costmodel.TransformerForwardFLOPs(t, batch, seq)
-	return float64(4*layers + 3*head)
-}
-
 // measurement is the metric a record is compared on and its value.
 func measurement(r *Record) (string, float64) {
 	for _, k := range Metrics {

@@ -23,17 +23,31 @@ type Param struct {
 	GPU string `json:"gpu"` // the GPU type (GPUType)
 	// Stack is the software stack the value is for (gemm_achieved_fraction_by_stack), "" for
 	// the GPU type's value for any stack.
-	Stack string  `json:"stack,omitempty"`
-	Field string  `json:"field"` // the JSON field under efficiency
-	Lo    float64 `json:"lo"`    // the range searched
-	Hi    float64 `json:"hi"`
-	// Start is the value before the fit, and what a fold with no rows of the GPU type (nor of
-	// another type of its chip) keeps; StartWhy cites it.
-	Start    float64 `json:"start"`
-	StartWhy string  `json:"start_why"`
+	Stack string `json:"stack,omitempty"`
+	Field string `json:"field"` // the JSON field under efficiency
+	Prior
 	// Why says which rows decide it.
 	Why string `json:"why"`
 }
+
+// Prior is what a fit starts from for a field, whatever the GPU type or stack: the range searched
+// (Lo, Hi) and the value before the fit (Start), which a fold with no rows of the GPU type (nor
+// of another type of its chip) keeps; StartWhy cites it.
+type Prior struct {
+	Lo       float64 `json:"lo"`
+	Hi       float64 `json:"hi"`
+	Start    float64 `json:"start"`
+	StartWhy string  `json:"start_why"`
+}
+
+// The priors of the fitted fields.
+var (
+	gemmPrior     = Prior{Lo: 0.3, Hi: 1, Start: 1, StartWhy: "1: the matmul sweep's ceiling"}
+	listCopyPrior = Prior{Lo: 0, Hi: 100, Start: 10, StartWhy: "10 us: PyTorch's dispatch of a small copy plus its CUDA launch, 5-20 us (NVIDIA's Nsight Systems guide measures about 20 us for a PyTorch elementwise kernel on V100)"}
+	flash1Prior   = Prior{Lo: 0.1, Hi: 0.8, Start: 0.325, StartWhy: "0.325: Dao 2023 (arXiv:2307.08691) abstract, FlashAttention reaches 25-40% of peak on A100"}
+	fp8Prior      = Prior{Lo: 0.2, Hi: 1, Start: 0.803, StartWhy: "0.803: the BF16 matmul sweep's fraction of peak (stas00/ml-engineering), taken for FP8 until fitted"}
+	flashPrior    = Prior{Lo: 0.1, Hi: 0.9, Start: 0.35, StartWhy: "0.35: FlashAttention-2 on H100 (Shah et al. 2024, arXiv:2407.08608, abstract)"}
+)
 
 // Params is the declared parameter set: 10 parameters over 3 GPU types. The A100 rows decide the
 // A100's GEMM fraction for any stack (every row), and where the records say which software stack
@@ -51,26 +65,16 @@ type Param struct {
 // 96 GB rows are torchtitan's, BF16 and Float8 at a 500 W limit: they decide all three. On H100
 // each GPU type ran one stack, so its values are that stack's.
 var Params = []Param{
-	{GPU: "a100", Field: "gemm_achieved_fraction", Lo: 0.3, Hi: 1, Start: 1, StartWhy: "1: the matmul sweep's ceiling",
-		Why: "every A100 row, whatever its stack: the value for a run of a stack with no value of its own"},
-	{GPU: "a100", Stack: StackMegatron, Field: "gemm_achieved_fraction_by_stack", Lo: 0.3, Hi: 1, Start: 1, StartWhy: "1: the matmul sweep's ceiling",
-		Why: "Megatron-LM's own runs (Narayanan et al. 2021 PTD-P and weak scaling, Megatron-LM README 2020-2021)"},
-	{GPU: "a100", Stack: StackLLMFoundry, Field: "gemm_achieved_fraction_by_stack", Lo: 0.3, Hi: 1, Start: 1, StartWhy: "1: the matmul sweep's ceiling",
-		Why: "llm-foundry's A100 throughput tables (Composer + FSDP, 8-512 GPUs)"},
-	{GPU: "a100", Field: "list_copy_us", Lo: 0, Hi: 100, Start: 10, StartWhy: "10 us: PyTorch's dispatch of a small copy plus its CUDA launch, 5-20 us (NVIDIA's Nsight Systems guide measures about 20 us for a PyTorch elementwise kernel on V100)",
-		Why: "Narayanan et al.'s ZeRO-3 rows (DeepSpeed 2021, 384-2,240 GPUs), the only rows that run list collectives (tensorlists=on)"},
-	{GPU: "a100", Field: "flash1_attention_fraction", Lo: 0.1, Hi: 0.8, Start: 0.325, StartWhy: "0.325: Dao 2023 (arXiv:2307.08691) abstract, FlashAttention reaches 25-40% of peak on A100",
-		Why: "llm-foundry's A100 tables, which ran its Triton FlashAttention"},
-	{GPU: "h100-sxm", Field: "fp8_gemm_fraction", Lo: 0.2, Hi: 1, Start: 0.803, StartWhy: "0.803: the BF16 matmul sweep's fraction of peak (stas00/ml-engineering), taken for FP8 until fitted",
-		Why: "NeMo 24.03/24.07 rows, all FP8 (Transformer Engine)"},
-	{GPU: "h100-sxm", Field: "flash_attention_fraction", Lo: 0.1, Hi: 0.9, Start: 0.35, StartWhy: "0.35: FlashAttention-2 on H100 (Shah et al. 2024, arXiv:2407.08608, abstract)",
-		Why: "NeMo rows, Transformer Engine's fused attention; the long-sequence table (4k-1M tokens) above all"},
-	{GPU: "h100-96g", Field: "gemm_achieved_fraction", Lo: 0.3, Hi: 1, Start: 1, StartWhy: "1: the matmul sweep's ceiling",
-		Why: "torchtitan's BF16 rows (and the BF16 head of its Float8 rows), at a 500 W limit"},
-	{GPU: "h100-96g", Field: "fp8_gemm_fraction", Lo: 0.2, Hi: 1, Start: 0.803, StartWhy: "0.803: the BF16 matmul sweep's fraction of peak (stas00/ml-engineering), taken for FP8 until fitted",
-		Why: "torchtitan's Float8 rows"},
-	{GPU: "h100-96g", Field: "flash_attention_fraction", Lo: 0.1, Hi: 0.9, Start: 0.35, StartWhy: "0.35: FlashAttention-2 on H100 (Shah et al. 2024, arXiv:2407.08608, abstract)",
-		Why: "torchtitan rows, PyTorch SDPA's flash attention; the 32k-262k-token context-parallel tables above all"},
+	{GPU: "a100", Field: "gemm_achieved_fraction", Prior: gemmPrior, Why: "every A100 row, whatever its stack: the value for a run of a stack with no value of its own"},
+	{GPU: "a100", Stack: StackMegatron, Field: "gemm_achieved_fraction_by_stack", Prior: gemmPrior, Why: "Megatron-LM's own runs (Narayanan et al. 2021 PTD-P and weak scaling, Megatron-LM README 2020-2021)"},
+	{GPU: "a100", Stack: StackLLMFoundry, Field: "gemm_achieved_fraction_by_stack", Prior: gemmPrior, Why: "llm-foundry's A100 throughput tables (Composer + FSDP, 8-512 GPUs)"},
+	{GPU: "a100", Field: "list_copy_us", Prior: listCopyPrior, Why: "Narayanan et al.'s ZeRO-3 rows (DeepSpeed 2021, 384-2,240 GPUs), the only rows that run list collectives (tensorlists=on)"},
+	{GPU: "a100", Field: "flash1_attention_fraction", Prior: flash1Prior, Why: "llm-foundry's A100 tables, which ran its Triton FlashAttention"},
+	{GPU: "h100-sxm", Field: "fp8_gemm_fraction", Prior: fp8Prior, Why: "NeMo 24.03/24.07 rows, all FP8 (Transformer Engine)"},
+	{GPU: "h100-sxm", Field: "flash_attention_fraction", Prior: flashPrior, Why: "NeMo rows, Transformer Engine's fused attention; the long-sequence table (4k-1M tokens) above all"},
+	{GPU: "h100-96g", Field: "gemm_achieved_fraction", Prior: gemmPrior, Why: "torchtitan's BF16 rows (and the BF16 head of its Float8 rows), at a 500 W limit"},
+	{GPU: "h100-96g", Field: "fp8_gemm_fraction", Prior: fp8Prior, Why: "torchtitan's Float8 rows"},
+	{GPU: "h100-96g", Field: "flash_attention_fraction", Prior: flashPrior, Why: "torchtitan rows, PyTorch SDPA's flash attention; the 32k-262k-token context-parallel tables above all"},
 }
 
 // Name is the parameter's name in the presets' sources: efficiency.FIELD, or

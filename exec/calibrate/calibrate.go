@@ -247,8 +247,8 @@ func profile(r *Report) *hardware.Hardware {
 	}
 	minStep = math.Inf(1)
 	for _, p := range r.Collectives {
-		st, fr := ringShape(p.Kind, p.P)
-		bestLink = max(bestLink, fr*float64(p.Bytes)/float64(p.Time))
+		st, sent := ringShape(p)
+		bestLink = max(bestLink, sent/float64(p.Time))
 		minStep = min(minStep, float64(p.Time)/st)
 	}
 	bw := sig(positive(float64(e.Bandwidth), bestBW))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tpsim/tpsim/exec/comm"
+	"github.com/tpsim/tpsim/program"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -69,15 +70,12 @@ type collPlan struct {
 	bigRanks []int
 }
 
-// ringShape returns the steps of the ring algorithm and the fraction of the n bytes each rank
-// sends, for kind on p ranks (docs/architecture.md's bytes-per-rank table; Thakur, Rabenseifner and Gropp 2005,
-// Sec. 4): all-reduce 2(p-1) steps and 2(p-1)/p, all-gather and reduce-scatter p-1 and (p-1)/p.
-func ringShape(kind string, p int) (steps, frac float64) {
-	steps, frac = float64(p-1), float64(p-1)/float64(p)
-	if kind == string(comm.KindAllReduce) {
-		steps, frac = 2*steps, 2*frac
-	}
-	return steps, frac
+// ringShape returns the steps of the ring algorithm and the bytes each rank sends for
+// collective p: program.RingSteps and program.SentBytes of its kind, group size and full tensor
+// (Thakur, Rabenseifner and Gropp 2005, Sec. 4), as costmodel.CollectiveTime prices them.
+func ringShape(p CollPoint) (steps, sent float64) {
+	kind := program.OpKind(p.Kind)
+	return float64(program.RingSteps(kind, p.P)), float64(program.SentBytes(kind, p.P, p.Bytes))
 }
 
 // measureCollectives runs each collective of the plan on a World of p goroutine ranks.
@@ -179,8 +177,8 @@ func timeCollective(ctx context.Context, w *comm.World, kind comm.Kind, n, iters
 func fitLevel(pts []CollPoint) (lat, bw float64, errs []float64) {
 	steps, bytes, t := make([]float64, len(pts)), make([]float64, len(pts)), make([]float64, len(pts))
 	for i, p := range pts {
-		st, fr := ringShape(p.Kind, p.P)
-		steps[i], bytes[i], t[i] = st, fr*float64(p.Bytes), float64(p.Time)
+		steps[i], bytes[i] = ringShape(p)
+		t[i] = float64(p.Time)
 	}
 	lat, inv := fit2(steps, bytes, t)
 	bw = math.Inf(1)
@@ -203,8 +201,8 @@ func fitCollectives(pts []CollPoint) CollFit {
 	byP := map[int][]CollPoint{}
 	byKind := map[string][]CollPoint{}
 	for i := range pts {
-		st, fr := ringShape(pts[i].Kind, pts[i].P)
-		pts[i].Model = units.Seconds(st*lat + fr*float64(pts[i].Bytes)/bw)
+		st, sent := ringShape(pts[i])
+		pts[i].Model = units.Seconds(st*lat + sent/bw)
 		pts[i].RelErr = errs[i]
 		k := [2]any{pts[i].Kind, pts[i].P}
 		groups[k] = append(groups[k], errs[i])

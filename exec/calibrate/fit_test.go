@@ -51,15 +51,15 @@ func TestSummariseAndMedian(t *testing.T) {
 	}
 }
 
-// ringShape follows docs/architecture.md's bytes-per-rank table: all-reduce 2(p-1) steps sending 2(p-1)/p of
-// n, all-gather and reduce-scatter p-1 steps sending (p-1)/p.
+// ringShape follows the ring algorithm (Thakur, Rabenseifner and Gropp 2005, Sec. 4): all-reduce
+// 2(p-1) steps sending 2(p-1)/p of n, all-gather and reduce-scatter p-1 steps sending (p-1)/p.
 func TestRingShape(t *testing.T) {
 	for _, c := range []struct {
 		kind        string
 		p           int
 		steps, frac float64
 	}{{"all_reduce", 4, 6, 1.5}, {"all_gather", 4, 3, 0.75}, {"reduce_scatter", 2, 1, 0.5}, {"all_reduce", 8, 14, 1.75}} {
-		s, f := ringShape(c.kind, c.p)
+		s, f := ringShape(CollPoint{Kind: c.kind, P: c.p, Bytes: 1})
 		if s != c.steps || f != c.frac {
 			t.Errorf("ringShape(%s, %d) = %g, %g; want %g, %g", c.kind, c.p, s, f, c.steps, c.frac)
 		}
@@ -73,8 +73,10 @@ func TestFitCollectivesRecoversLevel(t *testing.T) {
 	for _, kind := range []string{"all_reduce", "all_gather", "reduce_scatter"} {
 		for _, p := range []int{2, 3, 8} {
 			for _, n := range []float64{4, 4096, 1 << 20, 32 << 20} {
-				s, f := ringShape(kind, p)
-				pts = append(pts, CollPoint{Kind: kind, P: p, Bytes: units.Bytes(n), Time: units.Seconds(s*lat + f*n/bw)})
+				pt := CollPoint{Kind: kind, P: p, Bytes: units.Bytes(n)}
+				s, sent := ringShape(pt)
+				pt.Time = units.Seconds(s*lat + sent/bw)
+				pts = append(pts, pt)
 			}
 		}
 	}
