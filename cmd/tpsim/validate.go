@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/spf13/pflag"
@@ -72,7 +73,13 @@ func (o *validateOptions) run(w io.Writer) error {
 		return err
 	}
 	if o.Out != "" {
-		return valWriteFiles(o.Out, out)
+		if err := valWriteFiles(o.Out, out); err != nil {
+			return err
+		}
+	}
+	if len(out.Rows) == 0 {
+		// "0 compared" is no validation: an error, after the report that lists why each was skipped.
+		return fmt.Errorf("none of the %d records of %s could be compared (the skipped list above says why each was skipped); give records with the model sizes, GPU type and count, tp/pp/dp and global batch", len(recs)+len(skips), name)
 	}
 	return nil
 }
