@@ -106,6 +106,7 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 	if err != nil {
 		return nil, err
 	}
+	ev.workers = req.Workers
 	evals := EvaluateParallel(ev, req.Workers)
 	simTop := req.SimTop
 	if simTop <= 0 {
@@ -158,7 +159,7 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 	// and priced on its own, so in parallel, into its own entry.
 	rows := make([]*costmodel.Result, len(order))
 	errs := make([]error, len(order))
-	parallelEach(0, len(order), func(r int) {
+	parallelEach(ev.workers, len(order), func(r int) {
 		p, err := lows.get(space.Strategy(order[r]))
 		if err == nil {
 			rows[r], err = costmodel.Predict(p, hw)
@@ -343,7 +344,7 @@ func simulateTop(ev *Evaluator, res *Result, mode string, k int) []units.Seconds
 		}
 		groups[g] = append(groups[g], j)
 	}
-	parallelEach(0, len(groups), func(k int) {
+	parallelEach(ev.workers, len(groups), func(k int) {
 		g := groups[k]
 		first := ev.Space.Strategy(res.Top[g[0]])
 		p, err := ev.lowerer.Lower(lowerKey(first))
