@@ -50,9 +50,9 @@ func (w *contWork) add()  { kernels.Add(w.z, w.x, w.y) }
 // ranks than cores, every meeting of k ranks waits for all k to be scheduled, and under load that
 // wait, not the work, set the duration. Now:
 //
-//   - each synced timing runs a pilot of a few meetings first and then at most as many as fill
-//     k x s.budget (the time k ranks' work takes on one core, so never fewer than planned on an
-//     idle machine, whose meetings cost a fraction of the work: the figures do not change there);
+//   - each synced timing stops, all ranks together, once it has run k x s.budget (the time k
+//     ranks' work takes on one core, so never fewer units than planned on an idle machine, whose
+//     meetings cost a fraction of the work: the figures do not change there);
 //   - the repetitions stop once a measurement has taken sharePhaseBudget, after at least
 //     minShareReps (the median of three still discards one outlier), and progress says so.
 //
@@ -62,7 +62,6 @@ func (w *contWork) add()  { kernels.Add(w.z, w.x, w.y) }
 const (
 	sharePhaseBudget = 6 * time.Second
 	minShareReps     = 3
-	pilotMeetings    = 3
 )
 
 // repsDone reports, after rep repetitions, whether a measurement started at start stops: all
@@ -242,24 +241,46 @@ func contains(v []int, x int) bool {
 	return false
 }
 
-// syncedBounded is synced with its duration bounded: a pilot of pilotMeetings units first, then
-// as many of units as fill limit at the pilot's pace (at least pilotMeetings, at most units). It
-// returns the units timed and the wall time per unit, in seconds. On an idle machine limit holds
-// all units (the callers give k x the budget of one rank's work), so nothing changes there; on a
-// busy one the meetings, which wait for every rank to be scheduled, stop running the clock.
+// syncedBounded is synced with its duration bounded: the ranks stop together after the unit
+// during which limit passed (rank 0 checks the clock every fourth unit and says so in the
+// all-reduce every unit ends with, so all ranks see the same count), at most units. It returns
+// the units run and the wall time per unit, in seconds. On an idle machine limit holds all units
+// (the callers give k x the budget of one rank's work), so the counts and figures do not change
+// there; on a busy one the meetings, which wait for every rank to be scheduled, stop running the
+// clock. (A pilot run to choose the count cost 30% more time on the mixed work's ten units.)
 func syncedBounded(ctx context.Context, work []*contWork, units int, fn func(*contWork), limit time.Duration) (int, float64, error) {
-	n := units
-	if units > pilotMeetings {
-		t, err := synced(ctx, work, pilotMeetings, fn)
-		if err != nil {
-			return 0, 0, err
-		}
-		if per := t / pilotMeetings; per > 0 {
-			n = int(min(float64(units), max(pilotMeetings, limit.Seconds()/per)))
-		}
+	w, err := comm.NewWorld([]comm.Dim{{Name: "k", Size: len(work)}}, comm.WithTimeout(time.Minute))
+	if err != nil {
+		return 0, 0, err
 	}
-	t, err := synced(ctx, work, n, fn)
-	return n, t / float64(n), err
+	ran := units
+	t := time.Now()
+	err = w.Run(ctx, func(c *comm.Comm) error {
+		g, err := c.Group("k")
+		if err != nil {
+			return err
+		}
+		buf := make([]float32, 1)
+		for i := range units {
+			fn(work[c.Rank()])
+			buf[0] = 0
+			if c.Rank() == 0 && i%4 == 3 && time.Since(t) > limit {
+				buf[0] = 1
+			}
+			if err := g.AllReduce(buf); err != nil {
+				return err
+			}
+			if buf[0] > 0 {
+				if c.Rank() == 0 {
+					ran = i + 1
+				}
+				return nil
+			}
+		}
+		return nil
+	})
+	d := time.Since(t).Seconds()
+	return ran, d / float64(ran), err
 }
 
 // synced runs fn units times on one goroutine rank per work item of an exec/comm world, the
@@ -309,9 +330,9 @@ const meetWork = 50 * time.Microsecond
 
 // measureMeetingsAt measures Meeting on k = 2..maxK ranks. Repetitions go on the outside, as
 // measureContentionAt does, so that a change of the machine's speed falls on every timing alike.
-// With at set, only the ks in it are measured (nil: every k from 2). Each timing holds at most
-// as many meetings as fill k x s.budget at a pilot's pace, and the repetitions stop early on a
-// busy machine (repsDone); say (may be nil) reports progress.
+// With at set, only the ks in it are measured (nil: every k from 2). Each timing of work and
+// meeting stops once it has run k x s.budget, and the repetitions stop early on a busy machine
+// (repsDone); say (may be nil) reports progress.
 func measureMeetingsAt(ctx context.Context, maxK int, at []int, s sampler, say func(string, ...any)) ([]Meeting, error) {
 	rng := kernels.NewRand(seed + 5)
 	x, y := make([]float32, contElems), make([]float32, contElems)
