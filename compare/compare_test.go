@@ -345,7 +345,7 @@ func TestCSVPrecision(t *testing.T) {
 	r.Measured.Phases = map[string]float64{"bubble": 0}
 	r.MemoryErrors = []string{"a", "b"}
 	var b bytes.Buffer
-	if err := WriteCSV(&b, []Row{r}); err != nil {
+	if err := WriteCSV(&b, []Row{r}, false); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := csv.NewReader(&b).ReadAll()
@@ -359,7 +359,7 @@ func TestCSVPrecision(t *testing.T) {
 	for k, want := range map[string]string{"pred_peak_b": "1717248", "pred_dp_bytes": "539648", "meas_dp_bytes": "539648.5",
 		"meas_step_s": "0.0123456789012345", "ranks": "2", "rounds": "3",
 		// A mechanism the row has is a number (0 included); one it has not is empty.
-		"pred_bubble_s": "0.0051", "meas_bubble_s": "0", "sim_bubble_s": "", "pred_zero_gather_s": "", "memory_errors": "2"} {
+		"pred_bubble_s": "0.0051", "meas_bubble_s": "0", "sim_bubble_s": "", "pred_zero_gather_s": "", "memory_errors": "2", "partial": "false"} {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)
 		}

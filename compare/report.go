@@ -37,7 +37,7 @@ func WriteFiles(dir string, res *Results, tl *Timeline) error {
 		return err
 	}
 	var csv bytes.Buffer
-	if err := WriteCSV(&csv, res.Rows); err != nil {
+	if err := WriteCSV(&csv, res.Rows, res.Partial); err != nil {
 		return err
 	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, "results.csv"), csv.Bytes(), 0o644); err != nil {
@@ -122,7 +122,8 @@ func figureSpecs(name string, rows []reports.Row) []figureSpec {
 }
 
 // CSVHeader is the header of results.csv: seconds (_s) and shares at full precision, bytes (_b,
-// _bytes) as integers where they are whole.
+// _bytes) as integers where they are whole. partial is results.json's "partial" on every row:
+// true when the compare was interrupted and the row holds only the rounds that finished.
 var CSVHeader = []string{"strategy", "mesh", "ranks", "rounds",
 	"pred_step_s", "meas_step_s", "sim_step_s", "step_ape", "sim_step_ape", "meas_step_low_s", "meas_step_high_s", "spread_rel",
 	"pred_compute_s", "meas_compute_s", "pred_comm_exposed_s", "meas_comm_s", "pred_optimizer_s", "meas_optimizer_s",
@@ -131,7 +132,7 @@ var CSVHeader = []string{"strategy", "mesh", "ranks", "rounds",
 	"pred_activations_b", "meas_activations_b", "pred_workspace_b", "meas_workspace_b", "pred_peak_b", "meas_peak_b",
 	"pred_dp_bytes", "meas_dp_bytes", "pred_tp_bytes", "meas_tp_bytes", "max_other_cpu_share", "max_rel_diff_vs_single",
 	"pred_pp_bytes", "meas_pp_bytes", "pred_bubble_s", "sim_bubble_s", "meas_bubble_s", "pred_zero_gather_s", "meas_zero_gather_s",
-	"pred_recompute_s", "meas_recompute_s", "memory_errors"}
+	"pred_recompute_s", "meas_recompute_s", "memory_errors", "partial"}
 
 // num is reports.Number: integers as integers, other numbers at full precision.
 func num(v float64) string { return reports.Number(v) }
@@ -149,8 +150,9 @@ func phaseCell(s *reports.Sample, ph string) string {
 	return num(v)
 }
 
-// WriteCSV writes results.csv of rows.
-func WriteCSV(w io.Writer, rows []Row) error {
+// WriteCSV writes results.csv of rows; partial marks them all as from an interrupted compare
+// (Results.Partial), so that a CSV read alone cannot be taken for a finished one.
+func WriteCSV(w io.Writer, rows []Row, partial bool) error {
 	var out [][]string
 	for _, r := range rows {
 		p, m := r.Predicted, r.Measured
@@ -168,7 +170,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 			num(p.CommBytes["dp"]), num(m.CommBytes["dp"]), num(p.CommBytes["tp"]), num(m.CommBytes["tp"]), num(other), num(r.MaxRelDiff),
 			num(p.CommBytes["pp"]), num(m.CommBytes["pp"]), phaseCell(&p, PhaseBubble), phaseCell(r.Simulated, PhaseBubble), phaseCell(&m, PhaseBubble),
 			phaseCell(&p, PhaseGather), phaseCell(&m, PhaseGather), phaseCell(&p, PhaseRecompute), phaseCell(&m, PhaseRecompute),
-			strconv.Itoa(len(r.MemoryErrors))})
+			strconv.Itoa(len(r.MemoryErrors)), strconv.FormatBool(partial)})
 	}
 	return reports.CSV(w, CSVHeader, out)
 }

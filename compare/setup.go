@@ -144,7 +144,7 @@ func HostProfile(ctx context.Context, o HostOptions) (*hardware.Hardware, Load, 
 		var stale *calibrate.StaleError
 		switch {
 		case errors.Is(err, calibrate.ErrNoCache):
-			fmt.Fprintf(log, "tpsim compare: no host profile cached; calibrating this machine first (about 20 s)\n")
+			fmt.Fprintf(log, "tpsim compare: no host profile cached; calibrating this machine first (about 20 s on a quiet machine, minutes under load)\n")
 		case errors.As(err, &stale):
 			fmt.Fprintf(log, "tpsim compare: the cached host profile is stale (%v); calibrating again\n", err)
 		default:

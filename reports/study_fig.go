@@ -34,6 +34,19 @@ func gpuTicks(counts map[int]bool) plot.ConstantTicks {
 	return plot.ConstantTicks(ticks)
 }
 
+// legendSlack is how far a study figure's legend is drawn left of the column Figure.Draw keeps
+// for it, into the gap before the panels: browsers draw the SVG's text in whatever font they
+// substitute for Liberation Sans, some wider, and the legend's last characters ("frontier
+// (labelled", "ideal scaling") were clipped at the figure's right edge.
+const legendSlack = 8 // points
+
+// studyFigure is newFigure with the legend moved left by legendSlack.
+func studyFigure(title string, panels ...*plot.Plot) *Figure {
+	f := newFigure(title, panels...)
+	f.Legend.XOffs = -vg.Points(legendSlack)
+	return f
+}
+
 func newGrid() *plotter.Grid {
 	g := plotter.NewGrid()
 	g.Vertical.Color, g.Horizontal.Color = lightGrey, lightGrey
@@ -47,7 +60,7 @@ func StudyScaling(title string, series []ScalingSeries) (*Figure, error) {
 	p.X.Label.Text = "GPUs"
 	p.Y.Label.Text = "tokens/s"
 	p.Add(newGrid())
-	fig := newFigure(title, p)
+	fig := studyFigure(title, p)
 	counts := map[int]bool{}
 	lo, hi := math.Inf(1), 0.0
 	n := 0
@@ -135,7 +148,7 @@ func StudyFrontier(title, xlabel string, pts []CostPoint) (*Figure, error) {
 	p.X.Label.Text = xlabel
 	p.Y.Label.Text = "days to train"
 	p.Add(newGrid())
-	fig := newFigure(title, p)
+	fig := studyFigure(title, p)
 	if len(pts) == 0 {
 		p.Title.Text = "nothing fits"
 		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
@@ -191,14 +204,7 @@ func StudyFrontier(title, xlabel string, pts []CostPoint) (*Figure, error) {
 		p.Add(sc)
 		fig.Legend.Add(name, lineThumb{glyph: &draw.GlyphStyle{Color: c, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}})
 	}
-	var fxy plotter.XYs
-	var flab []string
-	for _, pt := range pts {
-		if pt.Front {
-			fxy = append(fxy, plotter.XY{X: pt.Cost, Y: pt.Days})
-			flab = append(flab, pt.Label)
-		}
-	}
+	fxy, flab := frontierLabels(pts)
 	sty := textStyle(7)
 	p.Add(&pointLabels{xy: fxy, labels: flab, style: sty, gap: vg.Points(5), radius: vg.Points(3)})
 	fig.Legend.Add("frontier (labelled)", lineThumb{line: draw.LineStyle{Color: darkGrey, Width: vg.Points(1)}})
@@ -228,7 +234,7 @@ func StudyMemory(title string, pts []MemoryPoint, caps []Capacity) (*Figure, err
 	p := newPlot()
 	p.X.Label.Text = "model (log of parameters)"
 	p.Add(newGrid())
-	fig := newFigure(title, p)
+	fig := studyFigure(title, p)
 	top := 0.0
 	for _, c := range caps {
 		top = math.Max(top, float64(c.Bytes))
@@ -340,7 +346,7 @@ func StudyLayout(title string, panels []LayoutPanel) (*Figure, error) {
 	if len(panels) == 0 {
 		return nil, fmt.Errorf("reports: no layout panels")
 	}
-	fig := newFigure(title)
+	fig := studyFigure(title)
 	colors := map[string]int{"tp": 0, "pp": 1, "cp": 3, "dp": 4}
 	maxH := 1.0
 	for _, pn := range panels {
@@ -407,7 +413,7 @@ func StudyBreakdown(title string, panels []BreakdownPanel) (*Figure, error) {
 	if len(panels) == 0 {
 		return nil, fmt.Errorf("reports: no breakdown panels")
 	}
-	fig := newFigure(title)
+	fig := studyFigure(title)
 	parts := []string{"compute", "comm exposed", "bubble", "optimizer"}
 	cols := []int{0, 2, 5, 4}
 	for _, pn := range panels {
@@ -435,8 +441,7 @@ func StudyBreakdown(title string, panels []BreakdownPanel) (*Figure, error) {
 			}
 			label := pn.Labels[i]
 			if total > 0 {
-				k, u := timeUnit(total)
-				label += "\n" + strconv.FormatFloat(total*k, 'g', 3, 64) + " " + u
+				label += "\n" + shortSeconds(total)
 			}
 			ticks = append(ticks, plot.Tick{Value: float64(i), Label: label})
 			if total == 0 {
@@ -455,6 +460,10 @@ func StudyBreakdown(title string, panels []BreakdownPanel) (*Figure, error) {
 		}
 		p.Add(b)
 		p.X.Tick.Marker = plot.ConstantTicks(ticks)
+		if n > 8 {
+			// Eleven bars' labels ("16", "25.3 min") at 9 points ran into each other.
+			p.X.Tick.Label.Font.Size = vg.Points(8)
+		}
 		p.X.Min, p.X.Max = -0.6, float64(n)-0.4
 		p.Y.Min, p.Y.Max = 0, 100
 		fig.Panels = append(fig.Panels, p)
@@ -463,4 +472,37 @@ func StudyBreakdown(title string, panels []BreakdownPanel) (*Figure, error) {
 		fig.Legend.Add(name, swatch{fill: palette[cols[j]], line: draw.LineStyle{Color: darkGrey, Width: vg.Points(0.5)}})
 	}
 	return fig, nil
+}
+
+// shortSeconds prints a step time in at most about six characters under a bar: seconds below
+// ten minutes, then whole minutes, then whole hours (1520 s is "25 min"; "%g" wrote "1.52e+03 s",
+// which ran into the next bar's label), milli- and microseconds below a second.
+func shortSeconds(v float64) string {
+	switch {
+	case v < 1:
+		k, u := timeUnit(v)
+		return strconv.FormatFloat(v*k, 'g', 3, 64) + " " + u
+	case v < 600:
+		return strconv.FormatFloat(v, 'g', 3, 64) + " s"
+	case v < 36000:
+		return strconv.FormatFloat(v/60, 'f', 0, 64) + " min"
+	}
+	return strconv.FormatFloat(v/3600, 'f', 0, 64) + " h"
+}
+
+// frontierLabels are the labeller's points and labels: every point, the ones off the frontier
+// with no label, so that a label avoids them too (the frontier's labels were written over the
+// other hardware's points).
+func frontierLabels(pts []CostPoint) (plotter.XYs, []string) {
+	var xy plotter.XYs
+	var labels []string
+	for _, pt := range pts {
+		xy = append(xy, plotter.XY{X: pt.Cost, Y: pt.Days})
+		if pt.Front {
+			labels = append(labels, pt.Label)
+		} else {
+			labels = append(labels, "")
+		}
+	}
+	return xy, labels
 }

@@ -99,3 +99,30 @@ func TestStudyFigureErrors(t *testing.T) {
 		t.Error("a model of 0 parameters drew")
 	}
 }
+
+// The issue: the breakdown's labels ran into each other ("32.1 s16.1 s8.11 s", "1.52e+03 s670
+// s"). Step times under the bars are at most about six characters.
+func TestShortSeconds(t *testing.T) {
+	for v, want := range map[float64]string{
+		0.0123: "12.3 ms", 1.53: "1.53 s", 285.4: "285 s", 599: "599 s",
+		1520: "25 min", 670: "11 min", 36000: "10 h", 4e6: "1111 h",
+	} {
+		if got := shortSeconds(v); got != want {
+			t.Errorf("shortSeconds(%g) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// Frontier labels avoid every point, not only the frontier's: a label written over another
+// hardware's point hid it. The labeller gets every point, those off the frontier unlabelled.
+func TestFrontierLabelsAvoidEveryPoint(t *testing.T) {
+	pts := []CostPoint{{Series: "a", Label: "a x8", Cost: 10, Days: 100, Front: true}, {Series: "b", Label: "b x8", Cost: 12, Days: 100},
+		{Series: "a", Label: "a x16", Cost: 11, Days: 50, Front: true}}
+	xy, labels := frontierLabels(pts)
+	if len(xy) != 3 || xy[1].X != 12 || xy[1].Y != 100 || strings.Join(labels, "|") != "a x8||a x16" {
+		t.Errorf("points %v, labels %q; want all three, the middle one unlabelled", xy, labels)
+	}
+	if _, err := StudyFrontier("t", "cost", pts); err != nil {
+		t.Error(err)
+	}
+}

@@ -79,8 +79,11 @@ type Output struct {
 	Simulated   int            `json:"simulated"`
 	// TimeSource names where the step times that rank the candidates, draw the Pareto front and
 	// pick the winner come from.
-	TimeSource  string `json:"time_source"`
-	Explanation string `json:"explanation"`
+	TimeSource string `json:"time_source"`
+	// Assumed are the software knobs the user left unset and the planner took from the stack
+	// the hardware runs (DefaultStack), one line each with its source; they open the explanation.
+	Assumed     []string `json:"assumed,omitempty"`
+	Explanation string   `json:"explanation"`
 }
 
 // Planned is a finished search with everything its outputs need.
@@ -94,7 +97,8 @@ type Planned struct {
 
 // Plan enumerates, prices, ranks, simulates and explains: the whole planner.
 func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) {
-	space, err := strategies.Enumerate(m, req.GPUs, strategies.EnumerateOptions{GBS: req.GlobalBatch, Seq: req.Seq, Fix: req.Fix})
+	fix, assumed := DefaultStack(m, hw, req.Fix)
+	space, err := strategies.Enumerate(m, req.GPUs, strategies.EnumerateOptions{GBS: req.GlobalBatch, Seq: req.Seq, Fix: fix})
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +106,7 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 	if err != nil {
 		return nil, err
 	}
+	ev.workers = req.Workers
 	evals := EvaluateParallel(ev, req.Workers)
 	simTop := req.SimTop
 	if simTop <= 0 {
@@ -142,7 +147,7 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 	order = order[:min(len(order), req.Top)]
 	out := &Output{Model: m.Name, Hardware: hw.Name, GPUs: req.GPUs, GlobalBatch: space.Base.GBS, Seq: space.Base.Seq,
 		Objective: res.Objective, Fix: req.Fix.String(), Searched: res.Searched, Feasible: res.Feasible, Rejected: res.Rejected,
-		Top: []Entry{}, Front: []Point{}, Simulated: nsim, TimeSource: source}
+		Top: []Entry{}, Front: []Point{}, Simulated: nsim, TimeSource: source, Assumed: assumed}
 	lows := &lowerings{low: ev.lowerer}
 	simOf := map[int]units.Seconds{}
 	for j, s := range sims {
@@ -154,7 +159,7 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 	// and priced on its own, so in parallel, into its own entry.
 	rows := make([]*costmodel.Result, len(order))
 	errs := make([]error, len(order))
-	parallelEach(0, len(order), func(r int) {
+	parallelEach(ev.workers, len(order), func(r int) {
 		p, err := lows.get(space.Strategy(order[r]))
 		if err == nil {
 			rows[r], err = costmodel.Predict(p, hw)
@@ -175,7 +180,7 @@ func Plan(m *model.Model, hw *hardware.Hardware, req Request) (*Planned, error) 
 	for _, i := range res.Front {
 		out.Front = append(out.Front, Point{Strategy: Label(space.Strategy(i)), Step: float64(evals[i].Step), Peak: float64(evals[i].Peak)})
 	}
-	lines := Explain(ev, evals, res, order)
+	lines := append(assumed, Explain(ev, evals, res, order)...)
 	lines = append(lines, simNote(ev, res, sims, req.Sim), "Step times: "+source+".")
 	out.Explanation = strings.Join(lines, "\n")
 	return &Planned{Ev: ev, Evals: evals, Res: res, Order: order, Out: out}, nil
@@ -339,7 +344,7 @@ func simulateTop(ev *Evaluator, res *Result, mode string, k int) []units.Seconds
 		}
 		groups[g] = append(groups[g], j)
 	}
-	parallelEach(0, len(groups), func(k int) {
+	parallelEach(ev.workers, len(groups), func(k int) {
 		g := groups[k]
 		first := ev.Space.Strategy(res.Top[g[0]])
 		p, err := ev.lowerer.Lower(lowerKey(first))

@@ -78,6 +78,11 @@ type Evaluator struct {
 	lowerer  *program.Lowerer // lowers whole Programs for the simulator and the rows
 	slowest  int              // index of the slowest level the job's devices span
 	nodeSize int
+	// workers bounds the goroutines that refine, simulate and price rows (0: one per CPU; Plan
+	// sets Request.Workers): a study running plans side by side asks each for one, and each
+	// simulation of a large pipeline holds hundreds of MB (the llama3 study peaked at 1.7 GB
+	// with two plans each simulating on two goroutines).
+	workers int
 }
 
 // NewEvaluator returns an Evaluator of space for m on hw. It fails when m is invalid or hw lacks
@@ -244,7 +249,7 @@ func (ev *Evaluator) Refine(evals []Eval, idx []int) {
 	need = slices.Compact(need) // each once: one goroutine per entry
 	// Each candidate's timeline is its own and written to its own entry: the result does not
 	// depend on which goroutine priced it.
-	parallelEach(0, len(need), func(k int) {
+	parallelEach(ev.workers, len(need), func(k int) {
 		e := &evals[need[k]]
 		t, err := ev.Derived.Totals(ev.Space.Candidates[need[k]].Strategy(ev.Space.Base))
 		if err != nil {

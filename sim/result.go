@@ -81,7 +81,7 @@ func (e *engine) result(p *program.Program, opt Options) *Result {
 			res.Utilization[r] = busy[r] / float64(res.Step)
 		}
 	}
-	for id := last; id >= 0; id = e.nodes[id].critDep {
+	for id := last; id >= 0 && !opt.NoCriticalPath; id = e.nodes[id].critDep {
 		res.CriticalPath = append(res.CriticalPath, e.nodes[id].span())
 	}
 	for i, j := 0, len(res.CriticalPath)-1; i < j; i, j = i+1, j-1 {

@@ -169,6 +169,12 @@ type Space struct {
 // Strategy returns candidate i as a full strategy.
 func (s *Space) Strategy(i int) Strategy { return s.Candidates[i].Strategy(s.Base) }
 
+// MaxDevices is the most devices Enumerate plans for: 2^20, five times the largest training
+// cluster announced (xAI's Colossus at 200,000 H100/H200 GPUs, xAI, 2025). It is checked before
+// anything else, and the enumeration's work grows with the number of divisors of the device
+// count (divisors lists them by trial division to its square root), never with the count itself.
+const MaxDevices = 1 << 20
+
 // Enumerate lists every valid strategy for m on gpus devices in a deterministic order: meshes by
 // pp, then tp, then cp ascending (dp takes the rest), then mbs ascending, zero, recompute (none,
 // selective, full), sp (off, on), schedule (1f1b, interleaved by vpp, gpipe), overlap (on, off).
@@ -180,6 +186,9 @@ func (s *Space) Strategy(i int) Strategy { return s.Candidates[i].Strategy(s.Bas
 func Enumerate(m *model.Model, gpus int, o EnumerateOptions) (*Space, error) {
 	if gpus < 1 {
 		return nil, fmt.Errorf("strategies: %d devices; give at least 1", gpus)
+	}
+	if gpus > MaxDevices {
+		return nil, fmt.Errorf("strategies: %d devices; tpsim plans up to %d (2^20) devices, five times the largest training cluster built (xAI's Colossus, 200,000 GPUs); give --gpus <= %d", gpus, MaxDevices, MaxDevices)
 	}
 	fix := o.Fix
 	if fix.Keys == nil {

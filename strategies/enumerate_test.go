@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tpsim/tpsim/internal/testmodels"
 	"github.com/tpsim/tpsim/model"
@@ -295,4 +296,61 @@ func FuzzParseFix(f *testing.F) {
 		}
 		_, _ = Enumerate(m, 8, EnumerateOptions{Fix: fix})
 	})
+}
+
+// The issue: `tpsim plan --gpus 8589934592` spun a core for minutes, and 2^30 devices took 13 s
+// to say anything, because divisors counted up to n. The device limit is checked first, and the
+// divisors of even 2^40 (41 of them: 2^0..2^40) come by trial division to 2^20.
+func TestEnumerateManyDevicesAnswersAtOnce(t *testing.T) {
+	m := testmodels.GPT(t, 2)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, gpus := range []int{MaxDevices + 1, 1 << 30, 1 << 33, 1 << 40, 10_000_000_000} {
+			_, err := Enumerate(m, gpus, EnumerateOptions{})
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("up to %d", MaxDevices)) || !strings.Contains(err.Error(), "--gpus <=") {
+				t.Errorf("Enumerate(%d devices) = %v; want the device limit and the fix", gpus, err)
+			}
+		}
+		d := divisors(1 << 40)
+		if len(d) != 41 || d[0] != 1 || d[40] != 1<<40 {
+			t.Errorf("divisors(2^40) has %d entries (%v...); want the 41 powers of two", len(d), d[:min(len(d), 3)])
+		}
+		for i := 1; i < len(d); i++ {
+			if d[i] != 2*d[i-1] {
+				t.Errorf("divisors(2^40)[%d] = %d after %d; want powers of two in order", i, d[i], d[i-1])
+				break
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second): // a second on an idle core; ten for a loaded one
+		t.Fatal("Enumerate on 2^30..2^40 devices and divisors(2^40) took over 10 s: linear in the device count again")
+	}
+	// The largest count allowed still plans: 2^20 devices of the two-layer GPT.
+	if _, err := Enumerate(m, MaxDevices, EnumerateOptions{}); err != nil {
+		t.Errorf("Enumerate(%d devices): %v", MaxDevices, err)
+	}
+}
+
+// divisors against the definition, for every n to 2000 and a few products of large primes.
+func TestDivisors(t *testing.T) {
+	check := func(n int) {
+		var want []int
+		for d := 1; d <= n; d++ {
+			if n%d == 0 {
+				want = append(want, d)
+			}
+		}
+		if got := divisors(n); !reflect.DeepEqual(got, want) {
+			t.Errorf("divisors(%d) = %v; want %v", n, got, want)
+		}
+	}
+	for n := 1; n <= 2000; n++ {
+		check(n)
+	}
+	for _, n := range []int{65521, 65521 * 2, 1021 * 1021, 720720} {
+		check(n)
+	}
 }

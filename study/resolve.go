@@ -148,6 +148,16 @@ func Resolve(f *File, path string, load HardwareLoader) (*Study, error) {
 			}
 		}
 	}
+	if f.Measure && !hwFailed && !slices.ContainsFunc(bases, func(b Variant) bool { return b.Base == Host }) {
+		// measure: true on GPU hardware alone was ignored without a word. Only this machine can
+		// be measured (exec runs on its CPU cores), and only the host hardware is this machine.
+		known := make([]string, 0, len(bases))
+		for _, b := range bases {
+			known = append(known, b.Name)
+		}
+		fail(f.pos["measure"], "measure", "measure: true measures each winner on this machine with exec, which only the host hardware is, and this study has none (%s); add host to hardware, or remove measure",
+			strings.Join(known, ", "))
+	}
 	if len(probs) > 0 {
 		return nil, &Error{File: path, Problems: probs}
 	}

@@ -129,7 +129,9 @@ func (st *Study) probe(model, variant, g int, version string) Job {
 func (st *Study) key(j Job, version string) string {
 	m, v := st.Models[j.Model], st.Variants[j.Variant]
 	f := st.File
-	measure := f.Measure && v.Base == Host && !j.Probe
+	// A GPU's cell under measure: true holds a note that it was not measured, so it differs from
+	// the same cell without measure.
+	measure := f.Measure && !j.Probe
 	s := strings.Join([]string{"tpsim-study-job/1", version, "model=" + m.hash, "hardware=" + v.hash,
 		"gpus=" + strconv.Itoa(j.GPUs), "gbs=" + strconv.Itoa(j.GlobalBatch), "seq=" + strconv.Itoa(j.Seq),
 		"fix=" + f.Fix, "objective=" + j.Objective, "top=" + strconv.Itoa(j.Top), "sim=" + j.Sim, "sim_top=" + strconv.Itoa(j.SimTop),
@@ -185,6 +187,10 @@ func (st *Study) run(ctx context.Context, j Job, o Options) Record {
 		return r
 	}
 	r.Plan = pr.Out
+	if st.File.Measure && v.Base != Host && !j.Probe && len(pr.Out.Top) > 0 {
+		// Said beside the cell, not silently skipped: a GPU's cells are predictions only.
+		r.MeasureNote = "not measured: only the host hardware is this machine"
+	}
 	if st.File.Measure && v.Base == Host && !j.Probe && len(pr.Out.Top) > 0 {
 		switch {
 		case o.Measure == nil:

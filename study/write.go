@@ -29,6 +29,10 @@ type Figure struct {
 	ID      string
 	Caption string
 	SVG     string
+	// Drawer and Height are what SVG was drawn from, so that a test can render the figure as a
+	// PNG to look at (reports.Save).
+	Drawer reports.Drawer `json:"-"`
+	Height vg.Length      `json:"-"`
 }
 
 // Write writes study.html, study.md, cells.csv and, for hardware that no preset name loads, the
@@ -165,7 +169,7 @@ func (rep *Report) Figures() ([]Figure, error) {
 		if i := strings.Index(svg, "<svg"); i >= 0 {
 			svg = svg[i:]
 		}
-		figs = append(figs, Figure{ID: id, Caption: caption, SVG: svg})
+		figs = append(figs, Figure{ID: id, Caption: caption, SVG: svg, Drawer: d, Height: h})
 		return nil
 	}
 	panelH := func(n int) vg.Length { return vg.Length(n)*2.3*vg.Inch + 0.9*vg.Inch }
@@ -221,7 +225,7 @@ func (rep *Report) Figures() ([]Figure, error) {
 			return nil, err
 		}
 		if len(layouts) > 0 {
-			lf, err := reports.StudyLayout(m.Name+": the best layout as the GPU count grows (bar height log2 GPUs)", layouts)
+			lf, err := reports.StudyLayout(m.Name+": best layout by GPU count (bar height: log2 GPUs)", layouts)
 			if err != nil {
 				return nil, err
 			}

@@ -27,6 +27,9 @@ func Load(paths []string) (recs []Record, skips []Skip, name string, err error) 
 		return recs, skips, "validate/data/" + strings.Join(TrainingFiles, ", "), err
 	}
 	for _, p := range paths {
+		if err := checkDataPath(p); err != nil {
+			return nil, nil, "", err
+		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -35,6 +38,9 @@ func Load(paths []string) (recs []Record, skips []Skip, name string, err error) 
 			return nil, nil, "", err
 		}
 		r, s, err := Parse(p, data)
+		if err == nil && len(r) == 0 {
+			err = unreadableFile(p, s)
+		}
 		if err != nil {
 			return nil, nil, "", err
 		}

@@ -4,10 +4,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,6 +75,26 @@ func TestCompareCtrlCKeepsFinishedRows(t *testing.T) {
 	for _, f := range []string{"report.md", "results.csv", "step_breakdown.png"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	// results.csv read alone says it is partial too (it had no flag): a column "partial", true
+	// on every row, as results.json's "partial".
+	f, err := os.Open(filepath.Join(dir, "results.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(recs) != 4 {
+		t.Fatalf("results.csv: %d records, %v; want a header and 3 rows", len(recs), err)
+	}
+	col := slices.Index(recs[0], "partial")
+	if col < 0 {
+		t.Fatalf("results.csv has no partial column: %v", recs[0])
+	}
+	for _, r := range recs[1:] {
+		if r[col] != "true" {
+			t.Errorf("row %s: partial = %q, want true", r[0], r[col])
 		}
 	}
 }

@@ -39,8 +39,10 @@ Examples:
 
 --fix takes the keys of a strategy (pp, dp, cp, tp, mbs, zero, recompute, sp, schedule, vpp,
 overlap; precision, optimizer, attn, bucket_mb, tpoverlap, tensorlists, prefetch, fusion,
-compile and kernels set what is not searched: give attn=flash when the run will use
-FlashAttention-2, attn=flash1 for FlashAttention-1 or its Triton port, tpoverlap=on and fusion=on
+compile and kernels set what is not searched: attn defaults to what the hardware's stack runs
+(flash, FlashAttention-2, on a GPU whose preset cites its efficiency; eager for fp32 and the host),
+said in an "assumed:" line; give attn=eager for unfused attention,
+attn=flash1 for FlashAttention-1 or its Triton port, tpoverlap=on and fusion=on
 for Megatron-LM (tpoverlap=full with NeMo's userbuffers or torchtitan's AsyncTP), compile=on for
 torch.compile, kernels=eager for a PyTorch-op RMSNorm and rotary embedding (torchtitan's
 default, Hugging Face's Llama), tensorlists=on

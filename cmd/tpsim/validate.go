@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/spf13/pflag"
@@ -68,7 +69,13 @@ func (o *validateOptions) run(w, _ io.Writer) error {
 	}
 	if o.Out != "" {
 		header, rows := out.Table()
-		return reports.WriteResults(o.Out, "validate", header, rows, out, "validate", out.Figure)
+		if err := reports.WriteResults(o.Out, "validate", header, rows, out, "validate", out.Figure); err != nil {
+			return err
+		}
+	}
+	if len(out.Rows) == 0 {
+		// "0 compared" is no validation: an error, after the report that lists why each was skipped.
+		return fmt.Errorf("none of the %d records of %s could be compared (the skipped list above says why each was skipped); give records with the model sizes, GPU type and count, tp/pp/dp and global batch", len(recs)+len(skips), name)
 	}
 	return nil
 }

@@ -182,7 +182,7 @@ func readCache(path string, now Machine) (*hardware.Hardware, CacheInfo, error) 
 	info := CacheInfo{Path: path, OtherCPU: -1}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, info, fmt.Errorf("%w at %s; run `tpsim calibrate` to measure this machine (about 20 s): %w", ErrNoCache, path, fs.ErrNotExist)
+		return nil, info, fmt.Errorf("%w at %s; run `tpsim calibrate` to measure this machine (about 20 s on a quiet machine, longer under load): %w", ErrNoCache, path, fs.ErrNotExist)
 	}
 	bad := func(why string) error {
 		return fmt.Errorf("calibrate: the cached host profile %s is unreadable (%s); run `tpsim calibrate` to measure this machine again", path, why)

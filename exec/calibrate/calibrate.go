@@ -190,10 +190,10 @@ func run(ctx context.Context, p plan, o Options) (*hardware.Hardware, *Report, e
 		float64(r.CollFit.Latency)*1e6, float64(r.CollFit.Bandwidth)/1e9, 100*r.CollFit.RMSRelErr)
 
 	if err = phase(fmt.Sprintf("contention, 1..%d goroutines at once", p.maxK), func() error {
-		if r.Contention, r.ContentionAdds, err = measureContentionAt(ctx, p.maxK, nil, p.parts, p.contS); err != nil {
+		if r.Contention, r.ContentionAdds, err = measureContentionAt(ctx, p.maxK, nil, p.parts, p.contS, say); err != nil {
 			return err
 		}
-		r.Meetings, err = measureMeetingsAt(ctx, p.maxK, nil, p.contS)
+		r.Meetings, err = measureMeetingsAt(ctx, p.maxK, nil, p.contS, say)
 		return err
 	}); err != nil {
 		return nil, nil, err

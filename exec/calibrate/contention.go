@@ -44,13 +44,49 @@ type contWork struct {
 func (w *contWork) gemm() { kernels.MatMul(w.c, w.a, w.b, contM, contK, contN, false, false, 1, 0) }
 func (w *contWork) add()  { kernels.Add(w.z, w.x, w.y) }
 
+// The core-sharing measurements' bounds. A cold compare took 142.7 s on a loaded 2-core machine,
+// 83.5 s of it here, and 489 s with the load average at 23 (15.4 s of it in the contention table
+// and 340 s in the meetings, measured on 2026-12-07 with this package's test harness): with more
+// ranks than cores, every meeting of k ranks waits for all k to be scheduled, and under load that
+// wait, not the work, set the duration. Now:
+//
+//   - each synced timing stops, all ranks together, once it has run k x s.budget (the time k
+//     ranks' work takes on one core, so never fewer units than planned on an idle machine, whose
+//     meetings cost a fraction of the work: the figures do not change there);
+//   - the repetitions stop once a measurement has taken sharePhaseBudget, after at least
+//     minShareReps (the median of three still discards one outlier), and progress says so.
+//
+// On an idle 2-core machine the default plan's 9 repetitions fit the budget (about 4 s each for
+// the contention table and the meetings); under load the calibration stays within about twice
+// the budget instead of growing with the load, with fewer repetitions, which the progress says.
+const (
+	sharePhaseBudget = 6 * time.Second
+	minShareReps     = 3
+)
+
+// repsDone reports, after rep repetitions, whether a measurement started at start stops: all
+// planned, or the budget spent after minShareReps. say (may be nil) reports an early stop.
+func repsDone(rep, planned int, start time.Time, what string, say func(string, ...any)) bool {
+	if rep >= planned {
+		return true
+	}
+	if rep < minShareReps || time.Since(start) < sharePhaseBudget {
+		return false
+	}
+	if say != nil {
+		say("  %s: %d of %d repetitions in %.1f s; the machine is busy, the rest skipped (a busy machine's figures are noisier)", what, rep, planned, time.Since(start).Seconds())
+	}
+	return true
+}
+
 // measureContentionAt measures the slowdown of k = 1..maxK goroutines running the mix, and the
-// GEMM and elementwise parts alone for the ks in parts. Each k is timed reps times; the median
-// counts. units is chosen so that one goroutine alone takes about s.budget.
+// GEMM and elementwise parts alone for the ks in parts. Each k is timed up to s.reps times (fewer
+// when the machine is so busy that sharePhaseBudget is spent first, at least minShareReps); the
+// median counts. units is chosen so that one goroutine alone takes about s.budget.
 //
 // With at set, only the ks in it are measured (1 always; the others' points stay zero), and the
-// GEMM and elementwise halves at the ks of parts among them.
-func measureContentionAt(ctx context.Context, maxK int, at, parts []int, s sampler) ([]ContentionPoint, int, error) {
+// GEMM and elementwise halves at the ks of parts among them. say (may be nil) reports progress.
+func measureContentionAt(ctx context.Context, maxK int, at, parts []int, s sampler, say func(string, ...any)) ([]ContentionPoint, int, error) {
 	rng := kernels.NewRand(seed + 2)
 	shared := contWork{a: make([]float32, contM*contK), b: make([]float32, contK*contN),
 		x: make([]float32, contElems), y: make([]float32, contElems)}
@@ -94,7 +130,8 @@ func measureContentionAt(ctx context.Context, maxK int, at, parts []int, s sampl
 	for k := range pts {
 		pts[k].K = k + 1
 	}
-	for _, kd := range kinds {
+	names := []string{"mixed work", "mixed work meeting after each unit", "matrix multiply", "elementwise"}
+	for ki, kd := range kinds {
 		units := itersFor(s.budget, kd.one)
 		var ks []int
 		for k := 1; k <= maxK; k++ {
@@ -105,17 +142,23 @@ func measureContentionAt(ctx context.Context, maxK int, at, parts []int, s sampl
 		// Repetitions on the outside, so that a burst of load from another process lands on one
 		// repetition of every k rather than on every repetition of one k.
 		times := make([][]float64, len(ks))
-		for range s.reps {
+		start := time.Now()
+		if say != nil {
+			say("  %s on %v goroutines", names[ki], ks)
+		}
+		for rep := 0; !repsDone(rep, s.reps, start, names[ki], say); rep++ {
 			for i, k := range ks {
 				if err := ctx.Err(); err != nil {
 					return nil, 0, err
 				}
 				var t float64
 				if kd.fn == nil {
-					var err error
-					if t, err = synced(ctx, work[:k], units, mix); err != nil {
+					// Per unit, scaled back to units: a busy machine runs fewer meetings.
+					_, per, err := syncedBounded(ctx, work[:k], units, mix, time.Duration(k)*s.budget)
+					if err != nil {
 						return nil, 0, err
 					}
+					t = per * float64(units)
 				} else {
 					t = concurrently(work[:k], units, kd.fn)
 				}
@@ -198,6 +241,48 @@ func contains(v []int, x int) bool {
 	return false
 }
 
+// syncedBounded is synced with its duration bounded: the ranks stop together after the unit
+// during which limit passed (rank 0 checks the clock every fourth unit and says so in the
+// all-reduce every unit ends with, so all ranks see the same count), at most units. It returns
+// the units run and the wall time per unit, in seconds. On an idle machine limit holds all units
+// (the callers give k x the budget of one rank's work), so the counts and figures do not change
+// there; on a busy one the meetings, which wait for every rank to be scheduled, stop running the
+// clock. (A pilot run to choose the count cost 30% more time on the mixed work's ten units.)
+func syncedBounded(ctx context.Context, work []*contWork, units int, fn func(*contWork), limit time.Duration) (int, float64, error) {
+	w, err := comm.NewWorld([]comm.Dim{{Name: "k", Size: len(work)}}, comm.WithTimeout(time.Minute))
+	if err != nil {
+		return 0, 0, err
+	}
+	ran := units
+	t := time.Now()
+	err = w.Run(ctx, func(c *comm.Comm) error {
+		g, err := c.Group("k")
+		if err != nil {
+			return err
+		}
+		buf := make([]float32, 1)
+		for i := range units {
+			fn(work[c.Rank()])
+			buf[0] = 0
+			if c.Rank() == 0 && i%4 == 3 && time.Since(t) > limit {
+				buf[0] = 1
+			}
+			if err := g.AllReduce(buf); err != nil {
+				return err
+			}
+			if buf[0] > 0 {
+				if c.Rank() == 0 {
+					ran = i + 1
+				}
+				return nil
+			}
+		}
+		return nil
+	})
+	d := time.Since(t).Seconds()
+	return ran, d / float64(ran), err
+}
+
 // synced runs fn units times on one goroutine rank per work item of an exec/comm world, the
 // ranks meeting in an all-reduce of one float after every unit, and returns the wall time.
 func synced(ctx context.Context, work []*contWork, units int, fn func(*contWork)) (float64, error) {
@@ -245,8 +330,10 @@ const meetWork = 50 * time.Microsecond
 
 // measureMeetingsAt measures Meeting on k = 2..maxK ranks. Repetitions go on the outside, as
 // measureContentionAt does, so that a change of the machine's speed falls on every timing alike.
-// With at set, only the ks in it are measured (nil: every k from 2).
-func measureMeetingsAt(ctx context.Context, maxK int, at []int, s sampler) ([]Meeting, error) {
+// With at set, only the ks in it are measured (nil: every k from 2). Each timing of work and
+// meeting stops once it has run k x s.budget, and the repetitions stop early on a busy machine
+// (repsDone); say (may be nil) reports progress.
+func measureMeetingsAt(ctx context.Context, maxK int, at []int, s sampler, say func(string, ...any)) ([]Meeting, error) {
 	rng := kernels.NewRand(seed + 5)
 	x, y := make([]float32, contElems), make([]float32, contElems)
 	kernels.FillUniform(x, rng, 0.5, 1.5)
@@ -274,21 +361,28 @@ func measureMeetingsAt(ctx context.Context, maxK int, at []int, s sampler) ([]Me
 			ks = append(ks, k)
 		}
 	}
-	for range s.reps {
+	start := time.Now()
+	if say != nil {
+		say("  meetings of %v ranks", ks)
+	}
+	for rep := 0; !repsDone(rep, s.reps, start, "meetings", say); rep++ {
 		for _, k := range ks {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			alone[k] = append(alone[k], concurrently(work[:k], n, unit)/float64(n))
-			t, err := synced(ctx, work[:k], n, func(*contWork) {})
+			// The work and meeting first, bounded: its count sets the others', so that the three
+			// are per meeting over the same number of meetings.
+			m, per, err := syncedBounded(ctx, work[:k], n, unit, time.Duration(k)*s.budget)
 			if err != nil {
 				return nil, err
 			}
-			coll[k] = append(coll[k], t/float64(n))
-			if t, err = synced(ctx, work[:k], n, unit); err != nil {
+			met[k] = append(met[k], per)
+			alone[k] = append(alone[k], concurrently(work[:k], m, unit)/float64(m))
+			t, err := synced(ctx, work[:k], m, func(*contWork) {})
+			if err != nil {
 				return nil, err
 			}
-			met[k] = append(met[k], t/float64(n))
+			coll[k] = append(coll[k], t/float64(m))
 		}
 	}
 	for _, k := range ks {
@@ -324,11 +418,11 @@ func MeasureSharing(ctx context.Context, ks []int) (Sharing, error) {
 		return sh, nil
 	}
 	s := defaultPlan().contS
-	pts, _, err := measureContentionAt(ctx, maxK, ks, []int{}, s)
+	pts, _, err := measureContentionAt(ctx, maxK, ks, []int{}, s, nil)
 	if err != nil {
 		return sh, err
 	}
-	ms, err := measureMeetingsAt(ctx, maxK, ks, s)
+	ms, err := measureMeetingsAt(ctx, maxK, ks, s, nil)
 	if err != nil {
 		return sh, err
 	}

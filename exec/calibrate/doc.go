@@ -56,9 +56,11 @@
 //   - Device.Memory is the physical RAM (sysinfo(2) on Linux; elsewhere an assumed 16 GiB, said
 //     so in the notes and sources).
 //
-// The default calibration takes about 20 s on 2 cores (up to 30 s when other processes
-// load it); Options.Quick about 2 s, with fewer points. Each point has a fixed time budget, so the
-// duration is bounded whatever the machine does. The report also says what share of the CPU other
+// The default calibration takes about 20 s on 2 quiet cores (18-21 s measured 2026-12-07) and
+// minutes on a loaded machine (138 s with a load average of 23 the same day: the collective and
+// core-sharing phases wait for ranks that must be scheduled together); Options.Quick about 2 s,
+// with fewer points. Each point has a time budget and each core-sharing run stops at k times its
+// budget, so the duration stays bounded whatever the machine does. The report also says what share of the CPU other
 // processes took meanwhile (from /proc on Linux): a busy machine gives slower, noisier figures,
 // and the notes say so.
 //
