@@ -25,7 +25,8 @@ and larger ones, elementwise bandwidth from KiB to tens of MiB with exec's per-o
 all-reduce, all-gather and reduce-scatter on 2..8 goroutine ranks from 4 bytes to 32 MiB, and how
 compute slows down when 1..8 goroutines share the cores. Fits the "host" hardware profile that the
 cost model prices host runs with, prints what it measured and the profile, and caches it (see
-below) for 'tpsim compare'. Takes about 20 s on 2 quiet cores, minutes on a loaded machine (--quick: about 2 s, coarser).
+below) for 'tpsim compare'. Takes about 20 s on 2 quiet cores and minutes on a loaded machine
+(--quick: about 2 s, coarser).
 
 The cache lives under the user cache directory (tpsim/host.json in $XDG_CACHE_HOME or ~/.cache on
 Linux, ~/Library/Caches on macOS); it goes stale when the CPU, core count, GOMAXPROCS, Go version or

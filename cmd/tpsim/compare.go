@@ -32,10 +32,11 @@ speed, for memory and for communication, with the reasons in numbers.
 With no flags it compares single, data, tensor and hybrid parallel, pipelines (1F1B and GPipe),
 ZeRO-3 and full recompute for gpt-tiny on 1, 2 and 4 ranks (a pipeline stage needs a
 layer: gpt-tiny's 2 layers give pp=2), calibrating this machine first if no profile is cached
-(about 20 s on a quiet machine) and timing the model's matrix products and kernels again, alone, before every
-round of measurements (a few seconds each: this machine's speed drifts; the rows are predicted
-with the median of those timings, as their measured steps are medians over the rounds), and writes results.json, results.csv, report.md and figures (PNG and SVG) to
-tpsim-out/. The strategies (--strategies), each run on every number of --meshes it fits
+(about 20 s on a quiet machine, minutes on a loaded one) and timing the model's matrix products
+and kernels again, alone, before every round of measurements (a few seconds each: this
+machine's speed drifts; the rows are predicted with the median of those timings, as their
+measured steps are medians over the rounds), and writes results.json, results.csv, report.md
+and figures (PNG and SVG) to tpsim-out/. The strategies (--strategies), each run on every number of --meshes it fits
 (the mechanisms on the smallest only):
 ` + compare.FamilyHelp() + `
 Pipeline rows report the bubble, ZeRO rows the time in their parameter all-gathers over dp, and

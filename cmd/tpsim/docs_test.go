@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -233,6 +235,54 @@ func TestDocsCLICoversCommandsFlagsAndStrategyKeys(t *testing.T) {
 		}
 		if !strings.Contains(doc, "| `"+k+"` |") {
 			t.Errorf("docs/cli.md's strategy key table has no row for %q", k)
+		}
+	}
+}
+
+var updateDocs = flag.Bool("update-docs", false, "rewrite the help blocks of docs/cli.md from the commands' --help")
+
+// TestDocsHelpBlocksAreTheHelp checks that each "### tpsim NAME" section of docs/cli.md shows,
+// in its first code block, exactly what 'tpsim NAME --help' prints, so that the reference cannot
+// drift from the commands. After a change to a command's help, rewrite the blocks with
+// 'go test ./cmd/tpsim -run TestDocsHelpBlocksAreTheHelp -update-docs' and review the diff.
+func TestDocsHelpBlocksAreTheHelp(t *testing.T) {
+	path := filepath.Join(repoRoot, "docs", "cli.md")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, c := range commands {
+		var out bytes.Buffer
+		c.run([]string{"--help"}, &out, io.Discard)
+		head := "### tpsim " + c.name + "\n"
+		i := strings.Index(doc, head)
+		if i < 0 {
+			continue // TestDocsCLICoversCommandsFlagsAndStrategyKeys reports it
+		}
+		open := strings.Index(doc[i:], "```\n")
+		if open < 0 {
+			t.Errorf("docs/cli.md: section %q has no code block", strings.TrimSpace(head))
+			continue
+		}
+		start := i + open + len("```\n")
+		end := strings.Index(doc[start:], "```\n")
+		if end < 0 {
+			t.Errorf("docs/cli.md: section %q's code block is not closed", strings.TrimSpace(head))
+			continue
+		}
+		want := strings.TrimRight(out.String(), "\n") + "\n"
+		if got := doc[start : start+end]; got != want {
+			if *updateDocs {
+				doc = doc[:start] + want + doc[start+end:]
+				continue
+			}
+			t.Errorf("docs/cli.md's help of tpsim %s differs from 'tpsim %s --help'; rewrite it with 'go test ./cmd/tpsim -run TestDocsHelpBlocksAreTheHelp -update-docs'", c.name, c.name)
+		}
+	}
+	if *updateDocs {
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
