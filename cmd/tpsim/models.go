@@ -14,7 +14,8 @@ import (
 
 const modelsHelp = `Usage: tpsim models [flags]
 
-List the preset models: name, family, kind, parameter count (exact, and short), and for
+List the preset models: name, family, kind, parameter count (exact, and short), the active
+parameters one token uses (mixture-of-experts: top-k routed and shared experts), and for
 transformers their layers, hidden size, attention heads (query/key-value), MLP width, vocabulary
 and default sequence length. Any of them, or a Hugging Face config.json, can be given to
 'tpsim predict --model'. With --model, describe that one model instead: a preset, or a
@@ -53,9 +54,9 @@ func (o *modelsOptions) run(w, _ io.Writer) error {
 	}
 	ew := &reports.ErrWriter{W: w}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "NAME\tFAMILY\tKIND\tPARAMS\t\tLAYERS\tHIDDEN\tHEADS/KV\tFFN\tVOCAB\tSEQ\n")
+	fmt.Fprintf(tw, "NAME\tFAMILY\tKIND\tPARAMS\t\tACTIVE\tLAYERS\tHIDDEN\tHEADS/KV\tFFN\tVOCAB\tSEQ\n")
 	for _, m := range infos {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d", m.Name, m.Family, m.Kind, reports.Commas(m.Params), reports.ShortCount(m.Params), m.Layers)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d", m.Name, m.Family, m.Kind, reports.Commas(m.Params), reports.ShortCount(m.Params), reports.ShortCount(m.Active), m.Layers)
 		if m.Kind == "transformer" {
 			fmt.Fprintf(tw, "\t%d\t%d/%d\t%d\t%d\t%d\n", m.Hidden, m.Heads, m.KVHeads, m.FFN, m.Vocab, m.Seq)
 		} else {
