@@ -198,3 +198,6 @@ func short(n int64) string {
 	}
 	return fmt.Sprintf("%.1fM", float64(n)/1e6)
 }
+
+// MoE reports whether m has mixture-of-experts layers.
+func (m *Model) MoE() bool { return m.Transformer != nil && m.Transformer.MoE != nil }
