@@ -109,6 +109,11 @@ type hfConfig struct {
 // (Transformer.Window) and a longer sequence is refused; the model's Source says so. A
 // sliding_window on llama, gpt2 or gpt_neox, whose transformers models ignore it, is refused.
 //
+// Mixture-of-experts, latent-attention and newer dense families (mixtral, qwen2_moe, qwen3_moe,
+// deepseek_v2, deepseek_v3, kimi_k2, llama4's text_config, gpt_oss, qwen3, gemma2, gemma3's
+// text_config, phi3) are read by newFamily (hfmoe.go); gemma2, gemma3 and gpt_oss alternate
+// windowed and full attention (Transformer.WindowPattern), and their Seq is capped at the window.
+//
 // Errors are prefixed "model:" and name the field, or the line and column of malformed JSON.
 func FromHFConfig(data []byte, name string) (*Model, error) {
 	origin := name
@@ -394,7 +399,8 @@ func decodeSpec(data []byte, top map[string]json.RawMessage, name, fallback, ori
 	if err := dec.Decode(&s); err != nil {
 		if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			return nil, fmt.Errorf("model: %s: unknown field %s in a tpsim model file; the fields are name, family, source, published, "+
-				"transformer {hidden, layers, heads, kv_heads, head_dim, ffn, vocab, seq, gated, rms_norm, bias, qkv_bias, learned, tied, batch, dropout, sliding_window} "+
+				"transformer {hidden, layers, heads, kv_heads, head_dim, ffn, vocab, seq, gated, rms_norm, bias, qkv_bias, learned, tied, batch, dropout, sliding_window, "+
+				"window_pattern, qk_norm, post_norms, attention_sinks, moe {...}, mla {...}, mtp_layers} "+
 				"and mlp {activation, dims, batch}", origin, msg)
 		}
 		return nil, jsonError(data, origin, err)
