@@ -168,7 +168,7 @@ func TestFromHFConfigErrors(t *testing.T) {
 		// A key given twice (this table once gave vocab_size twice by mistake, and the last won).
 		{"{" + llama + `, "hidden_size": 64, "vocab_size": 200}`, `model: c.json:1:150: vocab_size is given twice; keep one (a JSON decoder would silently take the last)`},
 		// tpsim model files.
-		{`{"transformer": {"hiden": 64}}`, `model: c.json: unknown field "hiden" in a tpsim model file; the fields are name, family, source, published, transformer {hidden, layers, heads, kv_heads, head_dim, ffn, vocab, seq, gated, rms_norm, bias, qkv_bias, learned, tied, batch, dropout, sliding_window} and mlp {activation, dims, batch}`},
+		{`{"transformer": {"hiden": 64}}`, `model: c.json: unknown field "hiden" in a tpsim model file; the fields are name, family, source, published, transformer {hidden, layers, heads, kv_heads, head_dim, ffn, vocab, seq, gated, rms_norm, bias, qkv_bias, learned, tied, batch, dropout, sliding_window, window_pattern, qk_norm, post_norms, attention_sinks, moe {...}, mla {...}, mtp_layers} and mlp {activation, dims, batch}`},
 		{`{"transformer": {"hidden": 64, "layers": 0, "heads": 4, "kv_heads": 4, "head_dim": 16, "ffn": 256, "vocab": 100, "seq": 32}}`, `model: c.json: layers = 0; it must be a positive integer`},
 		{`{"transformer": [1]}`, `model: c.json:1:17: transformer is a JSON array; it must be a JSON object`},
 		{`{"mlp": {"dims": [10, 0], "batch": 1}}`, `model: c.json: MLP width 1 is 0; widths must be positive`},
