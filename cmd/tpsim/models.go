@@ -14,10 +14,9 @@ import (
 
 const modelsHelp = `Usage: tpsim models [flags]
 
-List the preset models: name, family, kind, parameter count (exact, and short), the active
-parameters one token uses (mixture-of-experts: top-k routed and shared experts), and for
-transformers their layers, hidden size, attention heads (query/key-value), MLP width, vocabulary
-and default sequence length. Any of them, or a Hugging Face config.json, can be given to
+List the preset models: name, family, kind, parameters (exact, short), ACTIVE (what one token
+uses: a mixture of experts' top-k routed and shared experts), and for transformers their layers,
+hidden size, attention heads (query/key-value), MLP width, vocabulary and default sequence length. Any of them, or a Hugging Face config.json, can be given to
 'tpsim predict --model'. With --model, describe that one model instead: a preset, or a
 config.json or tpsim model file, with its exact parameter count.
 `
