@@ -257,6 +257,18 @@ func TestMoEConfigErrors(t *testing.T) {
 		{`{"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
 		   "vocab_size": 100, "max_position_embeddings": 512}`, `needs "head_dim"`},
 	}
+	// tpsim model files with MoE and MLA sections.
+	const base = `{"transformer": {"hidden": 64, "layers": 2, "heads": 4, "kv_heads": 4, "head_dim": 16, "ffn": 128, "vocab": 100, "seq": 32, "gated": true, "rms_norm": true, "batch": 1, `
+	for _, tt := range []struct{ json, want string }{
+		{base + `"moe": {"experts": 4, "top_k": 2, "expert_ffn": 32, "capacity_factor": 0.5}}}`, "moe.capacity_factor = 0.5"},
+		{base + `"moe": {"experts": 4, "top_k": 2, "expert_ffn": 32, "shared_experts": 1}}}`, "give both"},
+		{base + `"moe": {"experts": 4, "top_k": 2}}}`, "moe.expert_ffn = 0"},
+		{base + `"mla": {"kv_lora_rank": 8, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 8}}}`, "head_dim must be qk_nope_head_dim + qk_rope_head_dim = 12"},
+		{base + `"mtp_layers": 1}}`, "mtp_layers = 1"},
+		{base + `"sliding_window": 32, "window_pattern": 1}}`, "window_pattern = 1"},
+	} {
+		tests = append(tests, tt)
+	}
 	for _, tt := range tests {
 		_, err := FromHFConfig([]byte(tt.json), "c.json")
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
