@@ -28,7 +28,7 @@ const HFSeqCap = 8192
 const HFBatchTokens = 1 << 22
 
 // hfTypes lists the supported Hugging Face model_type values, sorted.
-var hfTypes = []string{"gpt2", "gpt_neox", "llama", "mistral", "qwen2"}
+var hfTypes = []string{"deepseek_v2", "deepseek_v3", "gemma2", "gemma3", "gemma3_text", "gpt2", "gpt_neox", "gpt_oss", "kimi_k2", "llama", "llama4", "mistral", "mixtral", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"}
 
 // hfConfig holds the fields of a Hugging Face config.json that set a model's shape. Pointers tell
 // a missing (or null) field from a zero.
@@ -51,6 +51,32 @@ type hfConfig struct {
 	// mistral, and qwen2 when UseSlidingWindow
 	SlidingWindow    *int  `json:"sliding_window"`
 	UseSlidingWindow *bool `json:"use_sliding_window"`
+
+	// mixture-of-experts: mixtral, qwen2_moe, qwen3_moe, deepseek_v2/v3, llama4, gpt_oss
+	NumLocalExperts        *int    `json:"num_local_experts"`
+	NumExperts             *int    `json:"num_experts"`
+	NRoutedExperts         *int    `json:"n_routed_experts"`
+	NumExpertsPerTok       *int    `json:"num_experts_per_tok"`
+	MoEIntermediateSize    *int    `json:"moe_intermediate_size"`
+	SharedIntermediateSize *int    `json:"shared_expert_intermediate_size"`
+	NSharedExperts         *int    `json:"n_shared_experts"`
+	FirstKDenseReplace     *int    `json:"first_k_dense_replace"`
+	MoELayerFreq           *int    `json:"moe_layer_freq"`
+	DecoderSparseStep      *int    `json:"decoder_sparse_step"`
+	MLPOnlyLayers          []int   `json:"mlp_only_layers"`
+	InterleaveMoELayerStep *int    `json:"interleave_moe_layer_step"`
+	IntermediateSizeMLP    *int    `json:"intermediate_size_mlp"`
+	TopkMethod             *string `json:"topk_method"`
+	NumNextnPredictLayers  *int    `json:"num_nextn_predict_layers"`
+	// multi-head latent attention: deepseek_v2, deepseek_v3
+	QLoraRank     *int `json:"q_lora_rank"`
+	KVLoraRank    *int `json:"kv_lora_rank"`
+	QKNopeHeadDim *int `json:"qk_nope_head_dim"`
+	QKRopeHeadDim *int `json:"qk_rope_head_dim"`
+	VHeadDim      *int `json:"v_head_dim"`
+	// alternating windowed and full attention: gemma2, gemma3_text, gpt_oss
+	LayerTypes           []string `json:"layer_types"`
+	SlidingWindowPattern *int     `json:"sliding_window_pattern"`
 
 	// gpt2
 	NEmbd      *int `json:"n_embd"`
@@ -82,6 +108,11 @@ type hfConfig struct {
 // model computes while the sequence fits in its window, so Seq is capped at the window
 // (Transformer.Window) and a longer sequence is refused; the model's Source says so. A
 // sliding_window on llama, gpt2 or gpt_neox, whose transformers models ignore it, is refused.
+//
+// Mixture-of-experts, latent-attention and newer dense families (mixtral, qwen2_moe, qwen3_moe,
+// deepseek_v2, deepseek_v3, kimi_k2, llama4's text_config, gpt_oss, qwen3, gemma2, gemma3's
+// text_config, phi3) are read by newFamily (hfmoe.go); gemma2, gemma3 and gpt_oss alternate
+// windowed and full attention (Transformer.WindowPattern), and their Seq is capped at the window.
 //
 // Errors are prefixed "model:" and name the field, or the line and column of malformed JSON.
 func FromHFConfig(data []byte, name string) (*Model, error) {
@@ -127,6 +158,18 @@ func decodeConfig(data []byte, name, fallback, origin string) (*Model, error) {
 		return nil, fail("model_type is null; set it to one of %s", strings.Join(hfTypes, ", "))
 	}
 	mt := *c.ModelType
+	if inner, ok := textConfigs[mt]; ok && top["text_config"] != nil {
+		// A multimodal config (Llama 4, Gemma 3): tpsim models its language model, text_config.
+		raw := top["text_config"]
+		top, c = nil, hfConfig{}
+		if err := json.Unmarshal(raw, &top); err != nil || top == nil {
+			return nil, fail("text_config is not a JSON object")
+		}
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return nil, fail("text_config: %v", err)
+		}
+		mt = inner
+	}
 	r := hfReader{c: &c, mt: mt, fail: fail}
 	t, family, err := r.transformer()
 	if err == nil {
@@ -143,6 +186,14 @@ func decodeConfig(data []byte, name, fallback, origin string) (*Model, error) {
 		t.Seq = window
 	}
 	t.Window = window
+	if window > 0 {
+		if t.WindowPattern, err = r.windowPattern(t.Layers, alternating[mt]); err != nil {
+			return nil, err
+		}
+		if t.WindowPattern > 0 {
+			note += fmt.Sprintf("; of every %d layers the last attends to the whole sequence and the others within the window", t.WindowPattern)
+		}
+	}
 	if name == "" {
 		name = fallback
 	}
@@ -155,6 +206,10 @@ func decodeConfig(data []byte, name, fallback, origin string) (*Model, error) {
 		mt, origin, t.Batch, t.Seq, note)
 	return m, nil
 }
+
+// textConfigs maps the model_type of a multimodal config to that of its text_config, the
+// language model tpsim reads (the vision encoder is left out: Llama 4's published totals count it).
+var textConfigs = map[string]string{"llama4": "llama4_text", "gemma3": "gemma3_text"}
 
 // hfReader reads the fields of one Hugging Face config, recording the first missing or invalid
 // one in bad.
@@ -271,6 +326,13 @@ func (r *hfReader) transformer() (Transformer, string, error) {
 		}
 		t.Bias = true
 		t.Tied = flag(c.TieWordEmbeddings, false)
+	case "mixtral", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss", "phi3", "gemma2", "gemma3_text", "llama4_text", "deepseek_v2", "deepseek_v3", "kimi_k2":
+		if err := r.newFamily(&t); err != nil {
+			return t, "", err
+		}
+		if f, ok := hfFamilies[mt]; ok {
+			family = f
+		}
 	default:
 		return t, "", r.fail("model_type %q is not supported; supported: %s (or write a tpsim model file with \"transformer\")",
 			mt, strings.Join(hfTypes, ", "))
@@ -293,8 +355,8 @@ func (r *hfReader) slidingWindow(top map[string]json.RawMessage) (int, string, e
 	raw, present := top["sliding_window"]
 	null := present && string(bytes.TrimSpace(raw)) == "null"
 	switch r.mt {
-	case "mistral":
-	case "qwen2":
+	case "mistral", "mixtral", "phi3", "gemma2", "gemma3_text", "gpt_oss":
+	case "qwen2", "qwen2_moe", "qwen3", "qwen3_moe":
 		if !flag(r.c.UseSlidingWindow, false) {
 			if present && !null {
 				return 0, "; use_sliding_window is not true, so its sliding_window is not applied (as in transformers): attention is full causal", nil
@@ -312,7 +374,9 @@ func (r *hfReader) slidingWindow(top map[string]json.RawMessage) (int, string, e
 	case null:
 		return 0, "", nil
 	case !present:
-		w = hfDefaultWindow
+		if w = hfWindowDefault(r.mt); w == 0 {
+			return 0, "", nil
+		}
 	default:
 		w = r.need("sliding_window", r.c.SlidingWindow)
 		if r.bad != nil {
@@ -335,7 +399,8 @@ func decodeSpec(data []byte, top map[string]json.RawMessage, name, fallback, ori
 	if err := dec.Decode(&s); err != nil {
 		if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			return nil, fmt.Errorf("model: %s: unknown field %s in a tpsim model file; the fields are name, family, source, published, "+
-				"transformer {hidden, layers, heads, kv_heads, head_dim, ffn, vocab, seq, gated, rms_norm, bias, qkv_bias, learned, tied, batch, dropout, sliding_window} "+
+				"transformer {hidden, layers, heads, kv_heads, head_dim, ffn, vocab, seq, gated, rms_norm, bias, qkv_bias, learned, tied, batch, dropout, sliding_window, "+
+				"window_pattern, qk_norm, post_norms, attention_sinks, moe {...}, mla {...}, mtp_layers} "+
 				"and mlp {activation, dims, batch}", origin, msg)
 		}
 		return nil, jsonError(data, origin, err)

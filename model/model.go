@@ -41,8 +41,13 @@ type Module struct {
 	Heads, KVHeads, HeadDim int
 
 	// MLP: Dim -> FFN -> Dim; Gated selects SwiGLU (gate, up, down) over GELU (fc1, fc2).
+	// Experts: Num experts of that MLP, TopK used per token. MoE: Num routed experts.
 	FFN   int
 	Gated bool
+	TopK  int
+
+	// Attention: Sinks adds one learned logit per head (gpt-oss), Heads parameters.
+	Sinks bool
 
 	Children []*Module
 }
@@ -75,6 +80,16 @@ func (m *Module) OwnParams() int64 {
 		return int64(m.Dim)
 	case KindRMSNorm:
 		return int64(m.Dim)
+	case KindAttention:
+		if m.Sinks {
+			return int64(m.Heads)
+		}
+	case KindMoE:
+		if m.Bias {
+			return int64(m.Num) // DeepSeek-V3's score-correction bias
+		}
+	case KindExperts:
+		return int64(m.Num) * expertParams(m)
 	}
 	return 0
 }
@@ -182,6 +197,22 @@ type Transformer struct {
 	// which computes the same as windowed attention while the sequence fits in the window, so
 	// Seq (and a strategy's seq) must be at most Window.
 	Window int `json:"sliding_window,omitempty"`
+	// WindowPattern alternates windowed and full attention: of every WindowPattern layers the
+	// first WindowPattern-1 attend within Window and the last attends to all (gpt-oss and
+	// Gemma 2: 2; Gemma 3: 6); 0 windows every layer (Mistral). Seq is at most Window either way.
+	WindowPattern int `json:"window_pattern,omitempty"`
+	// QKNorm is an RMSNorm over head_dim on queries and keys (Qwen3, Gemma 3); PostNorms adds
+	// Gemma 2/3's norms after attention and after the MLP (four per block); Sinks is gpt-oss's
+	// learned attention sink, one logit per head per layer (OpenAI gpt-oss model card sec. 2.1).
+	QKNorm    bool `json:"qk_norm,omitempty"`
+	PostNorms bool `json:"post_norms,omitempty"`
+	Sinks     bool `json:"attention_sinks,omitempty"`
+	// MoE makes the MLP of some layers a mixture of experts; MLA replaces grouped-query attention
+	// with multi-head latent attention; MTP is DeepSeek-V3's multi-token prediction modules
+	// (num_nextn_predict_layers), counted by Model.MTPParams outside the module tree.
+	MoE *MoE `json:"moe,omitempty"`
+	MLA *MLA `json:"mla,omitempty"`
+	MTP int  `json:"mtp_layers,omitempty"`
 }
 
 // Validate checks that the configuration describes a buildable transformer.
@@ -213,6 +244,9 @@ func (t Transformer) Validate() error {
 	if t.Heads%t.KVHeads != 0 {
 		return fmt.Errorf("model: %d attention heads are not a multiple of %d key/value heads; set kv_heads to a divisor of heads", t.Heads, t.KVHeads)
 	}
+	if err := t.validateMoE(); err != nil {
+		return err
+	}
 	if p := t.approxParams(); p > MaxParams {
 		return fmt.Errorf("model: the configuration has about %.3g parameters, more than %.0g; check the sizes", p, float64(MaxParams))
 	}
@@ -233,6 +267,13 @@ func (t Transformer) approxParams() float64 {
 	h, hd, ffn := float64(t.Hidden), float64(t.HeadDim), float64(t.FFN)
 	q, kv := float64(t.Heads)*hd, float64(t.KVHeads)*hd
 	perLayer := h*(q+2*kv) + (q + 2*kv) + q*h + h + 3*h*ffn + 2*ffn + 2*h + 4*h
+	if m := t.MoE; m != nil {
+		perLayer += float64(m.Experts+1)*(3*h*float64(m.FFN)+2*float64(m.FFN)+h) + 3*h*float64(m.SharedFFN) + float64(m.Experts)*(h+2)
+	}
+	if a := t.MLA; a != nil {
+		q, kv := float64(a.QLoraRank), float64(a.KVLoraRank)
+		perLayer += (h+q)*(q+hd*float64(t.Heads)) + (h+kv)*(kv+float64(a.QKRopeHeadDim)) + kv*float64(t.Heads*(a.QKNopeHeadDim+a.VHeadDim)) + float64(t.Heads*a.VHeadDim)*h
+	}
 	return float64(t.Layers)*perLayer + 2*float64(t.Vocab)*h + float64(t.Seq)*h + 2*h
 }
 
@@ -257,19 +298,21 @@ func (t Transformer) Build(name, family string) (*Model, error) {
 		root.Children = append(root.Children, &Module{Name: "pos", Kind: KindEmbedding, Num: t.Seq, Dim: h})
 	}
 	layers := &Module{Name: "layers", Kind: KindSequential}
-	qkvOut := (t.Heads + 2*t.KVHeads) * t.HeadDim
 	for i := 0; i < t.Layers; i++ {
-		attn := &Module{Name: "attn", Kind: KindAttention, Dim: h, Heads: t.Heads, KVHeads: t.KVHeads, HeadDim: t.HeadDim,
-			Children: []*Module{lin("qkv", h, qkvOut, t.Bias || t.QKVBias), lin("proj", t.Heads*t.HeadDim, h, t.Bias)}}
-		mlp := &Module{Name: "mlp", Kind: KindMLP, Dim: h, FFN: t.FFN, Gated: t.Gated}
-		if t.Gated {
-			mlp.Children = []*Module{lin("gate", h, t.FFN, t.Bias), lin("up", h, t.FFN, t.Bias), lin("down", t.FFN, h, t.Bias)}
-		} else {
-			mlp.Children = []*Module{lin("fc1", h, t.FFN, t.Bias), {Name: "act", Kind: KindGELU}, lin("fc2", t.FFN, h, t.Bias)}
+		children := []*Module{norm("norm1"), t.attention(lin)}
+		if t.PostNorms {
+			children = append(children, norm("post_attn_norm"))
 		}
-		block := &Module{Name: strconv.Itoa(i), Kind: KindTransformerBlock, Dim: h,
-			Children: []*Module{norm("norm1"), attn, norm("norm2"), mlp}}
-		layers.Children = append(layers.Children, block)
+		children = append(children, norm("norm2"))
+		if t.MoE.IsMoE(i) {
+			children = append(children, t.moe(lin))
+		} else {
+			children = append(children, t.mlp("mlp", t.FFN, lin))
+		}
+		if t.PostNorms {
+			children = append(children, norm("post_mlp_norm"))
+		}
+		layers.Children = append(layers.Children, &Module{Name: strconv.Itoa(i), Kind: KindTransformerBlock, Dim: h, Children: children})
 	}
 	root.Children = append(root.Children, layers, norm("norm"))
 	if !t.Tied {
@@ -280,6 +323,63 @@ func (t Transformer) Build(name, family string) (*Model, error) {
 		batch = 1
 	}
 	return &Model{Name: name, Family: family, Root: root, Loss: KindCrossEntropy, Batch: batch, Seq: t.Seq, Transformer: &t}, nil
+}
+
+// linFunc builds a Linear module.
+type linFunc func(name string, in, out int, bias bool) *Module
+
+// attention builds one layer's attention: grouped-query (fused qkv, proj) or latent (MLA).
+func (t Transformer) attention(lin linFunc) *Module {
+	h := t.Hidden
+	if a := t.MLA; a != nil {
+		qk := t.Heads * (a.QKNopeHeadDim + a.QKRopeHeadDim)
+		attn := &Module{Name: "attn", Kind: KindLatentAttention, Dim: h, Heads: t.Heads, KVHeads: t.Heads, HeadDim: t.HeadDim}
+		if a.QLoraRank > 0 {
+			attn.Children = append(attn.Children, lin("q_a", h, a.QLoraRank, false),
+				&Module{Name: "q_a_norm", Kind: KindRMSNorm, Dim: a.QLoraRank}, lin("q_b", a.QLoraRank, qk, false))
+		} else {
+			attn.Children = append(attn.Children, lin("q", h, qk, false))
+		}
+		attn.Children = append(attn.Children, lin("kv_a", h, a.KVLoraRank+a.QKRopeHeadDim, false),
+			&Module{Name: "kv_a_norm", Kind: KindRMSNorm, Dim: a.KVLoraRank},
+			lin("kv_b", a.KVLoraRank, t.Heads*(a.QKNopeHeadDim+a.VHeadDim), false),
+			lin("proj", t.Heads*a.VHeadDim, h, false))
+		return attn
+	}
+	qkvOut := (t.Heads + 2*t.KVHeads) * t.HeadDim
+	attn := &Module{Name: "attn", Kind: KindAttention, Dim: h, Heads: t.Heads, KVHeads: t.KVHeads, HeadDim: t.HeadDim, Sinks: t.Sinks,
+		Children: []*Module{lin("qkv", h, qkvOut, t.Bias || t.QKVBias), lin("proj", t.Heads*t.HeadDim, h, t.Bias)}}
+	if t.QKNorm {
+		attn.Children = append(attn.Children, &Module{Name: "q_norm", Kind: KindRMSNorm, Dim: t.HeadDim}, &Module{Name: "k_norm", Kind: KindRMSNorm, Dim: t.HeadDim})
+	}
+	return attn
+}
+
+// mlp builds an MLP of width ffn called name.
+func (t Transformer) mlp(name string, ffn int, lin linFunc) *Module {
+	h := t.Hidden
+	mlp := &Module{Name: name, Kind: KindMLP, Dim: h, FFN: ffn, Gated: t.Gated}
+	if t.Gated {
+		mlp.Children = []*Module{lin("gate", h, ffn, t.Bias), lin("up", h, ffn, t.Bias), lin("down", ffn, h, t.Bias)}
+	} else {
+		mlp.Children = []*Module{lin("fc1", h, ffn, t.Bias), {Name: "act", Kind: KindGELU}, lin("fc2", ffn, h, t.Bias)}
+	}
+	return mlp
+}
+
+// moe builds one mixture-of-experts layer (KindMoE).
+func (t Transformer) moe(lin linFunc) *Module {
+	m, h := t.MoE, t.Hidden
+	x := &Module{Name: "moe", Kind: KindMoE, Dim: h, Num: m.Experts, TopK: m.TopK, Bias: m.ScoreBias,
+		Children: []*Module{lin("router", h, m.Experts, m.RouterBias),
+			{Name: "experts", Kind: KindExperts, Num: m.Experts, TopK: m.TopK, Dim: h, FFN: m.FFN, Gated: t.Gated, Bias: t.Bias}}}
+	if m.SharedFFN > 0 {
+		x.Children = append(x.Children, t.mlp("shared", m.SharedFFN, lin))
+	}
+	if m.SharedGate {
+		x.Children = append(x.Children, lin("shared_gate", h, 1, false))
+	}
+	return x
 }
 
 // Validate checks every module's sizes.
@@ -317,6 +417,10 @@ func (m *Model) Validate() error {
 		case KindLayerNorm, KindRMSNorm:
 			if out(x.Dim) {
 				return bad("normalized_shape", x.Dim)
+			}
+		case KindExperts:
+			if out(x.Num) || out(x.Dim) || out(x.FFN) || x.TopK <= 0 || x.TopK > x.Num {
+				return fmt.Errorf("model: module %q has %d experts of %d -> %d, top-%d; all must be positive and top-k at most the experts", n.FQN, x.Num, x.Dim, x.FFN, x.TopK)
 			}
 		case KindAttention:
 			if x.Heads <= 0 || x.KVHeads <= 0 || x.HeadDim <= 0 || x.Heads%x.KVHeads != 0 {

@@ -14,8 +14,9 @@ func TestPresetNamesSortedAndBuild(t *testing.T) {
 	if !slices.IsSorted(names) {
 		t.Errorf("PresetNames() = %v; not sorted", names)
 	}
-	want := []string{"gpt-tiny", "gpt3-1.3b", "gpt3-13b", "gpt3-175b", "gpt3-6.7b", "llama2-13b", "llama2-70b", "llama2-7b",
-		"llama3-405b", "llama3-70b", "llama3-8b", "megatron-1t", "megatron-22b", "megatron-530b", "seed-mlp"}
+	want := []string{"deepseek-v3", "gpt-oss-120b", "gpt-oss-20b", "gpt-tiny", "gpt3-1.3b", "gpt3-13b", "gpt3-175b", "gpt3-6.7b",
+		"kimi-k2", "llama2-13b", "llama2-70b", "llama2-7b", "llama3-405b", "llama3-70b", "llama3-8b", "llama4-maverick", "llama4-scout",
+		"megatron-1t", "megatron-22b", "megatron-530b", "mixtral-8x22b", "mixtral-8x7b", "qwen3-235b-a22b", "qwen3-30b-a3b", "seed-mlp"}
 	if !slices.Equal(names, want) {
 		t.Errorf("PresetNames() = %v; want %v", names, want)
 	}
@@ -228,7 +229,7 @@ func TestUnknownPreset(t *testing.T) {
 		if err == nil {
 			t.Fatal("no error for an unknown model")
 		}
-		want := `model: unknown model "gpt5"; valid names: gpt-tiny, gpt3-1.3b, gpt3-13b, gpt3-175b, gpt3-6.7b, llama2-13b, llama2-70b, llama2-7b, llama3-405b, llama3-70b, llama3-8b, megatron-1t, megatron-22b, megatron-530b, seed-mlp (or a path to a Hugging Face config.json)`
+		want := `model: unknown model "gpt5"; valid names: deepseek-v3, gpt-oss-120b, gpt-oss-20b, gpt-tiny, gpt3-1.3b, gpt3-13b, gpt3-175b, gpt3-6.7b, kimi-k2, llama2-13b, llama2-70b, llama2-7b, llama3-405b, llama3-70b, llama3-8b, llama4-maverick, llama4-scout, megatron-1t, megatron-22b, megatron-530b, mixtral-8x22b, mixtral-8x7b, qwen3-235b-a22b, qwen3-30b-a3b, seed-mlp (or a path to a Hugging Face config.json)`
 		if err.Error() != want {
 			t.Errorf("error %q;\nwant %q", err, want)
 		}

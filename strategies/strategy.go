@@ -514,8 +514,13 @@ func (st Strategy) Validate(m *model.Model) error {
 
 // windowFits refuses a sequence longer than the model's sliding attention window: tpsim prices
 // full causal attention, which is what windowed attention computes only while the sequence fits
-// in the window (model.Transformer.Window).
+// in the window (model.Transformer.Window). It also refuses a model tpsim cannot lower yet
+// (mixture-of-experts, latent attention: model.Model.Lowerable), so every command that prices a
+// model says so instead of pricing a dense transformer it is not.
 func windowFits(m *model.Model, seq int) error {
+	if err := m.Lowerable(); err != nil {
+		return err
+	}
 	if t := m.Transformer; t != nil && t.Window > 0 && seq > t.Window {
 		return fmt.Errorf("strategies: seq=%d is longer than the %d-token sliding attention window of %q; tpsim prices full causal attention, which such a model computes only within its window, so use seq<=%d", seq, t.Window, m.Name, t.Window)
 	}

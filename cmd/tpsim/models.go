@@ -14,11 +14,12 @@ import (
 
 const modelsHelp = `Usage: tpsim models [flags]
 
-List the preset models: name, family, kind, parameter count (exact, and short), and for
-transformers their layers, hidden size, attention heads (query/key-value), MLP width, vocabulary
-and default sequence length. Any of them, or a Hugging Face config.json, can be given to
-'tpsim predict --model'. With --model, describe that one model instead: a preset, or a
-config.json or tpsim model file, with its exact parameter count.
+List the preset models: name, family, kind, parameters (exact, short), ACTIVE (what one token
+uses: a mixture of experts' top-k routed and shared experts), and for transformers their layers,
+hidden size, attention heads (query/key-value), MLP width, vocabulary and default sequence
+length. Any dense one, or a Hugging Face config.json, can be given to 'tpsim predict --model'
+(mixture-of-experts models are listed, not yet priced: issue 34). With --model, describe that
+one model instead: a preset, or a config.json or tpsim model file, with its exact counts.
 `
 
 // modelsOptions are the flags of tpsim models.
@@ -53,9 +54,9 @@ func (o *modelsOptions) run(w, _ io.Writer) error {
 	}
 	ew := &reports.ErrWriter{W: w}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "NAME\tFAMILY\tKIND\tPARAMS\t\tLAYERS\tHIDDEN\tHEADS/KV\tFFN\tVOCAB\tSEQ\n")
+	fmt.Fprintf(tw, "NAME\tFAMILY\tKIND\tPARAMS\t\tACTIVE\tLAYERS\tHIDDEN\tHEADS/KV\tFFN\tVOCAB\tSEQ\n")
 	for _, m := range infos {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d", m.Name, m.Family, m.Kind, reports.Commas(m.Params), reports.ShortCount(m.Params), m.Layers)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d", m.Name, m.Family, m.Kind, reports.Commas(m.Params), reports.ShortCount(m.Params), reports.ShortCount(m.Active), m.Layers)
 		if m.Kind == "transformer" {
 			fmt.Fprintf(tw, "\t%d\t%d/%d\t%d\t%d\t%d\n", m.Hidden, m.Heads, m.KVHeads, m.FFN, m.Vocab, m.Seq)
 		} else {

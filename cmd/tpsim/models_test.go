@@ -24,6 +24,7 @@ func TestModelsTable(t *testing.T) {
 		"8,030,261,248", "8.03B", // Llama-3-8B (Meta 2024)
 		"32/8",                       // Llama-3-8B grouped-query attention
 		"seed-mlp", "111,010", "mlp", // 100*1000+1000 + 1000*10+10
+		"ACTIVE", "46,702,792,704", "12.9B", // Mixtral 8x7B: 46.7B total, 12.9B active (Jiang et al. 2024)
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
@@ -50,6 +51,10 @@ func TestModelsJSON(t *testing.T) {
 	l := byName["llama2-7b"]
 	if l.Params != 6738415616 || l.Layers != 32 || l.Hidden != 4096 || l.Heads != 32 || l.Kind != "transformer" || l.Family != "llama" {
 		t.Errorf("llama2-7b: %+v", l)
+	}
+	// Mixtral 8x7B: 12,879,925,248 active of 46,702,792,704 (by hand in model/moe_test.go), 8 experts, top-2.
+	if x := byName["mixtral-8x7b"]; x.Params != 46702792704 || x.Active != 12879925248 || x.Experts != 8 || x.TopK != 2 || l.Active != l.Params {
+		t.Errorf("mixtral-8x7b: %+v; llama2-7b active %d", x, l.Active)
 	}
 	if s := byName["seed-mlp"]; s.Kind != "mlp" || s.Layers != 2 || s.Params != 111010 {
 		t.Errorf("seed-mlp: %+v", s)
