@@ -26,7 +26,7 @@ func mustPreset(t testing.TB, name string) *Hardware {
 }
 
 func TestNames(t *testing.T) {
-	want := []string{"a100-80g", "h100-96g", "h100-sxm", "h200"}
+	want := []string{"a100-80g", "b200", "b300", "gb200-nvl72", "gb300-nvl72", "h100-96g", "h100-sxm", "h200", "mi300x", "mi325x", "mi355x"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -403,7 +403,7 @@ func TestValidateErrors(t *testing.T) {
 		{"no name", func(h *Hardware) { h.Name = " " }, []string{`hardware: name is empty`}},
 		{"no device name", func(h *Hardware) { h.Device.Name = "" }, []string{"hardware: device.name is empty"}},
 		{"no peaks", func(h *Hardware) { h.Device.Peak = nil }, []string{"device.peak_flops is empty"}},
-		{"unknown dtype", func(h *Hardware) { h.Device.Peak["bf_16"] = 1 }, []string{`unknown dtype "bf_16"; use one of bf16, fp16, fp32, fp64, fp8, tf32`}},
+		{"unknown dtype", func(h *Hardware) { h.Device.Peak["bf_16"] = 1 }, []string{`unknown dtype "bf_16"; use one of bf16, fp16, fp32, fp4, fp6, fp64, fp8, tf32`}},
 		{"negative peak", func(h *Hardware) { h.Device.Peak["bf16"] = -1 }, []string{"device.peak_flops.bf16 = -1 must be a positive"}},
 		{"NaN peak", func(h *Hardware) { h.Device.Peak["fp32"] = units.FLOPsPerSecond(math.NaN()) }, []string{"device.peak_flops.fp32 = NaN"}},
 		{"zero memory", func(h *Hardware) { h.Device.Memory = 0 }, []string{"device.memory_bytes = 0 must be positive"}},
