@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/tpsim/tpsim/hardware"
@@ -31,6 +32,9 @@ func WriteHardware(w io.Writer, hw *hardware.Hardware) error {
 	}
 	fmt.Fprintf(tw, "  memory\t%s\n", hardware.MemoryString(hw.Device.Memory))
 	fmt.Fprintf(tw, "  memory bandwidth\t%v\n", hw.Device.MemBandwidth)
+	if hw.Device.Power > 0 {
+		fmt.Fprintf(tw, "  power\t%g W\n", hw.Device.Power)
+	}
 	tw.Flush()
 
 	ew.Printf("\nNetwork levels (innermost first; bandwidth per device per direction)\n")
@@ -60,6 +64,9 @@ func WriteHardware(w io.Writer, hw *hardware.Hardware) error {
 	}
 	if hw.Notes != "" {
 		ew.Printf("\nNotes: %s\n", hw.Notes)
+	}
+	if a := hw.Assumed(); len(a) > 0 {
+		ew.Printf("\nAssumed (taken from another device by the rule their sources state; nothing measured on this one backs them):\n  %s\n", strings.Join(a, ", "))
 	}
 	if len(hw.Sources) > 0 {
 		ew.Printf("\nSources\n")
@@ -93,6 +100,15 @@ func WriteHardwareList(w io.Writer, all []*hardware.Hardware, host string) error
 	}
 	fmt.Fprintf(tw, "%s\t%s\n", hardware.HostName, host)
 	tw.Flush()
+	var assumed []string
+	for _, hw := range all {
+		if a := hw.Assumed(); len(a) > 0 {
+			assumed = append(assumed, fmt.Sprintf("%s (%d)", hw.Name, len(a)))
+		}
+	}
+	if len(assumed) > 0 {
+		ew.Printf("\nFigures marked assumed, with no measurement of the device behind them ('tpsim hardware NAME' names them): %s\n", strings.Join(assumed, ", "))
+	}
 	_, err := w.Write(ew.Bytes())
 	return err
 }

@@ -61,9 +61,16 @@
 //
 // # Presets
 //
-// The presets a100-80g, h100-96g, h100-sxm and h200 are JSON files embedded from presets/; Save writes one
-// out so that a user can copy and edit it, and Load reads it back. Each preset cites the source
-// of every number in its "sources" map (keyed by JSON path, levels by name), drawing on
-// validate/data/hardware.json and collectives.json; a test checks that the figures match
-// those files. The host profile (this machine, filled by calibration) is not a preset here.
+// The presets are JSON files embedded from presets/; Save writes one out so that a user can copy
+// and edit it, and Load reads it back. Each preset cites the source of every number in its
+// "sources" map (keyed by JSON path, levels by name); a test fails on a number without one.
+// a100-80g, h100-96g, h100-sxm and h200 draw on validate/data/hardware.json and collectives.json
+// (a test checks that the figures match those files), and their achieved fractions are fitted on
+// published training runs (tpsim fit). b200, b300, gb200-nvl72, gb300-nvl72 (a 72-GPU NVLink
+// level), mi300x, mi325x and mi355x (an 8-GPU Infinity Fabric level named xgmi) give datasheet
+// peaks (fp4 and fp6 where the vendor does), memory, links and power, each cited; no training
+// run of theirs is in the training split, so their achieved fractions are H100's by the rule
+// their notes state, and the source of each such number starts with AssumedPrefix (Assumed lists
+// them; tpsim hardware NAME prints them). The host profile (this machine, filled by
+// calibration) is not a preset here.
 package hardware

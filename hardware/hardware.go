@@ -21,6 +21,9 @@ type Device struct {
 	Memory units.Bytes `json:"memory_bytes"`
 	// MemBandwidth is the datasheet device-memory bandwidth (read and write together).
 	MemBandwidth units.BytesPerSecond `json:"mem_bandwidth_bytes_per_s"`
+	// Power is the datasheet's maximum board power (TDP or TBP) in watts; 0 when not given. It
+	// prices nothing yet: it is there so that a comparison per watt can read it.
+	Power float64 `json:"power_w,omitempty"`
 }
 
 // Level is one tier of the interconnect: the devices in one unit (a node, a rack) and the link
@@ -171,8 +174,27 @@ type Hardware struct {
 	Sources map[string]string `json:"sources,omitempty"`
 }
 
-// Dtypes are the keys Device.Peak accepts.
-var Dtypes = []string{"bf16", "fp16", "fp32", "fp64", "fp8", "tf32"}
+// Dtypes are the keys Device.Peak accepts. fp6 and fp4 are the microscaling formats' dense
+// matrix rates (OCP MXFP6/MXFP4, NVIDIA NVFP4), which Blackwell and AMD CDNA 4 datasheets give.
+var Dtypes = []string{"bf16", "fp16", "fp32", "fp4", "fp6", "fp64", "fp8", "tf32"}
+
+// AssumedPrefix starts the source of a number that no measurement or datasheet of the device
+// itself gives: a figure taken from another device by a rule the rest of the source states
+// (e.g. "assumed: h100-sxm's fitted value, not scaled"). Assumed lists them.
+const AssumedPrefix = "assumed:"
+
+// Assumed returns the JSON paths (keys of Sources) of the numbers whose source starts with
+// AssumedPrefix, sorted: the figures a prediction on h rests on that nothing measured on this
+// device backs.
+func (h *Hardware) Assumed() []string {
+	var out []string
+	for _, k := range sortedKeys(h.Sources) {
+		if strings.HasPrefix(strings.TrimSpace(h.Sources[k]), AssumedPrefix) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
 
 // finitePositive reports whether v is a usable positive amount (not NaN, not infinite).
 func finitePositive(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
@@ -232,6 +254,9 @@ var (
 	kernelRateLimit = limit{1e3, 1e15, "elements/s", "calibrated CPU kernels run 3e7 to 3e9 elements/s, a GPU streams at most about 4e12"}
 	// A GEMM timed alone takes microseconds to seconds; an hour is no single product's time.
 	gemmSecondsLimit = limit{0, 3600, "s", "a product timed alone takes well under an hour"}
+	// NVIDIA B300 and AMD MI355X boards draw up to 1,400 W (GB300 NVL72 and MI355X
+	// datasheets); 1e5 W (100 kW) is a whole NVL72 rack, no one device.
+	powerLimit = limit{1, 1e5, "W", "accelerator boards draw at most about 1,400 W (NVIDIA GB300, AMD MI355X); give watts, e.g. 700"}
 	// A CUDA launch costs about 5 us, PyTorch's eager dispatch some 10 us more; 10 ms is 700x
 	// both (calibrate fits a host's as an intercept, 2.7e-7 s in cmd/tpsim/testdata/host.json).
 	opOverheadLimit = limit{0, 1e-2, "s", "a kernel launch and dispatch cost about 5e-6 to 2e-5 s; give seconds"}
@@ -325,6 +350,13 @@ func (h *Hardware) deviceProblems(add adder) {
 		add("device.mem_bandwidth_bytes_per_s = %g must be positive; set the datasheet memory bandwidth, e.g. 3350e9", v)
 	} else {
 		add.inRange(memBWLimit, "device.mem_bandwidth_bytes_per_s", v)
+	}
+	switch v := d.Power; {
+	case v == 0:
+	case !finitePositive(v):
+		add("device.power_w = %g must be positive, or 0 (left out) when not known: the board's maximum power in watts, e.g. 700", v)
+	default:
+		add.inRange(powerLimit, "device.power_w", v)
 	}
 }
 

@@ -26,7 +26,7 @@ func mustPreset(t testing.TB, name string) *Hardware {
 }
 
 func TestNames(t *testing.T) {
-	want := []string{"a100-80g", "h100-96g", "h100-sxm", "h200"}
+	want := []string{"a100-80g", "b200", "b300", "gb200-nvl72", "gb300-nvl72", "h100-96g", "h100-sxm", "h200", "mi300x", "mi325x", "mi355x"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -87,24 +87,59 @@ func numericPaths(h *Hardware) []string {
 	return out
 }
 
+// uncited lists what is wrong with h's citations: a number with no source, a source that names
+// no number, or a missing source or notes text.
+func uncited(h *Hardware) []string {
+	var out []string
+	paths := numericPaths(h)
+	for _, p := range paths {
+		if strings.TrimSpace(h.Sources[p]) == "" {
+			out = append(out, "no source for "+p)
+		}
+	}
+	for _, k := range sortedKeys(h.Sources) {
+		if !slices.Contains(paths, k) {
+			out = append(out, fmt.Sprintf("sources has %q, which names no number (known: %v)", k, paths))
+		}
+	}
+	if h.Source == "" || h.Notes == "" {
+		out = append(out, "source and notes must be filled")
+	}
+	return out
+}
+
 // TestPresetsCiteEveryNumber checks that each preset's sources map names a source for every
 // number in it, and nothing else.
 func TestPresetsCiteEveryNumber(t *testing.T) {
 	for _, name := range Names() {
-		h := mustPreset(t, name)
-		paths := numericPaths(h)
-		for _, p := range paths {
-			if strings.TrimSpace(h.Sources[p]) == "" {
-				t.Errorf("%s: no source for %s", name, p)
-			}
+		for _, p := range uncited(mustPreset(t, name)) {
+			t.Errorf("%s: %s", name, p)
 		}
-		for k := range h.Sources {
-			if !slices.Contains(paths, k) {
-				t.Errorf("%s: sources has %q, which names no number (known: %v)", name, k, paths)
-			}
+	}
+}
+
+// TestUncitedCatchesMissingSources checks that the check above fails on a preset number without
+// a source: a source removed, a source left blank, and a number added (the power) with none.
+func TestUncitedCatchesMissingSources(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(h *Hardware)
+		want   string
+	}{
+		{"removed", func(h *Hardware) { delete(h.Sources, "device.peak_flops.fp4") }, "no source for device.peak_flops.fp4"},
+		{"blank", func(h *Hardware) { h.Sources["levels.nvlink.devices"] = "  " }, "no source for levels.nvlink.devices"},
+		{"new number", func(h *Hardware) { h.Device.Peak["fp64"] = 40e12 }, "no source for device.peak_flops.fp64"},
+		{"stray source", func(h *Hardware) { h.Sources["device.peak_flops.int8"] = "x" }, `sources has "device.peak_flops.int8"`},
+	}
+	for _, c := range cases {
+		h := mustPreset(t, "gb200-nvl72")
+		if p := uncited(h); len(p) != 0 {
+			t.Fatalf("gb200-nvl72 before the change: %v", p)
 		}
-		if h.Source == "" || h.Notes == "" {
-			t.Errorf("%s: source and notes must be filled", name)
+		c.change(h)
+		got := strings.Join(uncited(h), "\n")
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s: uncited = %q, want it to contain %q", c.name, got, c.want)
 		}
 	}
 }
@@ -403,10 +438,13 @@ func TestValidateErrors(t *testing.T) {
 		{"no name", func(h *Hardware) { h.Name = " " }, []string{`hardware: name is empty`}},
 		{"no device name", func(h *Hardware) { h.Device.Name = "" }, []string{"hardware: device.name is empty"}},
 		{"no peaks", func(h *Hardware) { h.Device.Peak = nil }, []string{"device.peak_flops is empty"}},
-		{"unknown dtype", func(h *Hardware) { h.Device.Peak["bf_16"] = 1 }, []string{`unknown dtype "bf_16"; use one of bf16, fp16, fp32, fp64, fp8, tf32`}},
+		{"unknown dtype", func(h *Hardware) { h.Device.Peak["bf_16"] = 1 }, []string{`unknown dtype "bf_16"; use one of bf16, fp16, fp32, fp4, fp6, fp64, fp8, tf32`}},
 		{"negative peak", func(h *Hardware) { h.Device.Peak["bf16"] = -1 }, []string{"device.peak_flops.bf16 = -1 must be a positive"}},
 		{"NaN peak", func(h *Hardware) { h.Device.Peak["fp32"] = units.FLOPsPerSecond(math.NaN()) }, []string{"device.peak_flops.fp32 = NaN"}},
 		{"zero memory", func(h *Hardware) { h.Device.Memory = 0 }, []string{"device.memory_bytes = 0 must be positive"}},
+		{"negative power", func(h *Hardware) { h.Device.Power = -700 }, []string{"device.power_w = -700 must be positive, or 0"}},
+		{"NaN power", func(h *Hardware) { h.Device.Power = math.NaN() }, []string{"device.power_w = NaN must be positive"}},
+		{"power in mW", func(h *Hardware) { h.Device.Power = 700e3 }, []string{"device.power_w = 700000 is outside [1, 100000] W"}},
 		{"inf bandwidth", func(h *Hardware) { h.Device.MemBandwidth = units.BytesPerSecond(math.Inf(1)) }, []string{"device.mem_bandwidth_bytes_per_s = +Inf"}},
 		{"no levels", func(h *Hardware) { h.Levels = nil }, []string{"levels is empty"}},
 		{"bad measured product", func(h *Hardware) {

@@ -122,8 +122,8 @@ func TestLoad(t *testing.T) {
 		t.Errorf("Load(%s) = %+v, %v; want the saved hardware", path, h, err)
 	}
 	cases := []struct{ in, want string }{
-		{"x", `hardware: unknown hardware "x"; valid names: a100-80g, h100-96g, h100-sxm, h200 (or a path to a hardware JSON file)`},
-		{"", `hardware: unknown hardware ""; valid names: a100-80g, h100-96g, h100-sxm, h200 (or a path to a hardware JSON file)`},
+		{"x", `hardware: unknown hardware "x"; valid names: a100-80g, b200, b300, gb200-nvl72, gb300-nvl72, h100-96g, h100-sxm, h200, mi300x, mi325x, mi355x (or a path to a hardware JSON file)`},
+		{"", `hardware: unknown hardware ""; valid names: a100-80g, b200, b300, gb200-nvl72, gb300-nvl72, h100-96g, h100-sxm, h200, mi300x, mi325x, mi355x (or a path to a hardware JSON file)`},
 		{filepath.Join(dir, "missing.json"), "hardware: open " + filepath.Join(dir, "missing.json") + ": no such file or directory"},
 		{broken, "hardware: " + broken + ": line 3, column 1: invalid character '\"' after object key:value pair"},
 	}

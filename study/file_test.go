@@ -102,7 +102,7 @@ func TestParseErrors(t *testing.T) {
 		{"wrong type", strings.Replace(minimal, "gpus: [1, 2]", "gpus: [1, two]", 1), []string{"s.yaml:3:11: gpus[1]: must be an integer (a number of GPUs), not the string \"two\""}},
 		{"wrong type tokens", strings.Replace(minimal, "tokens: 1e9", "tokens: [1]", 1), []string{"s.yaml:4:9: tokens: must be a number", "not a list"}},
 		{"unknown model", strings.Replace(minimal, "gpt-tiny", "llama3-7b", 1), []string{"s.yaml:1:10: models[0]: unknown model \"llama3-7b\"", "did you mean \"llama2-7b\"", "valid names: " + presets}},
-		{"unknown hardware", strings.Replace(minimal, "a100-80g", "b200", 1), []string{"s.yaml:2:12: hardware[0]: unknown hardware \"b200\"", "valid names: a100-80g, h100-96g, h100-sxm, h200, host"}},
+		{"unknown hardware", strings.Replace(minimal, "a100-80g", "tpu9", 1), []string{"s.yaml:2:12: hardware[0]: unknown hardware \"tpu9\"", "valid names: a100-80g, b200, b300, gb200-nvl72, gb300-nvl72, h100-96g, h100-sxm, h200, mi300x, mi325x, mi355x, host"}},
 		{"empty gpus", strings.Replace(minimal, "gpus: [1, 2]", "gpus: []", 1), []string{"s.yaml:3:7: gpus: is an empty list; give at least one GPU count"}},
 		{"empty models", strings.Replace(minimal, "models: [gpt-tiny]", "models: []", 1), []string{"s.yaml:1:9: models: is an empty list"}},
 		{"empty range", strings.Replace(minimal, "gpus: [1, 2]", "gpus: {from: 8, to: 4, times: 2}", 1), []string{"gpus.to: is 4, below from=8: the range is empty"}},

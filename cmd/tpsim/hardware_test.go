@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -33,6 +34,36 @@ func TestHardwareShow(t *testing.T) {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
+	}
+}
+
+// TestHardwareNVL72 checks that tpsim hardware gb200-nvl72 prints its 72-GPU NVLink level and
+// names the figures taken by the stated rule, and that the list marks the presets with assumed
+// figures (GB200 NVL72: 72 GPUs on NVLink 5 at 1.8 TB/s per GPU, 900 GB/s per direction).
+func TestHardwareNVL72(t *testing.T) {
+	out, errs, code := runArgs(t, "hardware", "gb200-nvl72")
+	if code != cli.ExitOK || errs != "" {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !regexp.MustCompile(`(?m)^\s+nvlink\s+72\s+900 GB/s`).MatchString(out) {
+		t.Errorf("no 72-GPU NVLink level at 900 GB/s:\n%s", out)
+	}
+	for _, s := range []string{"peak fp4", "10 PFLOP/s", "Assumed (", "efficiency.gemm_achieved_fraction", "power"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+	list, errs, code := runArgs(t, "hardware")
+	if code != cli.ExitOK || errs != "" {
+		t.Fatalf("list: exit %d: %s", code, errs)
+	}
+	for _, s := range []string{"b200", "b300", "gb200-nvl72", "gb300-nvl72", "mi300x", "mi325x", "mi355x", "nvlink 72 x 900 GB/s", "xgmi 8 x", "marked assumed"} {
+		if !strings.Contains(list, s) {
+			t.Errorf("list lacks %q:\n%s", s, list)
+		}
+	}
+	if strings.Contains(list, "h100-sxm (") {
+		t.Errorf("list marks h100-sxm, fitted on its own rows, as assumed:\n%s", list)
 	}
 }
 
