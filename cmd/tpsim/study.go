@@ -131,7 +131,7 @@ func (o *studyOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	if err != nil {
 		if errors.Is(err, study.ErrInterrupted) {
 			// What was kept and how to finish, then Finish's one line "interrupted" and exit
-			// 130, as the help and the README say (it exited 1).
+			// 130, as the help and docs/cli.md say (it exited 1).
 			fmt.Fprintf(stderr, "\ntpsim study: %s\n", strings.TrimPrefix(err.Error(), study.ErrInterrupted.Error()+": "))
 			return cli.ErrInterrupted
 		}
