@@ -31,7 +31,7 @@
 // 32 columns; 1.03-1.13x, BenchmarkWideTiles). On a 2-core Intel Xeon VM (family 6 model 207) it
 // runs 121-133 GFLOP/s a core on squares 512-2048 (one tile a call) against the AVX2 kernel's
 // 82-83 (BenchmarkSgemm, gemm and gemm_avx2 side by side; FMA peaks measured in the same run 174.9
-// and 94.7: docs/benchmarks/2026-12-04-xeon.md).
+// and 94.7: docs/benchmarks/2026-12-03-xeon.md).
 //
 // Where the CPU has AVX-512F the default tile is 24×16 (kernel24x16z), after the m16n24 tile of
 // OpenBLAS's SkylakeX sgemm kernel (kernel/x86_64/sgemm_kernel_16x4_skylakex_3.c; C's row-major
