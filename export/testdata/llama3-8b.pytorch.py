@@ -150,7 +150,9 @@ def main():
     pp_rank = mesh["pp"].get_local_rank()
     # Chunk c of n_chunks runs on pp rank c % PP (the interleaved schedule's looping placement).
     chunks = [c for c in range(n_chunks) if c % PP == pp_rank]
-    parts = [Stage(model, c * per_chunk, (c + 1) * per_chunk, c == 0, c == n_chunks - 1) for c in chunks] if PP > 1 else [model]
+    # A Stage, even the whole model's, computes the rotary embedding for the whole sequence: under
+    # sequence parallel LlamaModel would take the local sequence shard's length for it.
+    parts = [Stage(model, c * per_chunk, (c + 1) * per_chunk, c == 0, c == n_chunks - 1) for c in chunks]
     for part in parts:
         apply_tp(part, mesh["tp"])
         apply_ac(part)
@@ -162,6 +164,9 @@ def main():
         part.model.rotary_emb.__init__(config=config, device=device)  # its buffers are not parameters
     params = [prm for part in parts for prm in part.parameters()]
     opt = torch.optim.AdamW(params, lr=1e-4)
+    if PP > 1:
+        stages = [PipelineStage(part, c, n_chunks, device, group=mesh["pp"].get_group()) for part, c in zip(parts, chunks)]
+        schedule = Schedule1F1B(stages[0], n_microbatches=MICROBATCHES, loss_fn=loss_fn)
 
     g = torch.Generator().manual_seed(1234 + mesh["dp"].get_local_rank())
     for step in range(args.steps):
@@ -169,26 +174,25 @@ def main():
         x, y = tokens[:, :-1], tokens[:, 1:]
         opt.zero_grad()
         if PP > 1:
-            stages = [PipelineStage(part, c, n_chunks, device, group=mesh["pp"].get_group()) for part, c in zip(parts, chunks)]
-            schedule = Schedule1F1B(stages[0], n_microbatches=MICROBATCHES, loss_fn=loss_fn)
             losses = []
             with loss_parallel() if TP > 1 else nullcontext():
                 if pp_rank == 0:
                     schedule.step(x, target=y, losses=losses)
                 else:
                     schedule.step(target=y, losses=losses)
-            loss = torch.stack(losses).mean() if losses else torch.tensor(0.0)
+            losses = [l.full_tensor() if hasattr(l, "full_tensor") else l for l in losses]
+            loss = torch.stack(losses).mean() if losses else torch.tensor(0.0)  # the last stage has the losses
         else:
             loss = torch.tensor(0.0, device=device)
             for xm, ym in zip(x.split(MBS), y.split(MBS)):
                 with nullcontext():
-                    logits = model(input_ids=xm).logits
+                    logits = parts[0](xm)
                 mloss = loss_fn(logits, ym) / MICROBATCHES
                 with loss_parallel() if TP > 1 else nullcontext():
                     mloss.backward()
                 loss += mloss.detach().full_tensor() if hasattr(mloss, "full_tensor") else mloss.detach()
         opt.step()
-        if dist.get_rank() == 0:
+        if pp_rank == PP - 1 and mesh["dp"].get_local_rank() == 0 and mesh["tp"].get_local_rank() == 0:
             print(f"step {step} loss {float(loss):.4f}")
     dist.destroy_process_group()
 
