@@ -334,3 +334,40 @@ func TestParseFormat(t *testing.T) {
 		t.Errorf("ParseFormat(jax) error %v does not list the formats", err)
 	}
 }
+
+// TestGPT3PlanWinner: the winner of 'tpsim plan --model gpt3-175b --gpus 1024' (run 2026-12-07 on
+// this branch) exports to Megatron-LM and torchtitan; DeepSpeed's JSON and the Llama-named
+// formats refuse it by name (tp, and the GPT family's modules).
+func TestGPT3PlanWinner(t *testing.T) {
+	const winner = "pp=8,dp=32,cp=2,tp=2,mbs=1,gbs=1536,seq=2048,zero=1,recompute=none,sp=on,schedule=interleaved,vpp=6,precision=mixed,optimizer=adam,attn=flash,overlap=off"
+	known := megatronFlags(t)
+	out, err := render(t, Megatron, "gpt3-175b", winner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 96 layers / (pp 8 x vpp 6) = 2 layers per virtual stage.
+	for _, want := range []string{"--pipeline-model-parallel-size 8\n", "--context-parallel-size 2\n", "--num-layers-per-virtual-pipeline-stage 2\n", "--num-layers 96\n", "--hidden-size 12288\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("megatron output lacks %q", strings.TrimSpace(want))
+		}
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "--") && !known[strings.Fields(l)[0]] {
+			t.Errorf("flag %s not in Megatron-LM's parser", l)
+		}
+	}
+	if out, err = render(t, TorchTitan, "gpt3-175b", winner); err != nil {
+		t.Fatal(err)
+	}
+	// local batch = gbs / dp = 1536 / 32 = 48 under pipeline parallel.
+	for _, want := range []string{"pipeline_parallel_schedule = \"Interleaved1F1B\"\n", "pipeline_parallel_layers_per_stage = 2\n", "local_batch_size = 48\n", "context_parallel_degree = 2\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("torchtitan output lacks %q", strings.TrimSpace(want))
+		}
+	}
+	for _, f := range []Format{DeepSpeed, PyTorch, HFTPPlan} {
+		if _, err := render(t, f, "gpt3-175b", winner); err == nil {
+			t.Errorf("%s exported the gpt3-175b winner; want an error naming what it cannot express", f)
+		}
+	}
+}

@@ -129,5 +129,5 @@ func exportVersion(bi *debug.BuildInfo) string {
 	if len(lines) > 2 {
 		lines = lines[:2]
 	}
-	return strings.Join(lines, "; ")
+	return strings.TrimPrefix(strings.Join(lines, "; "), "tpsim ")
 }
