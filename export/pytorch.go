@@ -166,6 +166,7 @@ def present(model, plan):
 		w(`    # recompute=selective (Korthikanti et al. 2022): recompute the attention core only, save every other op.
     core = {
         torch.ops.aten._scaled_dot_product_flash_attention.default,
+        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
         torch.ops.aten._scaled_dot_product_efficient_attention.default,
         torch.ops.aten._scaled_dot_product_cudnn_attention.default,
         torch.ops.aten._softmax.default,
