@@ -40,6 +40,7 @@ var layers = []layer{
 	{"validate", []string{"costmodel", "search", "reports"}, "costmodel, search <- validate (reports: its report)"},
 	{"compare", []string{"costmodel", "sim", "exec", "reports"}, "costmodel, sim, exec <- compare (reports: its report)"},
 	{"study", []string{"search", "reports"}, "search, reports <- study"},
+	{"export", []string{"strategies"}, "strategies <- export (model names, no prices)"},
 	{"internal/testmodels", []string{"model"}, "model <- internal/testmodels (test fixtures)"},
 	{"cmd/tpsim/internal/cli", []string{"model", "hardware", "strategies"}, "model, hardware, strategies <- cmd/tpsim/internal/cli"},
 	{"cmd/tpsim", []string{"*"}, "everything <- cmd/tpsim"},

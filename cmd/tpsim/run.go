@@ -36,6 +36,7 @@ func commandList() []command {
 		{"compare", "predict and measure strategies side by side on this machine; figures, report, recommendation", runCompare},
 		{"calibrate", "measure this machine's kernels and collectives and fit the host hardware profile", runCalibrate},
 		{"plan", "search every strategy for a model on N devices, rank them and explain the winner", runPlan},
+		{"export", "write a strategy as a PyTorch script, torchtitan TOML, Megatron-LM flags, DeepSpeed JSON or HF tp plan", runExport},
 		{"study", "run a planning study: plan over models, hardware, what-ifs and GPU counts; HTML/Markdown/CSV report", runStudy},
 		{"validate", "check the cost model against published training runs (predicted vs published, APE per row)", runValidate},
 		{"fit", "fit the presets' declared achieved fractions on the published training runs (in-sample and leave-one-source-out MAPE)", runFit},
