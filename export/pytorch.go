@@ -15,25 +15,42 @@ import (
 // API names: torch.distributed.tensor.parallel, torch.distributed.fsdp.fully_shard and
 // torch.distributed.pipelining as PyTorch 2.6+ documents them.
 func (e *exporter) pytorch() (string, error) {
-	st, t, ms := e.st, e.t, e.st.Mesh
-	if err := e.llamaShaped(); err != nil {
+	if err := e.pyRefuse(); err != nil {
 		return "", err
-	}
-	if ms.CP > 1 {
-		return "", fmt.Errorf("export: cp=%d is not expressed in the PyTorch script: PyTorch's context parallel (torch.distributed.tensor.experimental.context_parallel) is experimental and needs the attention's buffers named; export cp with --format torchtitan or megatron, or use cp=1", ms.CP)
-	}
-	if st.Recompute == strategies.RecomputeOp {
-		return "", fmt.Errorf("export: recompute=op is not expressed in the PyTorch script; export it with --format torchtitan (selective_ac_option = \"op\"), or use recompute=full or selective")
-	}
-	if st.Precision == strategies.PrecisionFP8 {
-		return "", fmt.Errorf("export: precision=fp8 is not expressed in the PyTorch script (FP8 linears need torchao's convert_to_float8_training); export it with --format torchtitan or megatron, or use precision=mixed")
-	}
-	if ms.PP > 1 && st.ZeRO >= 2 {
-		return "", fmt.Errorf("export: zero=%d with pp=%d is not expressed in the PyTorch script; use zero=0 or 1", st.ZeRO, ms.PP)
 	}
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	b.WriteString(e.comment("# "))
+	for _, section := range []func(func(string, ...any)){e.pyHead, e.pyTP, e.pyAC, e.pyDP, e.pyMain} {
+		section(w)
+	}
+	return b.String(), nil
+}
+
+// pyRefuse is the error for what the PyTorch script does not express, naming the format that does.
+func (e *exporter) pyRefuse() error {
+	st, ms := e.st, e.st.Mesh
+	if err := e.llamaShaped(); err != nil {
+		return err
+	}
+	if ms.CP > 1 {
+		return fmt.Errorf("export: cp=%d is not expressed in the PyTorch script: PyTorch's context parallel (torch.distributed.tensor.experimental.context_parallel) is experimental and needs the attention's buffers named; export cp with --format torchtitan or megatron, or use cp=1", ms.CP)
+	}
+	if st.Recompute == strategies.RecomputeOp {
+		return fmt.Errorf("export: recompute=op is not expressed in the PyTorch script; export it with --format torchtitan (selective_ac_option = \"op\"), or use recompute=full or selective")
+	}
+	if st.Precision == strategies.PrecisionFP8 {
+		return fmt.Errorf("export: precision=fp8 is not expressed in the PyTorch script (FP8 linears need torchao's convert_to_float8_training); export it with --format torchtitan or megatron, or use precision=mixed")
+	}
+	if ms.PP > 1 && st.ZeRO >= 2 {
+		return fmt.Errorf("export: zero=%d with pp=%d is not expressed in the PyTorch script; use zero=0 or 1", st.ZeRO, ms.PP)
+	}
+	return nil
+}
+
+// pyHead writes the run line, the imports, the sizes and the model's LlamaConfig.
+func (e *exporter) pyHead(w func(format string, a ...any)) {
+	st, t, ms := e.st, e.t, e.st.Mesh
 	w(`# Run on pp*dp*cp*tp = %d ranks: torchrun --nproc-per-node %d THIS_FILE [--steps N] [--layers L]
 # (on CPU over gloo as given; on GPUs with NCCL unchanged). Module names: Hugging Face
 # transformers' LlamaForCausalLM (model.layers.*.self_attn.q_proj, ...); tpsim's names map as
@@ -87,7 +104,11 @@ def llama_config(layers):
     )
 `, t.Vocab, t.Hidden, t.FFN, t.Heads, t.KVHeads, t.HeadDim, pyBool(t.Tied))
 
-	// Tensor parallel.
+}
+
+// pyTP writes apply_tp: the Megatron plan through parallelize_module, sequence parallel as torchtitan's apply_tp lays it out.
+func (e *exporter) pyTP(w func(format string, a ...any)) {
+	st, ms := e.st, e.st.Mesh
 	w(`
 
 def present(model, plan):
@@ -151,7 +172,11 @@ def present(model, plan):
 		}
 	}
 
-	// Activation checkpointing.
+}
+
+// pyAC writes apply_ac: full or selective activation checkpointing per decoder layer.
+func (e *exporter) pyAC(w func(format string, a ...any)) {
+	st := e.st
 	w("\n\ndef apply_ac(model):\n")
 	switch st.Recompute {
 	case strategies.RecomputeNone:
@@ -184,7 +209,11 @@ def present(model, plan):
 `)
 	}
 
-	// Data parallel.
+}
+
+// pyDP writes apply_dp: DDP (replicate) or FSDP2 (fully_shard) for ZeRO.
+func (e *exporter) pyDP(w func(format string, a ...any)) {
+	st, ms := e.st, e.st.Mesh
 	w("\n\ndef apply_dp(model, dp_mesh):\n")
 	mp := "MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)"
 	if st.Precision == strategies.PrecisionFP32 {
@@ -215,7 +244,11 @@ def present(model, plan):
 `, mp, reshard, reshard)
 	}
 
-	// Pipeline stages.
+}
+
+// pyMain writes the pipeline Stage, the loss and main: mesh, model on the meta device, the parallelisms applied, the training loop.
+func (e *exporter) pyMain(w func(format string, a ...any)) {
+	st := e.st
 	w(`
 
 class Stage(nn.Module):
@@ -322,7 +355,6 @@ def main():
 if __name__ == "__main__":
     main()
 `, autocast)
-	return b.String(), nil
 }
 
 func pyBool(v bool) string {
