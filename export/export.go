@@ -28,6 +28,16 @@ const (
 // Formats lists every format in the order messages list them.
 var Formats = []Format{PyTorch, TorchTitan, Megatron, DeepSpeed, HFTPPlan}
 
+// FormatHelp describes each format, for tpsim export's help.
+const FormatHelp = `  pytorch     a torchrun script: init_device_mesh (pp, dp, cp, tp), the Megatron plan through
+              parallelize_module in Hugging Face Llama module names, loss_parallel, fully_shard
+              (FSDP2) for ZeRO, activation checkpointing, torch.distributed.pipelining schedules
+  torchtitan  the [parallelism], [activation_checkpoint] and [training] sections of a job TOML
+  megatron    Megatron-LM pretrain_gpt.py flags, one a line
+  deepspeed   a DeepSpeed JSON config (data parallel and ZeRO; tp, pp and cp need code)
+  hf-tp-plan  a transformers base_model_tp_plan (LlamaConfig's keys)
+`
+
 // ParseFormat reads a format name.
 func ParseFormat(s string) (Format, error) {
 	for _, f := range Formats {

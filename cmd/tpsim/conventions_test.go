@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tpsim/tpsim/cmd/tpsim/internal/cli"
+	"github.com/tpsim/tpsim/reports"
 )
 
 func TestVersionText(t *testing.T) {
@@ -15,11 +16,11 @@ func TestVersionText(t *testing.T) {
 		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "5d5f6a9"}, {Key: "vcs.time", Value: "2026-12-01T09:00:00Z"},
 			{Key: "vcs.modified", Value: "true"}, {Key: "GOOS", Value: "linux"}, {Key: "GOARCH", Value: "amd64"}}}
 	want := "tpsim github.com/tpsim/tpsim v0.3.0\nrevision 5d5f6a9 (2026-12-01T09:00:00Z, modified)\ngo1.26.8 linux/amd64\n"
-	if got := versionText(bi); got != want {
-		t.Errorf("versionText =\n%s\nwant\n%s", got, want)
+	if got := reports.Version(bi); got != want {
+		t.Errorf("reports.Version =\n%s\nwant\n%s", got, want)
 	}
 	bi.Main.Version, bi.Settings = "", nil
-	if got := versionText(bi); !strings.Contains(got, "(devel)") || !strings.Contains(got, "revision unknown") {
+	if got := reports.Version(bi); !strings.Contains(got, "(devel)") || !strings.Contains(got, "revision unknown") {
 		t.Errorf("devel build without VCS: %q", got)
 	}
 	// The real command: the module path of this build.

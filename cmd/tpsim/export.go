@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"strings"
 
@@ -14,20 +11,15 @@ import (
 	"github.com/tpsim/tpsim/export"
 	"github.com/tpsim/tpsim/internal/atomicfile"
 	"github.com/tpsim/tpsim/model"
+	"github.com/tpsim/tpsim/reports"
+	"github.com/tpsim/tpsim/search"
 	"github.com/tpsim/tpsim/strategies"
 )
 
 const exportHelp = `Usage: tpsim export --format FORMAT [--model M] (--strategy S | --plan-json FILE) [--out FILE]
 
 Write a strategy as what a training framework runs (dense transformers):
-  pytorch     a torchrun script: init_device_mesh (pp, dp, cp, tp), the Megatron plan through
-              parallelize_module in Hugging Face Llama module names, loss_parallel, fully_shard
-              (FSDP2) for ZeRO, activation checkpointing, torch.distributed.pipelining schedules
-  torchtitan  the [parallelism], [activation_checkpoint] and [training] sections of a job TOML
-  megatron    Megatron-LM pretrain_gpt.py flags, one a line
-  deepspeed   a DeepSpeed JSON config (data parallel and ZeRO; tp, pp and cp need code)
-  hf-tp-plan  a transformers base_model_tp_plan (LlamaConfig's keys)
-Each output names the tpsim version and the strategy in a header. What a format cannot
+` + export.FormatHelp + `Each output names the tpsim version and the strategy in a header. What a format cannot
 express is an error naming it and the fix. --plan-json takes the winner of 'tpsim plan --json'
 (and its model unless --model is given).
 
@@ -72,7 +64,7 @@ func (o *exportOptions) run(stdout, _ io.Writer) error {
 	f, _ := export.ParseFormat(o.Format)
 	modelName, strategy := o.Model, o.Strategy
 	if o.PlanJSON != "" {
-		m, s, err := planWinner(o.PlanJSON)
+		m, s, err := search.ReadWinner(o.PlanJSON)
 		if err != nil {
 			return err
 		}
@@ -90,7 +82,7 @@ func (o *exportOptions) run(stdout, _ io.Writer) error {
 		return err
 	}
 	bi, _ := debug.ReadBuildInfo()
-	out, err := export.Render(f, m, st, export.Options{Version: exportVersion(bi)})
+	out, err := export.Render(f, m, st, export.Options{Version: reports.VersionLine(bi)})
 	if err != nil {
 		return err
 	}
@@ -99,35 +91,4 @@ func (o *exportOptions) run(stdout, _ io.Writer) error {
 		return err
 	}
 	return atomicfile.WriteFile(o.Out, out, 0o644)
-}
-
-// planWinner reads the model and the winner's strategy (the first of "top") of a plan --json file.
-func planWinner(path string) (string, string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", "", err
-	}
-	var p struct {
-		Model string `json:"model"`
-		Top   []struct {
-			Strategy string `json:"strategy"`
-		} `json:"top"`
-	}
-	if err := json.Unmarshal(data, &p); err != nil {
-		return "", "", fmt.Errorf("--plan-json %s: %v (give the output of 'tpsim plan --json')", path, err)
-	}
-	if len(p.Top) == 0 || p.Top[0].Strategy == "" {
-		return "", "", fmt.Errorf("--plan-json %s: no winner (its \"top\" is empty: the plan found no feasible strategy); give a plan with a winner, or --strategy", path)
-	}
-	return p.Model, p.Top[0].Strategy, nil
-}
-
-// exportVersion is the one-line version of tpsim version's first two lines: module version and
-// VCS revision.
-func exportVersion(bi *debug.BuildInfo) string {
-	lines := strings.Split(strings.TrimSpace(versionText(bi)), "\n")
-	if len(lines) > 2 {
-		lines = lines[:2]
-	}
-	return strings.TrimPrefix(strings.Join(lines, "; "), "tpsim ")
 }
