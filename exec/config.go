@@ -49,3 +49,36 @@ func MeshConfig(m *model.Model, mesh strategies.Mesh, s MeshSettings) (Config, e
 	}
 	return Config{Model: m, Strategy: st, Steps: s.Steps, Seed: s.Seed, LR: s.LR}, nil
 }
+
+// StrategyConfig is the configuration of m under spec, a strategy in strategies.Parse form as
+// predict and sim read it: fp32 (exec trains in fp32), what exec cannot run refused (CheckSpec),
+// and the settings in set (names of MeshSettings' fields as tpsim exec's flags: "optimizer",
+// "attn", "plan", "batch", "mbs") taken from s over the strategy's own.
+func StrategyConfig(m *model.Model, spec string, s MeshSettings, set map[string]bool) (Config, error) {
+	st, err := strategies.Parse(spec)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := CheckSpec(spec, st); err != nil {
+		return Config{}, err
+	}
+	st.Precision = strategies.PrecisionFP32
+	if set["plan"] && st.Mesh.TP > 1 {
+		if st.Plan, err = strategies.ParsePlan(s.Plan); err != nil {
+			return Config{}, err
+		}
+	}
+	if set["optimizer"] {
+		st.Optimizer = s.Optimizer
+	}
+	if set["attn"] {
+		st.Attention = s.Attention
+	}
+	if set["batch"] {
+		st.GBS = s.Batch
+	}
+	if set["mbs"] {
+		st.MBS = s.MBS
+	}
+	return Config{Model: m, Strategy: st.Resolve(m), Steps: s.Steps, Seed: s.Seed, LR: s.LR}, nil
+}

@@ -132,34 +132,16 @@ func (o *execOptions) config() (exec.Config, error) {
 	if err != nil {
 		return exec.Config{}, err
 	}
-	if o.Strategy == "" {
-		mesh, err := strategies.ParseMesh(o.Mesh)
-		if err != nil {
-			return exec.Config{}, err
-		}
-		return exec.MeshConfig(m, mesh, exec.MeshSettings{Optimizer: opt, Attention: attn, Plan: o.Plan,
-			Batch: o.Batch, MBS: o.MBS, Steps: o.Steps, Seed: o.Seed, LR: o.LR})
+	settings := exec.MeshSettings{Optimizer: opt, Attention: attn, Plan: o.Plan,
+		Batch: o.Batch, MBS: o.MBS, Steps: o.Steps, Seed: o.Seed, LR: o.LR}
+	if o.Strategy != "" {
+		return exec.StrategyConfig(m, o.Strategy, settings, o.set)
 	}
-	st, err := strategies.Parse(o.Strategy)
+	mesh, err := strategies.ParseMesh(o.Mesh)
 	if err != nil {
 		return exec.Config{}, err
 	}
-	if err := exec.CheckSpec(o.Strategy, st); err != nil {
-		return exec.Config{}, err
-	}
-	st.Precision = strategies.PrecisionFP32
-	if o.set["plan"] && st.Mesh.TP > 1 {
-		if st.Plan, err = strategies.ParsePlan(o.Plan); err != nil {
-			return exec.Config{}, err
-		}
-	}
-	for flag, set := range map[string]func(){"optimizer": func() { st.Optimizer = opt }, "attn": func() { st.Attention = attn },
-		"batch": func() { st.GBS = o.Batch }, "mbs": func() { st.MBS = o.MBS }} {
-		if o.set[flag] {
-			set()
-		}
-	}
-	return exec.Config{Model: m, Strategy: st.Resolve(m), Steps: o.Steps, Seed: o.Seed, LR: o.LR}, nil
+	return exec.MeshConfig(m, mesh, settings)
 }
 
 func (o *execOptions) run(stdout, stderr io.Writer) error {
