@@ -38,6 +38,7 @@ func commandList() []command {
 		{"plan", "search every strategy for a model on N devices, rank them and explain the winner", runPlan},
 		{"export", "write a strategy as a PyTorch script, torchtitan TOML, Megatron-LM flags, DeepSpeed JSON or HF tp plan", runExport},
 		{"study", "run a planning study: plan over models, hardware, what-ifs and GPU counts; HTML/Markdown/CSV report", runStudy},
+		{"goodput", "goodput of a training at scale: failures, restarts, checkpoints and stragglers (closed form and simulation)", runGoodput},
 		{"validate", "check the cost model against published training runs (predicted vs published, APE per row)", runValidate},
 		{"fit", "fit the presets' declared achieved fractions on the published training runs (in-sample and leave-one-source-out MAPE)", runFit},
 		{"version", "print the module path, version and VCS revision tpsim was built from", runVersion},
