@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
@@ -95,24 +93,5 @@ func (o *goodputOptions) run(w, _ io.Writer) error {
 	if o.JSON {
 		return reports.WriteJSON(w, map[string]goodput.Result{"closed_form": cf, "simulation": sim})
 	}
-	ew := &reports.ErrWriter{W: w}
-	fmt.Fprintf(ew, "%d GPUs, %d steps of %v (%v with stragglers); checkpoint %.3g TB, stall %v, every %d steps (%v); job MTBF %.2f h\n\n",
-		o.GPUs, o.Steps, units.Seconds(o.StepTime), cf.StepTime, float64(cf.Checkpoint.Bytes)/1e12, cf.Checkpoint.Stall, cf.IntervalSteps, cf.Interval, float64(cf.MTBF)/3600)
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "\tCLOSED FORM\tSIMULATION (seed %d)\t\n", o.Seed)
-	hours := func(s units.Seconds) string { return fmt.Sprintf("%.1f h", float64(s)/3600) }
-	for _, row := range []struct {
-		name string
-		a, b units.Seconds
-	}{
-		{"wall", cf.Wall, sim.Wall}, {"useful", cf.Useful, sim.Useful}, {"stragglers", cf.Stragglers, sim.Stragglers},
-		{"checkpoints", cf.Checkpoints, sim.Checkpoints}, {"recompute", cf.Recompute, sim.Recompute}, {"restarts", cf.Restarts, sim.Restarts},
-	} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", row.name, hours(row.a), hours(row.b))
-	}
-	fmt.Fprintf(tw, "interruptions\t%.1f\t%.0f\t\n", cf.TotalInterruptions(), sim.TotalInterruptions())
-	fmt.Fprintf(tw, "goodput\t%.1f%%\t%.1f%%\t\n", 100*cf.Goodput, 100*sim.Goodput)
-	fmt.Fprintf(tw, "effective training time\t%.1f%%\t%.1f%%\t\n", 100*cf.EffectiveTrainingTime, 100*sim.EffectiveTrainingTime)
-	tw.Flush()
-	return ew.Err
+	return goodput.WriteComparison(w, c, o.Seed, cf, sim)
 }
