@@ -271,11 +271,7 @@ func (r *hfReader) transformer() (Transformer, string, error) {
 	family := mt
 	switch mt {
 	case "llama", "mistral", "qwen2":
-		t.Hidden = r.need("hidden_size", c.HiddenSize)
-		t.Layers = r.need("num_hidden_layers", c.NumHiddenLayers)
-		t.Heads = r.need("num_attention_heads", c.NumAttentionHeads)
-		t.FFN = r.need("intermediate_size", c.IntermediateSize)
-		t.Vocab = r.need("vocab_size", c.VocabSize)
+		r.sizes(&t)
 		t.KVHeads = r.opt("num_key_value_heads", c.NumKeyValueHeads, t.Heads)
 		if c.HeadDim != nil {
 			t.HeadDim = r.need("head_dim", c.HeadDim)
@@ -313,11 +309,7 @@ func (r *hfReader) transformer() (Transformer, string, error) {
 		t.Tied = flag(c.TieWordEmbeddings, true)
 		family = "gpt"
 	case "gpt_neox":
-		t.Hidden = r.need("hidden_size", c.HiddenSize)
-		t.Layers = r.need("num_hidden_layers", c.NumHiddenLayers)
-		t.Heads = r.need("num_attention_heads", c.NumAttentionHeads)
-		t.FFN = r.need("intermediate_size", c.IntermediateSize)
-		t.Vocab = r.need("vocab_size", c.VocabSize)
+		r.sizes(&t)
 		t.KVHeads = t.Heads
 		t.HeadDim = r.headDim(t.Hidden, t.Heads, "hidden_size", "num_attention_heads")
 		t.Seq = min(r.opt("max_position_embeddings", c.MaxPositionEmbeddings, 2048), HFSeqCap)
@@ -544,4 +536,15 @@ func position(data []byte, off int64) (line, col int) {
 	line = 1 + bytes.Count(prefix, []byte{'\n'})
 	start := bytes.LastIndexByte(prefix, '\n') + 1
 	return line, 1 + utf8.RuneCount(prefix[start:])
+}
+
+// sizes reads the five sizes every Hugging Face config of the llama lineage names alike:
+// hidden_size, num_hidden_layers, num_attention_heads, intermediate_size and vocab_size.
+func (r *hfReader) sizes(t *Transformer) {
+	c := r.c
+	t.Hidden = r.need("hidden_size", c.HiddenSize)
+	t.Layers = r.need("num_hidden_layers", c.NumHiddenLayers)
+	t.Heads = r.need("num_attention_heads", c.NumAttentionHeads)
+	t.FFN = r.need("intermediate_size", c.IntermediateSize)
+	t.Vocab = r.need("vocab_size", c.VocabSize)
 }

@@ -11,11 +11,7 @@ var hfFamilies = map[string]string{"kimi_k2": "deepseek_v3", "llama4_text": "lla
 // classes' defaults differ by version); the model's own config.json always gives them.
 func (r *hfReader) newFamily(t *Transformer) error {
 	c, mt := r.c, r.mt
-	t.Hidden = r.need("hidden_size", c.HiddenSize)
-	t.Layers = r.need("num_hidden_layers", c.NumHiddenLayers)
-	t.Heads = r.need("num_attention_heads", c.NumAttentionHeads)
-	t.FFN = r.need("intermediate_size", c.IntermediateSize)
-	t.Vocab = r.need("vocab_size", c.VocabSize)
+	r.sizes(t)
 	t.KVHeads = r.opt("num_key_value_heads", c.NumKeyValueHeads, t.Heads)
 	t.Seq = min(r.need("max_position_embeddings", c.MaxPositionEmbeddings), HFSeqCap)
 	t.Gated, t.RMSNorm = true, true

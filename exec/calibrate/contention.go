@@ -3,6 +3,7 @@ package calibrate
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -284,28 +285,11 @@ func syncedBounded(ctx context.Context, work []*contWork, units int, fn func(*co
 }
 
 // synced runs fn units times on one goroutine rank per work item of an exec/comm world, the
-// ranks meeting in an all-reduce of one float after every unit, and returns the wall time.
+// ranks meeting in an all-reduce of one float after every unit, and returns the wall time:
+// syncedBounded with no limit.
 func synced(ctx context.Context, work []*contWork, units int, fn func(*contWork)) (float64, error) {
-	w, err := comm.NewWorld([]comm.Dim{{Name: "k", Size: len(work)}}, comm.WithTimeout(time.Minute))
-	if err != nil {
-		return 0, err
-	}
-	t := time.Now()
-	err = w.Run(ctx, func(c *comm.Comm) error {
-		g, err := c.Group("k")
-		if err != nil {
-			return err
-		}
-		buf := make([]float32, 1)
-		for range units {
-			fn(work[c.Rank()])
-			if err := g.AllReduce(buf); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return time.Since(t).Seconds(), err
+	ran, per, err := syncedBounded(ctx, work, units, fn, time.Duration(math.MaxInt64))
+	return per * float64(ran), err
 }
 
 // Meeting is what a blocking collective costs exec's ranks beyond the collective itself when
