@@ -2,7 +2,7 @@
 // and stragglers: goodput = useful time / wall time, with its breakdown, as a closed form
 // (ClosedForm) and as a seeded, deterministic event simulation (Simulate) that agree.
 //
-// It imports units and the standard library only (units <- goodput).
+// It imports units, reports (its text writer) and the standard library (units, reports <- goodput).
 //
 // # Failures
 //

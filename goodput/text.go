@@ -5,6 +5,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/tpsim/tpsim/reports"
 	"github.com/tpsim/tpsim/units"
 )
 
@@ -12,7 +13,7 @@ import (
 // MTBF), then the closed form cf and the simulation sim (of seed) side by side, the time in hours
 // by where it went, the interruptions, goodput and effective training time.
 func WriteComparison(w io.Writer, c Config, seed uint64, cf, sim Result) error {
-	ew := &errWriter{w: w}
+	ew := &reports.ErrWriter{W: w}
 	fmt.Fprintf(ew, "%d GPUs, %d steps of %v (%v with stragglers); checkpoint %.3g TB, stall %v, every %d steps (%v); job MTBF %.2f h\n\n",
 		c.GPUs, c.Steps, c.StepTime, cf.StepTime, float64(cf.Checkpoint.Bytes)/1e12, cf.Checkpoint.Stall, cf.IntervalSteps, cf.Interval, float64(cf.MTBF)/3600)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
@@ -31,20 +32,5 @@ func WriteComparison(w io.Writer, c Config, seed uint64, cf, sim Result) error {
 	fmt.Fprintf(tw, "goodput\t%.1f%%\t%.1f%%\n", 100*cf.Goodput, 100*sim.Goodput)
 	fmt.Fprintf(tw, "effective training time\t%.1f%%\t%.1f%%\n", 100*cf.EffectiveTrainingTime, 100*sim.EffectiveTrainingTime)
 	tw.Flush()
-	return ew.err
-}
-
-// errWriter keeps the first write error, so that a run of Fprintf calls is checked once.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
+	return ew.Err
 }

@@ -36,7 +36,7 @@ var layers = []layer{
 	{"sim", []string{"program"}, "program <- sim"},
 	{"exec", []string{"program"}, "program <- exec"},
 	{"reports", []string{"units"}, "units <- reports"},
-	{"goodput", []string{"units"}, "units <- goodput"},
+	{"goodput", []string{"units", "reports"}, "units, reports <- goodput"},
 	{"search", []string{"costmodel", "sim", "reports"}, "costmodel, sim <- search (reports: its table and figure)"},
 	{"validate", []string{"costmodel", "search", "reports"}, "costmodel, search <- validate (reports: its report)"},
 	{"compare", []string{"costmodel", "sim", "exec", "reports"}, "costmodel, sim, exec <- compare (reports: its report)"},
